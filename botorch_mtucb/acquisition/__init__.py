@@ -1,0 +1,3 @@
+"""acquisition."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""benchmarks."""
+
+__all__: list[str] = []

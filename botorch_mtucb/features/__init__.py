@@ -1,0 +1,3 @@
+"""features."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""integrations."""
+
+__all__: list[str] = []

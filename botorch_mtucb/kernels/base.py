@@ -1,0 +1,97 @@
+"""Common base of the multi-task kernels Γ(x, x') ∈ R^{n×n} (paper 000, §2).
+
+All multi-task kernels here are GPyTorch kernels with ``num_outputs_per_input = n`` that
+return the ``(N1·n) x (N2·n)`` matrix in GPyTorch's interleaved order: entry
+``[i·n + a, j·n + b]`` is ``Γ(x_i, x_j)_{ab}`` (the order of ``gpytorch.kernels.MultitaskKernel``).
+
+Each of them is a sum of separable terms Γ = Σ_j k_j B_j and exposes those terms through
+:meth:`MultiTaskKernel.separable_components`, so that models can take fast paths: when there is
+a single term (ICM) the exact posterior only needs one eigendecomposition of the ``t x t``
+scalar kernel matrix (paper 000, §3.3 and Appendix A).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import torch
+from gpytorch.kernels import Kernel
+from linear_operator.operators import KroneckerProductLinearOperator, to_linear_operator
+from torch import Tensor
+
+__all__ = ["MultiTaskKernel", "kron_interleaved"]
+
+
+def kron_interleaved(data_covar: Tensor, task_covar: Tensor) -> Tensor:
+    """Dense Kronecker product ``K ⊗ B`` in GPyTorch's interleaved order.
+
+    Args:
+        data_covar: ``batch_shape x N1 x N2`` scalar kernel matrix.
+        task_covar: ``n x n`` (or ``batch_shape x n x n``) task matrix.
+
+    Returns:
+        ``batch_shape x (N1·n) x (N2·n)`` tensor with entry ``[i·n+a, j·n+b] = K_ij B_ab``.
+    """
+    n1, n2 = data_covar.shape[-2:]
+    n = task_covar.shape[-1]
+    out = data_covar[..., :, None, :, None] * task_covar[..., None, :, None, :]
+    return out.reshape(*out.shape[:-4], n1 * n, n2 * n)
+
+
+class MultiTaskKernel(Kernel):
+    """Abstract multi-task kernel Γ(x, x') = Σ_j k_j(x, x') B_j.
+
+    Subclasses implement :meth:`separable_components`; this base class provides the GPyTorch
+    ``forward`` (interleaved ``(N1·n) x (N2·n)`` output) and the ICM detection used by models.
+    """
+
+    def __init__(self, num_tasks: int, **kwargs) -> None:
+        if not isinstance(num_tasks, int) or num_tasks < 1:
+            raise ValueError(f"`num_tasks` must be a positive integer, got {num_tasks!r}.")
+        super().__init__(**kwargs)
+        self.num_tasks = num_tasks
+
+    @abstractmethod
+    def separable_components(self) -> list[tuple[Kernel, Tensor]]:
+        """The separable terms ``[(k_j, B_j)]`` with Γ = Σ_j k_j B_j, each ``B_j`` ``n x n``."""
+
+    def icm_components(self) -> tuple[Kernel, Tensor] | None:
+        """``(k, B)`` when Γ = k·B with a single scalar kernel ``k``, else ``None``.
+
+        Components that share one scalar kernel object are merged (their task matrices add up).
+        """
+        comps = self.separable_components()
+        kernel = comps[0][0]
+        if all(k is kernel for k, _ in comps):
+            return kernel, sum(B for _, B in comps)
+        return None
+
+    def num_outputs_per_input(self, x1: Tensor, x2: Tensor) -> int:
+        return self.num_tasks
+
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params):
+        """Interleaved multi-task kernel matrix.
+
+        Args:
+            x1: ``batch_shape x N1 x d`` inputs.
+            x2: ``batch_shape x N2 x d`` inputs.
+            diag: Return only the diagonal, ``batch_shape x (N1·n)``.
+
+        Returns:
+            ``batch_shape x (N1·n) x (N2·n)`` kernel matrix (a ``LinearOperator``), or its
+            diagonal.
+        """
+        batch_shape = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+        res = None
+        for k, B in self.separable_components():
+            if diag:
+                kd = k.forward(x1, x2, diag=True, **params)
+                term = (kd[..., :, None] * torch.diagonal(B)).reshape(*kd.shape[:-1], -1)
+            else:
+                kx = to_linear_operator(k.forward(x1, x2, **params))
+                if kx.shape[:-2] != batch_shape:
+                    kx = kx.expand(*batch_shape, *kx.shape[-2:])
+                Bb = B.expand(*batch_shape, *B.shape) if len(batch_shape) else B
+                term = KroneckerProductLinearOperator(kx, to_linear_operator(Bb))
+            res = term if res is None else res + term
+        return res

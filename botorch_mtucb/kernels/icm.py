@@ -1,0 +1,146 @@
+"""Intrinsic coregionalization kernel Γ(x, x') = k(x, x') B (paper 000, §2)."""
+
+from __future__ import annotations
+
+import torch
+from gpytorch.constraints import Interval, Positive
+from gpytorch.kernels import Kernel
+from gpytorch.priors import Prior
+from torch import Tensor
+
+from botorch_mtucb.kernels.base import MultiTaskKernel
+from botorch_mtucb.utils.validation import check_psd_matrix
+
+__all__ = ["ICMKernel", "TaskSimilarityKernel"]
+
+
+class ICMKernel(MultiTaskKernel):
+    """Separable (ICM) multi-task kernel Γ(x, x') = k(x, x') B.
+
+    ``B`` is either learnable, parametrised as ``F Fᵀ + diag(v)`` with ``F`` of shape
+    ``n x rank`` and ``v > 0`` (positive semi-definite by construction, as GPyTorch's
+    ``IndexKernel``), or a fixed user matrix that is validated to be symmetric PSD.
+
+    Example:
+        >>> from gpytorch.kernels import RBFKernel
+        >>> kernel = ICMKernel(RBFKernel(), num_tasks=2, task_covar=torch.eye(2))
+        >>> kernel(torch.rand(5, 1)).shape   # (5·2) x (5·2), interleaved
+        torch.Size([10, 10])
+    """
+
+    def __init__(
+        self,
+        data_covar_module: Kernel,
+        num_tasks: int,
+        rank: int = 1,
+        task_covar: Tensor | None = None,
+        task_covar_prior: Prior | None = None,
+        **kwargs,
+    ) -> None:
+        """
+        Args:
+            data_covar_module: Scalar kernel ``k`` on the inputs.
+            num_tasks: Number of tasks ``n``.
+            rank: Rank of the learnable low-rank factor ``F`` (ignored if ``task_covar``).
+            task_covar: Optional fixed ``n x n`` PSD task matrix ``B``.
+            task_covar_prior: Optional prior on the learnable ``B``.
+        """
+        super().__init__(num_tasks=num_tasks, **kwargs)
+        if not isinstance(data_covar_module, Kernel):
+            raise ValueError("`data_covar_module` must be a gpytorch Kernel.")
+        self.data_covar_module = data_covar_module
+        if task_covar is not None:
+            B = check_psd_matrix(task_covar, "task_covar", size=num_tasks)
+            self.register_buffer("fixed_task_covar", B.clone())
+            self.rank = None
+        else:
+            if not isinstance(rank, int) or not 1 <= rank <= num_tasks:
+                raise ValueError(f"`rank` must be an integer in [1, {num_tasks}], got {rank!r}.")
+            self.rank = rank
+            self.fixed_task_covar = None
+            self.register_parameter(
+                "covar_factor", torch.nn.Parameter(0.5 * torch.ones(num_tasks, rank) / rank**0.5)
+            )
+            self.register_parameter("raw_var", torch.nn.Parameter(torch.zeros(num_tasks)))
+            self.register_constraint("raw_var", Positive())
+            if task_covar_prior is not None:
+                self.register_prior(
+                    "task_covar_prior", task_covar_prior, lambda m: m.task_covar_matrix
+                )
+
+    @property
+    def task_covar_matrix(self) -> Tensor:
+        """The ``n x n`` task matrix ``B``."""
+        if self.fixed_task_covar is not None:
+            return self.fixed_task_covar
+        var = self.raw_var_constraint.transform(self.raw_var)
+        return self.covar_factor @ self.covar_factor.transpose(-1, -2) + torch.diag_embed(var)
+
+    def separable_components(self) -> list[tuple[Kernel, Tensor]]:
+        return [(self.data_covar_module, self.task_covar_matrix)]
+
+
+class TaskSimilarityKernel(MultiTaskKernel):
+    """Task-similarity kernel of Evgeniou et al.: Γ = k·B_ω, B_ω = ωI + (1−ω) 11ᵀ/n.
+
+    ``ω = 1`` makes the tasks unrelated, ``ω = 0`` identical (paper 000, §2 and Lemma 1).
+    """
+
+    def __init__(
+        self,
+        data_covar_module: Kernel,
+        num_tasks: int,
+        omega: float = 0.5,
+        learn_omega: bool = False,
+        **kwargs,
+    ) -> None:
+        """
+        Args:
+            data_covar_module: Scalar kernel ``k`` on the inputs.
+            num_tasks: Number of tasks ``n``.
+            omega: Similarity parameter ω ∈ [0, 1] (the initial value when learnable).
+            learn_omega: Learn ω (constrained to (0, 1)) instead of keeping it fixed.
+        """
+        super().__init__(num_tasks=num_tasks, **kwargs)
+        if not isinstance(data_covar_module, Kernel):
+            raise ValueError("`data_covar_module` must be a gpytorch Kernel.")
+        omega_f = float(omega)
+        if not 0.0 <= omega_f <= 1.0:
+            raise ValueError(f"`omega` must lie in [0, 1], got {omega!r}.")
+        self.data_covar_module = data_covar_module
+        self.learn_omega = learn_omega
+        if learn_omega:
+            if not 0.0 < omega_f < 1.0:
+                raise ValueError("A learnable `omega` must start strictly inside (0, 1).")
+            self.register_parameter("raw_omega", torch.nn.Parameter(torch.zeros(())))
+            self.register_constraint("raw_omega", Interval(0.0, 1.0))
+            self.initialize(omega=omega_f)
+        else:
+            self.register_buffer("fixed_omega", torch.tensor(omega_f, dtype=torch.float64))
+
+    @property
+    def omega(self) -> Tensor:
+        if self.learn_omega:
+            return self.raw_omega_constraint.transform(self.raw_omega)
+        return self.fixed_omega
+
+    @omega.setter
+    def omega(self, value: float | Tensor) -> None:
+        value = torch.as_tensor(value, dtype=torch.float64)
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"`omega` must lie in [0, 1], got {float(value)!r}.")
+        if self.learn_omega:
+            self.initialize(raw_omega=self.raw_omega_constraint.inverse_transform(value))
+        else:
+            self.fixed_omega = value.to(self.fixed_omega)
+
+    @property
+    def task_covar_matrix(self) -> Tensor:
+        """``B_ω = ωI + (1−ω) 11ᵀ/n``, ``n x n``."""
+        n = self.num_tasks
+        omega = self.omega
+        eye = torch.eye(n, dtype=omega.dtype, device=omega.device)
+        return omega * eye + (1 - omega) * torch.ones_like(eye) / n
+
+    def separable_components(self) -> list[tuple[Kernel, Tensor]]:
+        return [(self.data_covar_module, self.task_covar_matrix)]

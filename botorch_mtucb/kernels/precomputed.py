@@ -1,0 +1,60 @@
+"""A scalar kernel over a finite set of arms given as a fixed PSD matrix."""
+
+from __future__ import annotations
+
+import torch
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+from botorch_mtucb.utils.validation import check_psd_matrix
+
+__all__ = ["PrecomputedKernel"]
+
+
+class PrecomputedKernel(Kernel):
+    """Scalar kernel k(i, j) = M[i, j] on arms ``0, …, A−1``.
+
+    Inputs are arm indices stored as floats in a last dimension of size one
+    (``batch_shape x N x 1``), the form ``optimize_acqf_discrete`` passes candidates in. Used
+    for the stock and light-sensor experiments (paper 001, §6), where the kernel is the
+    empirical correlation of the data, and for any finite candidate set with a known
+    covariance. It also works as the scalar kernel inside :class:`ICMKernel`.
+    """
+
+    has_lengthscale = False
+
+    def __init__(self, matrix: Tensor, **kwargs) -> None:
+        """
+        Args:
+            matrix: ``A x A`` symmetric PSD kernel matrix over the arms.
+        """
+        super().__init__(**kwargs)
+        self.register_buffer("matrix", check_psd_matrix(matrix, "matrix").clone())
+
+    @property
+    def num_arms(self) -> int:
+        return self.matrix.shape[0]
+
+    def arm_indices(self, x: Tensor, name: str = "x") -> Tensor:
+        """Convert ``batch_shape x N x 1`` float arm indices into a ``batch_shape x N`` LongTensor."""
+        if x.shape[-1] != 1:
+            raise ValueError(
+                f"`{name}` must hold arm indices in a last dimension of size 1, got shape "
+                f"{tuple(x.shape)}."
+            )
+        idx = x[..., 0].round()
+        if (idx - x[..., 0]).abs().max() > 1e-6 if x.numel() else False:
+            raise ValueError(f"`{name}` must hold integer arm indices.")
+        idx = idx.long()
+        if x.numel() and (idx.min() < 0 or idx.max() >= self.num_arms):
+            raise ValueError(f"`{name}` holds arm indices outside [0, {self.num_arms - 1}].")
+        return idx
+
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
+        i1 = self.arm_indices(x1, "x1")
+        i2 = self.arm_indices(x2, "x2")
+        M = self.matrix.to(dtype=x1.dtype)
+        if diag:
+            i1, i2 = torch.broadcast_tensors(i1, i2)
+            return M[i1, i2]
+        return M[i1[..., :, None], i2[..., None, :]]

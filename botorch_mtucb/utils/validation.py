@@ -1,0 +1,58 @@
+"""Input validation shared by kernels, models and acquisition functions.
+
+Every check raises a ``ValueError`` that names the offending argument and says what was
+expected, so users never see a silent NaN further down the line.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["check_finite", "check_psd_matrix"]
+
+
+def check_finite(value: Tensor, name: str) -> None:
+    """Raise ``ValueError`` if ``value`` holds NaN or infinite entries.
+
+    Args:
+        value: Tensor to check.
+        name: Argument name used in the error message.
+    """
+    if not torch.is_tensor(value):
+        raise ValueError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}.")
+    if value.is_floating_point() and not torch.isfinite(value).all():
+        raise ValueError(f"`{name}` contains NaN or infinite values.")
+
+
+def check_psd_matrix(matrix: Tensor, name: str, size: int | None = None, rtol: float = 1e-8) -> Tensor:
+    """Validate a symmetric positive semi-definite matrix.
+
+    Args:
+        matrix: ``k x k`` tensor.
+        name: Argument name used in the error message.
+        size: Expected side length ``k`` (not checked when ``None``).
+        rtol: Tolerance, relative to the largest eigenvalue magnitude, for symmetry and for
+            negative eigenvalues (round-off).
+
+    Returns:
+        The matrix, symmetrised as ``(M + Mᵀ)/2``.
+    """
+    check_finite(matrix, name)
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"`{name}` must be a square matrix, got shape {tuple(matrix.shape)}.")
+    if size is not None and matrix.shape[0] != size:
+        raise ValueError(
+            f"`{name}` must be {size} x {size}, got shape {tuple(matrix.shape)}."
+        )
+    scale = matrix.abs().max().clamp_min(1e-300)
+    if (matrix - matrix.transpose(0, 1)).abs().max() > 1e-6 * scale:
+        raise ValueError(f"`{name}` must be symmetric.")
+    sym = 0.5 * (matrix + matrix.transpose(0, 1))
+    evals = torch.linalg.eigvalsh(sym.to(torch.float64))
+    if evals.min() < -max(rtol, 1e-10) * max(evals.abs().max().item(), 1.0):
+        raise ValueError(
+            f"`{name}` must be positive semi-definite; its smallest eigenvalue is "
+            f"{evals.min().item():.3g}."
+        )
+    return sym
