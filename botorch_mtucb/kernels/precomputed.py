@@ -36,7 +36,7 @@ class PrecomputedKernel(Kernel):
         return self.matrix.shape[0]
 
     def arm_indices(self, x: Tensor, name: str = "x") -> Tensor:
-        """Convert ``batch_shape x N x 1`` float arm indices into a ``batch_shape x N`` LongTensor."""
+        """Float arm indices ``batch_shape x N x 1`` as a ``batch_shape x N`` LongTensor."""
         if x.shape[-1] != 1:
             raise ValueError(
                 f"`{name}` must hold arm indices in a last dimension of size 1, got shape "

@@ -1,3 +1,5 @@
-"""models."""
+"""BoTorch models: exact and Nyström multi-task GPs, heavy-tailed single-output models."""
 
-__all__: list[str] = []
+from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
+
+__all__: list[str] = ["ExactMultiTaskGP"]

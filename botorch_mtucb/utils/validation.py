@@ -25,7 +25,9 @@ def check_finite(value: Tensor, name: str) -> None:
         raise ValueError(f"`{name}` contains NaN or infinite values.")
 
 
-def check_psd_matrix(matrix: Tensor, name: str, size: int | None = None, rtol: float = 1e-8) -> Tensor:
+def check_psd_matrix(
+    matrix: Tensor, name: str, size: int | None = None, rtol: float = 1e-8
+) -> Tensor:
     """Validate a symmetric positive semi-definite matrix.
 
     Args:

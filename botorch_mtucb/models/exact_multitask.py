@@ -1,0 +1,398 @@
+"""Exact multi-task GP / kernel regression: the MT-KB model (paper 000, §3.1, §3.3, App. A)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from botorch.acquisition.objective import PosteriorTransform
+from botorch.exceptions.errors import BotorchTensorDimensionError
+from botorch.models.gpytorch import BatchedMultiOutputGPyTorchModel
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch import settings as gpt_settings
+from gpytorch.constraints import GreaterThan
+from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
+from gpytorch.likelihoods import MultitaskGaussianLikelihood
+from gpytorch.means import Mean, MultitaskMean, ZeroMean
+from gpytorch.models import ExactGP
+from torch import Tensor
+
+from botorch_mtucb.kernels.base import MultiTaskKernel
+from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.models.solvers import (
+    DenseSolver,
+    ICMSolver,
+    MultiTaskSolver,
+    extend_solver,
+)
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["ExactMultiTaskGP"]
+
+
+class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
+    r"""Exact multi-task GP with a matrix-valued kernel Γ: the model behind MT-KB.
+
+    For vector observations ``y_s ∈ R^n`` at ``x_s`` and regulariser (Gaussian noise
+    variance) η, the posterior is (paper 000, eq. (1) and §3.1)
+
+    .. math::
+        μ_t(x) = G_t(x)^T (G_t + η I_{nt})^{-1} Y_t, \qquad
+        Γ_t(x, x') = Γ(x, x') − G_t(x)^T (G_t + η I_{nt})^{-1} G_t(x').
+
+    For kernels with one separable term Γ = k·B (``ICMKernel``, ``TaskSimilarityKernel``,
+    ``IndependentTasksKernel`` with a shared scalar kernel) the model never forms the
+    ``nt x nt`` system: one eigendecomposition of the ``t x t`` matrix ``K_t`` serves all ``n``
+    eigen-directions of ``B`` (§3.3, Appendix A). Other kernels use a dense Cholesky.
+
+    The posterior is a ``GPyTorchPosterior`` over a ``MultitaskMultivariateNormal`` whose
+    covariance is joint over the ``q`` points and ``n`` tasks, in GPyTorch's interleaved order
+    (index ``point·n + task``). The model subclasses ``BatchedMultiOutputGPyTorchModel`` so that
+    Ax treats it as one joint model instead of splitting it into a ``ModelListGP``.
+
+    Hyperparameters can be fitted with
+    ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``.
+
+    Example:
+        >>> model = ExactMultiTaskGP(train_X, train_Y)          # N x d, N x n
+        >>> post = model.posterior(torch.rand(5, 1, d, dtype=torch.float64))
+        >>> post.mean.shape                                      # 5 x 1 x n
+    """
+
+    _supports_batched_models = True
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        covar_module: MultiTaskKernel | None = None,
+        noise: float | Tensor = 0.1,
+        learn_noise: bool = False,
+        input_transform: InputTransform | None = None,
+        outcome_transform: OutcomeTransform | None = None,
+        mean_module: Mean | None = None,
+    ) -> None:
+        """
+        Args:
+            train_X: ``N x d`` training inputs.
+            train_Y: ``N x n`` training observations (all ``n`` tasks observed at each input).
+            covar_module: Multi-task kernel with ``num_tasks = n``. Default: ``ICMKernel`` over
+                an RBF kernel (BoTorch's dimension-scaled lengthscale prior) with a learnable
+                full-rank task matrix ``B``.
+            noise: Regulariser / Gaussian noise variance η > 0 (paper 000 uses 0.1).
+            learn_noise: Make η a learnable hyperparameter (initialised at ``noise``).
+            input_transform: BoTorch input transform.
+            outcome_transform: BoTorch outcome transform (e.g. ``Standardize(m=n)``).
+            mean_module: Prior mean; zero by default (the paper's estimator). A scalar
+                ``Mean`` is shared by all tasks; a ``MultitaskMean`` is used as is.
+        """
+        _validate_train_data(train_X, train_Y)
+        noise_t = torch.as_tensor(noise, dtype=train_X.dtype, device=train_X.device)
+        if noise_t.numel() != 1 or not torch.isfinite(noise_t) or noise_t.item() <= 0:
+            raise ValueError(f"`noise` (η) must be a positive finite scalar, got {noise!r}.")
+        n = train_Y.shape[-1]
+        d = train_X.shape[-1]
+        with torch.no_grad():
+            transformed_X = self.transform_inputs(X=train_X, input_transform=input_transform)
+        if outcome_transform is not None:
+            outcome_transform.train()
+            train_Y, _ = outcome_transform(train_Y, X=transformed_X)
+        if covar_module is None:
+            covar_module = ICMKernel(
+                get_covar_module_with_dim_scaled_prior(ard_num_dims=transformed_X.shape[-1]),
+                num_tasks=n,
+                rank=n,
+            )
+        if not isinstance(covar_module, MultiTaskKernel):
+            raise ValueError(
+                "`covar_module` must be a botorch_mtucb multi-task kernel (e.g. ICMKernel), "
+                f"got {type(covar_module).__name__}."
+            )
+        if covar_module.num_tasks != n:
+            raise ValueError(
+                f"`covar_module` has num_tasks={covar_module.num_tasks} but `train_Y` has "
+                f"{n} columns."
+            )
+        self._num_outputs = n
+        self._input_batch_shape = torch.Size()
+        self._aug_batch_shape = torch.Size()
+        likelihood = MultitaskGaussianLikelihood(
+            num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
+            noise_constraint=GreaterThan(1e-9),
+        )
+        ExactGP.__init__(self, train_X, train_Y, likelihood)
+        self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
+        self.likelihood.raw_noise.requires_grad_(learn_noise)
+        self.learn_noise = learn_noise
+        if mean_module is None:
+            mean_module = MultitaskMean(ZeroMean(), num_tasks=n)
+        elif not isinstance(mean_module, MultitaskMean):
+            mean_module = MultitaskMean(mean_module, num_tasks=n)
+        self.mean_module = mean_module
+        self.covar_module = covar_module
+        if input_transform is not None:
+            self.input_transform = input_transform
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        self._solver_cache: tuple[list[Tensor], MultiTaskSolver] | None = None
+        self._d = d
+        self.to(train_X)
+        self.likelihood.noise = noise_t.reshape(1)
+
+    # ------------------------------------------------------------------ GPyTorch
+    def forward(self, x: Tensor) -> MultitaskMultivariateNormal:
+        """Prior ``MultitaskMultivariateNormal`` at ``x: batch x N x d`` (used for fitting)."""
+        if self.training:
+            x = self.transform_inputs(x)
+        return MultitaskMultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def noise(self) -> Tensor:
+        """The regulariser η (a scalar tensor, in the outcome-transformed space)."""
+        return self.likelihood.noise.reshape(())
+
+    @property
+    def num_tasks(self) -> int:
+        return self._num_outputs
+
+    @property
+    def uses_icm_fast_path(self) -> bool:
+        """Whether the posterior uses the ICM eigen identity (no ``nt x nt`` system)."""
+        return self.covar_module.icm_components() is not None
+
+    # ------------------------------------------------------------------ solver cache
+    def _cache_key(self) -> list[Tensor]:
+        tensors = [p.detach() for p in self.parameters()]
+        tensors += [b.detach() for b in self.buffers()]
+        return [self.train_inputs[0].detach(), self.train_targets.detach(), *tensors]
+
+    def _cache_valid(self, key: list[Tensor]) -> bool:
+        if self._solver_cache is None:
+            return False
+        old = self._solver_cache[0]
+        return len(old) == len(key) and all(
+            a.shape == b.shape and torch.equal(a, b) for a, b in zip(old, key, strict=True)
+        )
+
+    def _train_resid(self) -> Tensor:
+        X = self.train_inputs[0]
+        return self.train_targets - self.mean_module(X)
+
+    def _build_solver(self) -> MultiTaskSolver:
+        X = self.train_inputs[0]
+        resid = self._train_resid()
+        icm = self.covar_module.icm_components()
+        if icm is not None:
+            k, B = icm
+            return ICMSolver(k, B, X, resid, self.noise)
+        return DenseSolver(self.covar_module, X, resid, self.noise)
+
+    def solver(self) -> MultiTaskSolver:
+        """The (cached) posterior solver for the current data and hyperparameters."""
+        if self.training:
+            self.eval()
+        key = self._cache_key()
+        if not self._cache_valid(key):
+            if gpt_settings.detach_test_caches.on():
+                with torch.no_grad():
+                    solver = self._build_solver()
+            else:
+                solver = self._build_solver()
+            self._solver_cache = ([k.clone() for k in key], solver)
+        return self._solver_cache[1]
+
+    def train(self, mode: bool = True) -> ExactMultiTaskGP:
+        self._solver_cache = None
+        return super().train(mode=mode)
+
+    # ------------------------------------------------------------------ posterior
+    def _check_X(self, X: Tensor) -> None:
+        check_finite(X, "X")
+        if X.dim() < 2 or X.shape[-1] != self._d:
+            raise BotorchTensorDimensionError(
+                f"`X` must have shape `batch_shape x q x {self._d}`, got {tuple(X.shape)}."
+            )
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        """Exact joint posterior over ``q`` points and ``n`` tasks.
+
+        Args:
+            X: ``batch_shape x q x d`` inputs.
+            output_indices: Tasks to keep (all by default).
+            observation_noise: If ``True``, add η to the diagonal; if a tensor of shape
+                ``batch_shape x q x n``, add it as (outcome-transformed) noise variances.
+            posterior_transform: Applied last (e.g. ``ScalarizedPosteriorTransform``).
+
+        Returns:
+            ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
+            ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
+        """
+        self._check_X(X)
+        solver = self.solver()
+        X = self.transform_inputs(X)
+        mean = solver.mean(X) + self.mean_module(X)
+        cov = solver.covariance(X)
+        cov = 0.5 * (cov + cov.transpose(-1, -2))
+        n = self.num_tasks
+        if observation_noise is True:
+            cov = cov + self.noise * torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
+        elif torch.is_tensor(observation_noise):
+            if observation_noise.shape[-1] != n:
+                raise ValueError(
+                    f"`observation_noise` must have a last dimension of size {n}, got shape "
+                    f"{tuple(observation_noise.shape)}."
+                )
+            noise = observation_noise.expand(mean.shape).reshape(*mean.shape[:-2], -1)
+            cov = cov + torch.diag_embed(noise)
+        if output_indices is not None:
+            idx = torch.as_tensor(output_indices, dtype=torch.long, device=X.device)
+            if idx.numel() == 0 or idx.min() < 0 or idx.max() >= n:
+                raise ValueError(f"`output_indices` must be task indices in [0, {n - 1}].")
+            q = X.shape[-2]
+            flat = (torch.arange(q, device=X.device)[:, None] * n + idx[None, :]).reshape(-1)
+            mean = mean[..., idx]
+            cov = cov[..., flat[:, None], flat[None, :]]
+        if mean.shape[-1] == 1:
+            mvn = MultivariateNormal(mean.squeeze(-1), cov)
+        else:
+            mvn = MultitaskMultivariateNormal(mean, cov, interleaved=True)
+        posterior = GPyTorchPosterior(distribution=mvn)
+        if hasattr(self, "outcome_transform"):
+            if output_indices is not None:
+                raise NotImplementedError(
+                    "`output_indices` together with an outcome transform is not supported."
+                )
+            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
+        if posterior_transform is not None:
+            posterior = posterior_transform(posterior)
+        return posterior
+
+    def task_posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and per-point ``n x n`` task covariance Γ_t(x, x).
+
+        The fast path used by :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`: for
+        ``q = 1`` this is the whole posterior, and no cross-point covariance is formed.
+
+        Args:
+            X: ``batch_shape x q x d`` inputs.
+
+        Returns:
+            ``(mean, task_covar)`` of shapes ``batch_shape x q x n`` and
+            ``batch_shape x q x n x n``, in the original outcome scale.
+        """
+        self._check_X(X)
+        tf = getattr(self, "outcome_transform", None)
+        if tf is not None and not isinstance(tf, Standardize):
+            post = self.posterior(X.unsqueeze(-2))
+            n = self.num_tasks
+            return post.mean.squeeze(-2), post.mvn.covariance_matrix.reshape(
+                *X.shape[:-1], n, n
+            )
+        solver = self.solver()
+        Xt = self.transform_inputs(X)
+        mean = solver.mean(Xt) + self.mean_module(Xt)
+        blocks = solver.task_blocks(Xt)
+        if tf is not None:
+            std = tf.stdvs.reshape(-1)
+            mean = mean * std + tf.means.reshape(-1)
+            blocks = blocks * std[:, None] * std[None, :]
+        return mean, blocks
+
+    def information_gain(self) -> Tensor:
+        """½ log det(I_{nt} + η⁻¹ G_t): the information gain of the training data.
+
+        By Lemma 4 of paper 000, twice this equals Σ_s log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)).
+        Computed on the outcome-transformed scale (where η lives).
+        """
+        return self.solver().information_gain()
+
+    # ------------------------------------------------------------------ conditioning
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
+    ) -> ExactMultiTaskGP:
+        """A new model with ``(X, Y)`` appended to the training data.
+
+        Hyperparameters and outcome-transform statistics are kept; the old factorisation is
+        reused (dense: a block Cholesky update; ICM: the old block of ``K_t``). The result
+        agrees with a model built from scratch on the concatenated data with the same
+        hyperparameters.
+
+        Args:
+            X: ``m x d`` new inputs.
+            Y: ``m x n`` new observations (original outcome scale).
+            noise: Not supported (η is homoscedastic); must be ``None``.
+        """
+        if noise is not None:
+            raise NotImplementedError("Per-observation `noise` is not supported; η is shared.")
+        if X.dim() != 2 or Y.dim() != 2:
+            raise BotorchTensorDimensionError(
+                "`condition_on_observations` expects `X: m x d` and `Y: m x n` (batched "
+                f"fantasies are not supported), got {tuple(X.shape)} and {tuple(Y.shape)}."
+            )
+        _validate_train_data(X, Y, names=("X", "Y"))
+        if X.shape[-1] != self._d or Y.shape[-1] != self.num_tasks:
+            raise BotorchTensorDimensionError(
+                f"Expected `X: m x {self._d}` and `Y: m x {self.num_tasks}`, got "
+                f"{tuple(X.shape)} and {tuple(Y.shape)}."
+            )
+        old_solver = self.solver()  # eval mode: train_inputs are transformed
+        Xt = self.transform_inputs(X)
+        Yt = Y
+        if hasattr(self, "outcome_transform"):
+            Yt, _ = self.outcome_transform(Y, X=Xt)
+        new = copy.deepcopy(self)
+        new._solver_cache = None
+        train_X = torch.cat([self.train_inputs[0], Xt.to(self.train_inputs[0])], dim=-2)
+        train_Y = torch.cat([self.train_targets, Yt.to(self.train_targets)], dim=-2)
+        new.set_train_data(train_X, train_Y, strict=False)
+        if getattr(self, "_original_train_inputs", None) is not None:
+            new._original_train_inputs = torch.cat(
+                [self._original_train_inputs, X.to(self._original_train_inputs)], dim=-2
+            )
+        with torch.no_grad():
+            solver = extend_solver(old_solver, Xt, train_X, new._train_resid())
+        new._solver_cache = ([k.clone() for k in new._cache_key()], solver)
+        return new
+
+    def subset_output(self, idcs: list[int]) -> ExactMultiTaskGP:
+        """Not supported: the tasks are coupled, so a subset model would lose information."""
+        raise NotImplementedError(
+            "ExactMultiTaskGP couples its tasks; use `posterior(X, output_indices=...)`."
+        )
+
+
+def _validate_train_data(
+    train_X: Tensor, train_Y: Tensor, names: tuple[str, str] = ("train_X", "train_Y")
+) -> None:
+    nx, ny = names
+    check_finite(train_X, nx)
+    check_finite(train_Y, ny)
+    if train_X.dim() != 2:
+        raise BotorchTensorDimensionError(
+            f"`{nx}` must have shape `N x d`, got {tuple(train_X.shape)}."
+        )
+    if train_Y.dim() != 2:
+        raise BotorchTensorDimensionError(
+            f"`{ny}` must have shape `N x n` (one column per task), got {tuple(train_Y.shape)}."
+        )
+    if train_X.shape[0] != train_Y.shape[0]:
+        raise BotorchTensorDimensionError(
+            f"`{nx}` and `{ny}` must have the same number of rows, got {train_X.shape[0]} "
+            f"and {train_Y.shape[0]}."
+        )
+    if train_X.shape[0] == 0:
+        raise ValueError(f"`{nx}` must hold at least one observation.")
+    if not train_X.is_floating_point() or not train_Y.is_floating_point():
+        raise ValueError(f"`{nx}` and `{ny}` must be floating-point tensors.")

@@ -1,0 +1,237 @@
+"""Posterior solvers for multi-task kernel regression (paper 000, §3.1, §3.3, Appendix A).
+
+A solver holds the factorisation of one training set under one set of hyperparameters and
+answers three questions: the posterior mean, the posterior covariance (joint over ``q``
+points and ``n`` tasks, or only the ``n x n`` block of each point) and the information gain.
+The BoTorch model chooses the solver from the kernel's structure and caches it.
+
+* :class:`DenseSolver` — any multi-task kernel: one Cholesky factor of the ``nt x nt`` matrix
+  ``G_t + ηI`` (paper 000, eq. (1) and §3.1).
+* :class:`ICMSolver` — Γ = k·B: one eigendecomposition ``K_t = W diag(a) Wᵀ`` of the ``t x t``
+  scalar kernel matrix and ``B = U diag(ξ) Uᵀ`` serve all ``n`` problems (§3.3):
+
+      μ_t(x)     = Σ_i ξ_i k_t(x)ᵀ(ξ_i K_t + ηI)⁻¹ Y_t u_i · u_i
+      Γ_t(x, x') = Σ_i ξ_i (k(x, x') − ξ_i k_t(x)ᵀ(ξ_i K_t + ηI)⁻¹ k_t(x')) u_i u_iᵀ
+      ½ log det(I_{nt} + η⁻¹G_t) = ½ Σ_i Σ_j log(1 + ξ_i a_j / η).
+
+All tensors follow GPyTorch's interleaved multi-task order (index ``point·n + task``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+from botorch_mtucb.kernels.base import MultiTaskKernel
+
+__all__ = ["DenseSolver", "ICMSolver", "MultiTaskSolver", "extend_solver", "interleave_blocks"]
+
+
+def interleave_blocks(cov: Tensor) -> Tensor:
+    """Reshape ``batch x q x n x q x n`` into the interleaved ``batch x (q·n) x (q·n)``."""
+    q, n = cov.shape[-4], cov.shape[-3]
+    return cov.reshape(*cov.shape[:-4], q * n, q * n)
+
+
+class MultiTaskSolver(ABC):
+    """Factorisation of a multi-task kernel regression problem.
+
+    Args (of every implementation):
+        kernel: The multi-task kernel Γ.
+        train_X: ``t x d`` training inputs (already input-transformed).
+        train_resid: ``t x n`` training targets minus the prior mean.
+        noise: Regulariser η > 0 (a scalar tensor).
+    """
+
+    num_tasks: int
+
+    @abstractmethod
+    def mean(self, X: Tensor) -> Tensor:
+        """Posterior mean minus prior mean, ``batch x q x n`` for ``X: batch x q x d``."""
+
+    @abstractmethod
+    def covariance(self, X: Tensor) -> Tensor:
+        """Joint posterior covariance, interleaved ``batch x (q·n) x (q·n)``."""
+
+    @abstractmethod
+    def task_blocks(self, X: Tensor) -> Tensor:
+        """Per-point ``n x n`` posterior covariances Γ_t(x, x), ``batch x q x n x n``."""
+
+    @abstractmethod
+    def information_gain(self) -> Tensor:
+        """½ log det(I_{nt} + η⁻¹ G_t), a scalar tensor."""
+
+
+class DenseSolver(MultiTaskSolver):
+    """Generic solver: Cholesky of the dense ``nt x nt`` matrix ``G_t + ηI``.
+
+    Costs O(n³t³) to build; used for kernels that are not a single separable term.
+    """
+
+    def __init__(
+        self,
+        kernel: MultiTaskKernel,
+        train_X: Tensor,
+        train_resid: Tensor,
+        noise: Tensor,
+        chol: Tensor | None = None,
+    ) -> None:
+        self.kernel = kernel
+        self.train_X = train_X
+        self.noise = noise
+        self.num_tasks = n = train_resid.shape[-1]
+        t = train_X.shape[-2]
+        if chol is None:
+            G = kernel.forward(train_X, train_X).to_dense()
+            G = G + noise * torch.eye(n * t, dtype=G.dtype, device=G.device)
+            chol = torch.linalg.cholesky(G)
+        self.chol = chol
+        y = train_resid.reshape(n * t, 1)
+        self.alpha = torch.cholesky_solve(y, chol)  # (G + ηI)⁻¹ vec(Y)
+
+    def _cross(self, X: Tensor) -> Tensor:
+        # batch x (q·n) x (t·n)
+        return self.kernel.forward(X, self.train_X).to_dense()
+
+    def mean(self, X: Tensor) -> Tensor:
+        m = self._cross(X) @ self.alpha
+        return m.reshape(*X.shape[:-1], self.num_tasks)
+
+    def covariance(self, X: Tensor) -> Tensor:
+        cross = self._cross(X)
+        prior = self.kernel.forward(X, X).to_dense()
+        v = torch.linalg.solve_triangular(self.chol, cross.transpose(-1, -2), upper=False)
+        return prior - v.transpose(-1, -2) @ v
+
+    def task_blocks(self, X: Tensor) -> Tensor:
+        n = self.num_tasks
+        Xp = X.unsqueeze(-2)  # batch x q x 1 x d: one point per block
+        cov = self.covariance(Xp)  # batch x q x n x n
+        return cov.reshape(*X.shape[:-1], n, n)
+
+    def information_gain(self) -> Tensor:
+        nt = self.chol.shape[-1]
+        logdet = 2 * torch.log(torch.diagonal(self.chol)).sum()
+        return 0.5 * (logdet - nt * torch.log(self.noise))
+
+
+class ICMSolver(MultiTaskSolver):
+    """ICM solver for Γ = k·B (paper 000, §3.3 and Appendix A).
+
+    One ``t x t`` eigendecomposition of ``K_t`` and one ``n x n`` of ``B``; never forms the
+    ``nt x nt`` system.
+    """
+
+    def __init__(
+        self,
+        data_kernel: Kernel,
+        task_covar: Tensor,
+        train_X: Tensor,
+        train_resid: Tensor,
+        noise: Tensor,
+        K: Tensor | None = None,
+    ) -> None:
+        self.data_kernel = data_kernel
+        self.train_X = train_X
+        self.noise = noise
+        self.num_tasks = train_resid.shape[-1]
+        xi, U = torch.linalg.eigh(task_covar)
+        self.xi = xi.clamp_min(0.0)  # n
+        self.U = U  # n x n, columns u_i
+        if K is None:
+            K = data_kernel.forward(train_X, train_X)
+            K = K.to_dense() if hasattr(K, "to_dense") else K
+        self.K = K  # t x t, kept so that conditioning can extend it
+        a, W = torch.linalg.eigh(K)
+        eig_K = (a.clamp_min(0.0), W)
+        self.a, self.W = eig_K  # t, t x t
+        # inv_diag[j, i] = 1 / (ξ_i a_j + η): the spectrum of (ξ_i K_t + ηI)⁻¹
+        self.inv_diag = 1.0 / (self.a[:, None] * self.xi[None, :] + noise)  # t x n
+        # Mean coefficients C (t x n): column i is ξ_i (ξ_i K + ηI)⁻¹ Y u_i, expressed in the
+        # eigenbasis of K (so that μ(x) = (k_t(x)ᵀ W) C Uᵀ).
+        proj = self.W.transpose(-1, -2) @ (train_resid @ U)  # t x n: Wᵀ Y u_i
+        self.coef = self.xi[None, :] * self.inv_diag * proj
+
+    def _proj(self, X: Tensor) -> Tensor:
+        """``k_t(X)ᵀ W``: ``batch x q x t``."""
+        k = self.data_kernel.forward(X, self.train_X)
+        k = k.to_dense() if hasattr(k, "to_dense") else k
+        return k @ self.W
+
+    def mean(self, X: Tensor) -> Tensor:
+        return (self._proj(X) @ self.coef) @ self.U.transpose(-1, -2)
+
+    def eigen_variances(self, X: Tensor, P: Tensor | None = None) -> Tensor:
+        """Eigenvalues s_i(x) of Γ_t(x, x) along u_i, ``batch x q x n``.
+
+        s_i(x) = ξ_i (k(x, x) − ξ_i k_t(x)ᵀ(ξ_i K_t + ηI)⁻¹ k_t(x)); the spectral norm of
+        Γ_t(x, x) is max_i s_i(x) (paper 000, §3.3).
+        """
+        P = self._proj(X) if P is None else P
+        kxx = self.data_kernel.forward(X, X, diag=True)
+        quad = (P**2) @ self.inv_diag  # batch x q x n
+        s = self.xi * kxx.unsqueeze(-1) - self.xi**2 * quad
+        return s.clamp_min(0.0)
+
+    def task_blocks(self, X: Tensor) -> Tensor:
+        s = self.eigen_variances(X)  # batch x q x n
+        return (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
+
+    def covariance(self, X: Tensor) -> Tensor:
+        P = self._proj(X)  # batch x q x t
+        Kqq = self.data_kernel.forward(X, X)
+        Kqq = Kqq.to_dense() if hasattr(Kqq, "to_dense") else Kqq
+        # S_i = ξ_i K_qq − ξ_i² P diag(1/(ξ_i a + η)) Pᵀ, stacked as batch x n x q x q
+        Pw = P.unsqueeze(-3) * self.inv_diag.transpose(-1, -2).unsqueeze(-2)
+        S = self.xi[:, None, None] * Kqq.unsqueeze(-3) - (self.xi**2)[:, None, None] * (
+            Pw @ P.unsqueeze(-3).transpose(-1, -2)
+        )
+        # cov[p, a, r, b] = Σ_i S_i[p, r] U[a, i] U[b, i]
+        cov = torch.einsum("...ipr,ai,bi->...parb", S, self.U, self.U)
+        return interleave_blocks(cov)
+
+    def information_gain(self) -> Tensor:
+        return 0.5 * torch.log1p(self.a[:, None] * self.xi[None, :] / self.noise).sum()
+
+
+def extend_solver(
+    solver: MultiTaskSolver, new_X: Tensor, train_X: Tensor, train_resid: Tensor
+) -> MultiTaskSolver:
+    """Solver for the training set extended by ``new_X``, reusing the old factorisation.
+
+    The dense solver extends its Cholesky factor by one block row (O(n³t²m) instead of
+    O(n³t³)); the ICM solver reuses the old ``t x t`` block of ``K_t`` (the eigendecomposition
+    itself has to be recomputed).
+
+    Args:
+        solver: Solver of the old training set (its ``train_X`` is the first ``t`` rows).
+        new_X: ``m x d`` appended inputs.
+        train_X: ``(t+m) x d`` full training inputs.
+        train_resid: ``(t+m) x n`` full targets minus the prior mean.
+    """
+    if isinstance(solver, ICMSolver):
+        k = solver.data_kernel
+        K12 = k.forward(solver.train_X, new_X)
+        K22 = k.forward(new_X, new_X)
+        K12 = K12.to_dense() if hasattr(K12, "to_dense") else K12
+        K22 = K22.to_dense() if hasattr(K22, "to_dense") else K22
+        K = torch.cat(
+            [torch.cat([solver.K, K12], dim=-1), torch.cat([K12.transpose(-1, -2), K22], dim=-1)],
+            dim=-2,
+        )
+        B = (solver.U * solver.xi) @ solver.U.transpose(-1, -2)
+        return ICMSolver(k, B, train_X, train_resid, solver.noise, K=K)
+    if isinstance(solver, DenseSolver):
+        kern = solver.kernel
+        C = kern.forward(solver.train_X, new_X).to_dense()  # tn x mn
+        D = kern.forward(new_X, new_X).to_dense()
+        D = D + solver.noise * torch.eye(D.shape[-1], dtype=D.dtype, device=D.device)
+        S = torch.linalg.solve_triangular(solver.chol, C, upper=False).transpose(-1, -2)
+        L22 = torch.linalg.cholesky(D - S @ S.transpose(-1, -2))
+        top = torch.cat([solver.chol, torch.zeros_like(C)], dim=-1)
+        chol = torch.cat([top, torch.cat([S, L22], dim=-1)], dim=-2)
+        return DenseSolver(kern, train_X, train_resid, solver.noise, chol=chol)
+    raise NotImplementedError(f"Cannot extend a {type(solver).__name__}.")
