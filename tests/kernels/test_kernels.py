@@ -1,0 +1,164 @@
+"""Kernel matrices against torch.kron references and GPyTorch's MultitaskKernel."""
+
+import pytest
+import torch
+from gpytorch.kernels import MaternKernel, MultitaskKernel, RBFKernel
+
+from botorch_mtucb.kernels import (
+    ICMKernel,
+    IndependentTasksKernel,
+    PrecomputedKernel,
+    SumOfSeparableKernel,
+    TaskSimilarityKernel,
+)
+
+DT = torch.float64
+
+
+def _rbf(ls: float) -> RBFKernel:
+    k = RBFKernel().to(DT)
+    k.lengthscale = ls
+    return k
+
+
+def _rand_psd(n: int, g: torch.Generator) -> torch.Tensor:
+    A = torch.randn(n, n, generator=g, dtype=DT)
+    return A @ A.T
+
+
+@pytest.fixture
+def data():
+    g = torch.Generator().manual_seed(0)
+    return g, torch.rand(6, 2, generator=g, dtype=DT), torch.rand(4, 2, generator=g, dtype=DT)
+
+
+def _assert_psd(M: torch.Tensor) -> None:
+    assert torch.allclose(M, M.T, atol=1e-12)
+    assert torch.linalg.eigvalsh(M).min() > -1e-10
+
+
+def test_icm_fixed_matches_kron(data):
+    g, x1, x2 = data
+    B = _rand_psd(3, g)
+    k = _rbf(0.3)
+    kern = ICMKernel(k, 3, task_covar=B)
+    ref = torch.kron(k(x1, x2).to_dense(), B)
+    assert torch.allclose(kern(x1, x2).to_dense(), ref, atol=1e-13)
+    assert torch.allclose(kern(x1, diag=True), torch.kron(k(x1).to_dense(), B).diagonal())
+    _assert_psd(kern(x1).to_dense())
+    assert torch.equal(kern.task_covar_matrix, B)
+
+
+def test_icm_learnable_equals_gpytorch_multitask(data):
+    g, x1, x2 = data
+    k = _rbf(0.4)
+    ours = ICMKernel(k, 3, rank=2).to(DT)
+    ref = MultitaskKernel(k, num_tasks=3, rank=2).to(DT)
+    with torch.no_grad():
+        ref.task_covar_module.covar_factor.copy_(ours.covar_factor)
+        ref.task_covar_module.raw_var.copy_(ours.raw_var)
+    assert torch.allclose(ours(x1, x2).to_dense(), ref(x1, x2).to_dense(), atol=1e-13)
+    B = ours.task_covar_matrix
+    F = ours.covar_factor
+    assert torch.allclose(B, F @ F.T + torch.diag(torch.nn.functional.softplus(ours.raw_var)))
+    _assert_psd(ours(x1).to_dense())
+    # gradients flow to the task parameters
+    ours(x1).to_dense().sum().backward()
+    assert ours.covar_factor.grad is not None and ours.covar_factor.grad.abs().sum() > 0
+
+
+def test_task_similarity(data):
+    g, x1, x2 = data
+    n, omega = 4, 0.3
+    k = _rbf(0.2)
+    kern = TaskSimilarityKernel(k, n, omega=omega)
+    B = omega * torch.eye(n, dtype=DT) + (1 - omega) * torch.ones(n, n, dtype=DT) / n
+    assert torch.allclose(kern.task_covar_matrix, B)
+    assert torch.allclose(kern(x1, x2).to_dense(), torch.kron(k(x1, x2).to_dense(), B))
+    # eigenvalues: one equal to 1, the others ω (paper 000, §4.1)
+    ev = torch.linalg.eigvalsh(B)
+    assert torch.allclose(ev, torch.tensor([omega] * (n - 1) + [1.0], dtype=DT))
+    learn = TaskSimilarityKernel(k, n, omega=omega, learn_omega=True).to(DT)
+    assert torch.allclose(learn.task_covar_matrix, B)
+    assert any(p.requires_grad for p in learn.parameters())
+
+
+def test_independent_and_sum(data):
+    g, x1, x2 = data
+    ks = [_rbf(0.2), MaternKernel(nu=2.5).to(DT)]
+    kern = IndependentTasksKernel(ks)
+    ref = torch.zeros(12, 8, dtype=DT)
+    for i, k in enumerate(ks):
+        E = torch.zeros(2, 2, dtype=DT)
+        E[i, i] = 1
+        ref += torch.kron(k(x1, x2).to_dense(), E)
+    assert torch.allclose(kern(x1, x2).to_dense(), ref)
+    assert torch.allclose(kern(x1, diag=True), kern(x1).to_dense().diagonal())
+    assert kern.icm_components() is None
+    shared = IndependentTasksKernel(ks[0], num_tasks=3)
+    k0, B0 = shared.icm_components()
+    assert k0 is ks[0] and torch.allclose(B0, torch.eye(3, dtype=DT))
+
+    B1, B2 = _rand_psd(2, g), _rand_psd(2, g)
+    s = SumOfSeparableKernel(
+        [ICMKernel(ks[0], 2, task_covar=B1), ICMKernel(ks[1], 2, task_covar=B2)]
+    )
+    ref = torch.kron(ks[0](x1, x2).to_dense(), B1) + torch.kron(ks[1](x1, x2).to_dense(), B2)
+    assert torch.allclose(s(x1, x2).to_dense(), ref)
+    assert torch.allclose(s(x1, diag=True), s(x1).to_dense().diagonal())
+    assert len(s.task_covar_matrices) == 2 and s.icm_components() is None
+    _assert_psd(s(x1).to_dense())
+
+
+def test_batched_inputs(data):
+    g, _, _ = data
+    B = _rand_psd(2, g)
+    k = _rbf(0.3)
+    kern = ICMKernel(k, 2, task_covar=B)
+    xb = torch.rand(5, 3, 2, generator=g, dtype=DT)
+    out = kern(xb).to_dense()
+    assert out.shape == (5, 6, 6)
+    assert torch.allclose(out[2], torch.kron(k(xb[2]).to_dense(), B))
+
+
+def test_precomputed_kernel():
+    g = torch.Generator().manual_seed(1)
+    A = torch.randn(5, 5, generator=g, dtype=DT)
+    M = A @ A.T
+    k = PrecomputedKernel(M)
+    x1 = torch.tensor([[0.0], [3.0], [4.0]], dtype=DT)
+    x2 = torch.tensor([[1.0], [3.0]], dtype=DT)
+    assert torch.allclose(k(x1, x2).to_dense(), M[[0, 3, 4]][:, [1, 3]])
+    assert torch.allclose(k(x1, diag=True), M.diagonal()[[0, 3, 4]])
+    icm = ICMKernel(k, 2, task_covar=torch.eye(2, dtype=DT))
+    assert torch.allclose(icm(x1).to_dense(), torch.kron(M[[0, 3, 4]][:, [0, 3, 4]], torch.eye(2)))
+    with pytest.raises(ValueError, match="outside"):
+        k(torch.tensor([[5.0]], dtype=DT)).to_dense()
+    with pytest.raises(ValueError, match="integer"):
+        k(torch.tensor([[0.5]], dtype=DT)).to_dense()
+    with pytest.raises(ValueError, match="size 1"):
+        k(torch.zeros(2, 2, dtype=DT)).to_dense()
+
+
+def test_bad_input():
+    k = RBFKernel()
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        ICMKernel(k, 2, task_covar=torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(ValueError, match="symmetric"):
+        ICMKernel(k, 2, task_covar=torch.tensor([[1.0, 0.5], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="2 x 2"):
+        ICMKernel(k, 2, task_covar=torch.eye(3))
+    with pytest.raises(ValueError, match="NaN"):
+        ICMKernel(k, 2, task_covar=torch.tensor([[1.0, float("nan")], [float("nan"), 1.0]]))
+    with pytest.raises(ValueError, match="rank"):
+        ICMKernel(k, 2, rank=3)
+    with pytest.raises(ValueError, match="omega"):
+        TaskSimilarityKernel(k, 2, omega=1.5)
+    with pytest.raises(ValueError, match="omega"):
+        TaskSimilarityKernel(k, 2, omega=-0.1)
+    with pytest.raises(ValueError, match="num_tasks"):
+        ICMKernel(k, 0)
+    with pytest.raises(ValueError, match="num_tasks"):
+        SumOfSeparableKernel([ICMKernel(k, 2), ICMKernel(k, 3)])
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        PrecomputedKernel(-torch.eye(3))
