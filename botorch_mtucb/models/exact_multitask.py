@@ -242,8 +242,8 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         self._check_X(X)
         solver = self.solver()
         X = self.transform_inputs(X)
-        mean = solver.mean(X) + self.mean_module(X)
-        cov = solver.covariance(X)
+        mean, cov = solver.predict(X, full_cov=True)
+        mean = mean + self.mean_module(X)
         cov = 0.5 * (cov + cov.transpose(-1, -2))
         n = self.num_tasks
         if observation_noise is True:
@@ -302,8 +302,8 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
             )
         solver = self.solver()
         Xt = self.transform_inputs(X)
-        mean = solver.mean(Xt) + self.mean_module(Xt)
-        blocks = solver.task_blocks(Xt)
+        mean, blocks = solver.predict(Xt, full_cov=False)
+        mean = mean + self.mean_module(Xt)
         if tf is not None:
             std = tf.stdvs.reshape(-1)
             mean = mean * std + tf.means.reshape(-1)

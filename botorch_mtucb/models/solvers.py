@@ -27,7 +27,14 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 
-__all__ = ["DenseSolver", "ICMSolver", "MultiTaskSolver", "extend_solver", "interleave_blocks"]
+__all__ = [
+    "DenseSolver",
+    "ICMSolver",
+    "MultiTaskSolver",
+    "cross_kernel",
+    "extend_solver",
+    "interleave_blocks",
+]
 
 
 def interleave_blocks(cov: Tensor) -> Tensor:
@@ -64,6 +71,33 @@ class MultiTaskSolver(ABC):
     def information_gain(self) -> Tensor:
         """½ log det(I_{nt} + η⁻¹ G_t), a scalar tensor."""
 
+    def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
+        """Mean and covariance in one call (implementations share the cross-kernel work).
+
+        Args:
+            X: ``batch x q x d`` inputs.
+            full_cov: Joint interleaved ``batch x (q·n) x (q·n)`` covariance if ``True``,
+                else the per-point blocks ``batch x q x n x n``.
+        """
+        cov = self.covariance(X) if full_cov else self.task_blocks(X)
+        return self.mean(X), cov
+
+
+def cross_kernel(kernel: Kernel, X: Tensor, train_X: Tensor) -> Tensor:
+    """Dense ``kernel(X, train_X)`` for ``X: batch x q x d``, as one flat evaluation.
+
+    The ``batch·q`` test points are stacked into a single matrix (valid for kernels without
+    a batch shape, as in these non-batched models), which avoids GPyTorch broadcasting the
+    training inputs over the batch. Returns ``batch x (q·o) x (t·o)`` with ``o`` outputs per
+    input.
+    """
+    if len(getattr(kernel, "batch_shape", torch.Size())) > 0:
+        out = kernel.forward(X, train_X)
+        return out.to_dense() if hasattr(out, "to_dense") else out
+    out = kernel.forward(X.reshape(-1, X.shape[-1]), train_X)
+    out = out.to_dense() if hasattr(out, "to_dense") else out
+    return out.reshape(*X.shape[:-2], -1, out.shape[-1])
+
 
 class DenseSolver(MultiTaskSolver):
     """Generic solver: Cholesky of the dense ``nt x nt`` matrix ``G_t + ηI``.
@@ -93,24 +127,33 @@ class DenseSolver(MultiTaskSolver):
         self.alpha = torch.cholesky_solve(y, chol)  # (G + ηI)⁻¹ vec(Y)
 
     def _cross(self, X: Tensor) -> Tensor:
-        # batch x (q·n) x (t·n)
-        return self.kernel.forward(X, self.train_X).to_dense()
+        return cross_kernel(self.kernel, X, self.train_X)  # batch x (q·n) x (t·n)
+
+    def _solve(self, cross: Tensor) -> Tensor:
+        """``L⁻¹ crossᵀ`` as ``batch x (t·n) x (q·n)``, with one flat triangular solve."""
+        flat = cross.reshape(-1, cross.shape[-1]).transpose(0, 1)
+        v = torch.linalg.solve_triangular(self.chol, flat, upper=False)
+        return v.transpose(0, 1).reshape(cross.shape).transpose(-1, -2)
 
     def mean(self, X: Tensor) -> Tensor:
-        m = self._cross(X) @ self.alpha
-        return m.reshape(*X.shape[:-1], self.num_tasks)
+        return self.predict(X, full_cov=False)[0]
 
     def covariance(self, X: Tensor) -> Tensor:
-        cross = self._cross(X)
-        prior = self.kernel.forward(X, X).to_dense()
-        v = torch.linalg.solve_triangular(self.chol, cross.transpose(-1, -2), upper=False)
-        return prior - v.transpose(-1, -2) @ v
+        return self.predict(X, full_cov=True)[1]
 
     def task_blocks(self, X: Tensor) -> Tensor:
+        return self.predict(X, full_cov=False)[1]
+
+    def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
         n = self.num_tasks
-        Xp = X.unsqueeze(-2)  # batch x q x 1 x d: one point per block
-        cov = self.covariance(Xp)  # batch x q x n x n
-        return cov.reshape(*X.shape[:-1], n, n)
+        if not full_cov:  # one point per block: batch x q x 1 x d
+            mean, cov = self.predict(X.unsqueeze(-2), full_cov=True)
+            return mean.squeeze(-2), cov.reshape(*X.shape[:-1], n, n)
+        cross = self._cross(X)
+        mean = (cross @ self.alpha).reshape(*X.shape[:-1], n)
+        prior = self.kernel.forward(X, X).to_dense()
+        v = self._solve(cross)
+        return mean, prior - v.transpose(-1, -2) @ v
 
     def information_gain(self) -> Tensor:
         nt = self.chol.shape[-1]
@@ -157,12 +200,13 @@ class ICMSolver(MultiTaskSolver):
 
     def _proj(self, X: Tensor) -> Tensor:
         """``k_t(X)ᵀ W``: ``batch x q x t``."""
-        k = self.data_kernel.forward(X, self.train_X)
-        k = k.to_dense() if hasattr(k, "to_dense") else k
-        return k @ self.W
+        return cross_kernel(self.data_kernel, X, self.train_X) @ self.W
+
+    def _mean_from_proj(self, P: Tensor) -> Tensor:
+        return (P @ self.coef) @ self.U.transpose(-1, -2)
 
     def mean(self, X: Tensor) -> Tensor:
-        return (self._proj(X) @ self.coef) @ self.U.transpose(-1, -2)
+        return self._mean_from_proj(self._proj(X))
 
     def eigen_variances(self, X: Tensor, P: Tensor | None = None) -> Tensor:
         """Eigenvalues s_i(x) of Γ_t(x, x) along u_i, ``batch x q x n``.
@@ -177,11 +221,23 @@ class ICMSolver(MultiTaskSolver):
         return s.clamp_min(0.0)
 
     def task_blocks(self, X: Tensor) -> Tensor:
-        s = self.eigen_variances(X)  # batch x q x n
-        return (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
+        return self.predict(X, full_cov=False)[1]
 
     def covariance(self, X: Tensor) -> Tensor:
+        return self.predict(X, full_cov=True)[1]
+
+    def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
         P = self._proj(X)  # batch x q x t
+        mean = self._mean_from_proj(P)
+        if not full_cov or X.shape[-2] == 1:  # for q = 1 the joint covariance is the block
+            s = self.eigen_variances(X, P)  # batch x q x n
+            blocks = (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
+            if not full_cov:
+                return mean, blocks
+            return mean, blocks.squeeze(-3)
+        return mean, self._joint_covariance(X, P)
+
+    def _joint_covariance(self, X: Tensor, P: Tensor) -> Tensor:
         Kqq = self.data_kernel.forward(X, X)
         Kqq = Kqq.to_dense() if hasattr(Kqq, "to_dense") else Kqq
         # S_i = ξ_i K_qq − ξ_i² P diag(1/(ξ_i a + η)) Pᵀ, stacked as batch x n x q x q
