@@ -1,3 +1,6 @@
 """features."""
 
-__all__: list[str] = []
+from botorch_mtucb.features.nystrom import NystromFeatures
+from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
+
+__all__ = ["NystromFeatures", "QuadratureFourierFeatures"]

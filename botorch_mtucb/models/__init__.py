@@ -1,5 +1,13 @@
 """BoTorch models: exact and Nyström multi-task GPs, heavy-tailed single-output models."""
 
+from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
+from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
+from botorch_mtucb.models.truncated_gp import TruncatedGP
 
-__all__: list[str] = ["ExactMultiTaskGP"]
+__all__: list[str] = [
+    "AdaptiveTruncationGP",
+    "ExactMultiTaskGP",
+    "NystromMultiTaskGP",
+    "TruncatedGP",
+]

@@ -1,0 +1,72 @@
+"""Upper confidence bound of TGP-UCB / ATA-GP-UCB: ``μ_{t}(x) + β_{t+1} σ_{t}(x)``.
+
+Paper 001, Algorithms 1 and 2: ``x_{t+1} = argmax_x μ_t(x) + β_{t+1} σ_t(x)``. Note that ``β``
+multiplies ``σ`` directly, unlike BoTorch's :class:`UpperConfidenceBound`, which uses ``√β``.
+"""
+
+from __future__ import annotations
+
+import torch
+from botorch.acquisition.analytic import AnalyticAcquisitionFunction
+from botorch.models.model import Model
+from botorch.utils.transforms import t_batch_mode_transform
+from torch import Tensor
+
+__all__ = ["HeavyTailedUCB"]
+
+
+class HeavyTailedUCB(AnalyticAcquisitionFunction):
+    """``UCB(x) = μ(x) + β σ(x)`` for a single-output model (``q = 1``).
+
+    Works with any single-output BoTorch model; with ``beta=None`` the model must provide
+    ``beta()`` (as :class:`TruncatedGP` and :class:`AdaptiveTruncationGP` do), evaluated once
+    here: the theory (or authors') width ``β_{t+1}`` for the next round.
+
+    Example:
+        >>> acqf = HeavyTailedUCB(model)
+        >>> x_next, _ = optimize_acqf_discrete(acqf, q=1, choices=arms)
+    """
+
+    def __init__(self, model: Model, beta: float | Tensor | None = None) -> None:
+        """
+        Args:
+            model: Single-output BoTorch model.
+            beta: Width ``β ≥ 0`` multiplying ``σ`` (a scalar or a batch tensor); ``None``
+                takes ``model.beta()``.
+
+        Raises:
+            ValueError: if ``beta`` is negative / non-finite, or ``None`` with a model that has
+                no ``beta()`` method, or the model has more than one output.
+        """
+        if getattr(model, "num_outputs", 1) != 1:
+            raise ValueError(f"`model` must have a single output, got {model.num_outputs}.")
+        if beta is None:
+            if not callable(getattr(model, "beta", None)):
+                raise ValueError(
+                    "`beta=None` needs a model with a `beta()` schedule (TruncatedGP, "
+                    f"AdaptiveTruncationGP); {type(model).__name__} has none."
+                )
+            beta = model.beta()
+        beta_t = torch.as_tensor(beta, dtype=torch.float64)
+        if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
+            raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
+        super().__init__(model=model)
+        self.register_buffer("beta", beta_t.clone() if beta_t.numel() > 1 else None)
+        self._beta_float = float(beta_t) if beta_t.numel() == 1 else None
+        # Models of this package give marginal moments without building a posterior object.
+        self._fast = callable(getattr(model, "mean_and_variance", None))
+
+    @t_batch_mode_transform(expected_q=1)
+    def forward(self, X: Tensor) -> Tensor:
+        """Evaluate ``μ + β σ`` on ``(b1 x … x bk) x 1 x d`` candidates.
+
+        Returns:
+            ``(b1 x … x bk)`` acquisition values.
+        """
+        if self._fast:
+            mean, var = self.model.mean_and_variance(X)  # (b1 x … x bk) x 1
+            sigma = var.clamp_min(1e-12).sqrt()
+        else:
+            mean, sigma = self._mean_and_sigma(X)
+        beta = self._beta_float if self._beta_float is not None else self.beta.to(mean)
+        return (mean + beta * sigma).squeeze(-1)

@@ -1,0 +1,308 @@
+"""Scalarizations s_λ of n objectives and the random weight distributions P_λ (paper 000, §2, §5).
+
+Sign convention (one rule everywhere): **every scalarization is maximised, and so is every
+objective** unless it is listed in ``minimize``. An objective ``i`` listed in ``minimize`` is
+negated before scalarizing (``y_i → −y_i``, and likewise ``z_i → −z_i`` for the Chebyshev
+reference point), so the caller keeps data, models and the reference point in their original
+units. With this rule a larger scalarized value is always better, both scalarizations stay
+monotone (better in every objective ⇒ larger s_λ) and their Lipschitz constants are unchanged.
+
+* Linear:    s_λ(y) = Σ_i λ_i y_i,                 L_λ = ‖λ‖₂.
+* Chebyshev: s_λ(y) = min_i λ_i (y_i − z_i),       L_λ = max_i λ_i.
+
+For Chebyshev, ``z`` (``ref_point``) should be a point that every interesting outcome improves
+on, i.e. a lower bound on each maximised objective (and an upper bound on each minimised one,
+in original units). Then all terms λ_i (y_i − z_i) are ≥ 0 and s_λ rewards the *worst*
+weighted improvement over z, which is what steers a random λ to different parts of the Pareto
+front.
+
+Weights lie on the simplex Λ = {λ ≥ 0, ‖λ‖₁ = 1} (the paper asks λ ≻ 0; zero weights are
+accepted but make s_λ only weakly monotone in the corresponding objective).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = [
+    "ChebyshevScalarization",
+    "LinearScalarization",
+    "Scalarization",
+    "ScalarizationSampler",
+    "sample_scalarization_weights",
+]
+
+_SIMPLEX_ATOL = 1e-6
+
+
+def _as_vector(value: Tensor | Sequence[float], name: str) -> Tensor:
+    """Return ``value`` as a fresh 1-d floating tensor (float64 unless already floating)."""
+    t = torch.as_tensor(value)
+    if not t.is_floating_point():
+        t = t.to(torch.float64)
+    check_finite(t, name)
+    if t.dim() != 1 or t.numel() == 0:
+        raise ValueError(f"`{name}` must be a non-empty 1-d tensor, got shape {tuple(t.shape)}.")
+    return t.detach().clone()
+
+
+class Scalarization(ABC):
+    """Base class: a monotone, L_λ-Lipschitz map s_λ: Rⁿ → R (maximised).
+
+    Attributes:
+        weights: ``n`` weight vector λ on the simplex.
+        minimize: ``n`` boolean tensor; objectives negated before scalarizing.
+        lipschitz: L_λ, a 0-dim tensor (ℓ2-Lipschitz constant of s_λ, paper 000 §2).
+    """
+
+    def __init__(
+        self, weights: Tensor | Sequence[float], minimize: Sequence[bool] | Tensor | None = None
+    ) -> None:
+        """
+        Args:
+            weights: ``n`` nonnegative weights summing to one.
+            minimize: Optional ``n`` booleans; ``True`` marks an objective to be minimised.
+        """
+        w = _as_vector(weights, "weights")
+        if (w < 0).any() or abs(float(w.sum()) - 1.0) > _SIMPLEX_ATOL:
+            raise ValueError(
+                "`weights` must lie on the simplex (nonnegative, summing to 1), got "
+                f"{w.tolist()} (sum {float(w.sum()):.6g})."
+            )
+        self.weights = w
+        n = w.numel()
+        if minimize is None:
+            mins = torch.zeros(n, dtype=torch.bool)
+        else:
+            mins = torch.as_tensor(minimize, dtype=torch.bool).detach().clone()
+            if mins.shape != (n,):
+                raise ValueError(
+                    f"`minimize` must hold {n} booleans (one per objective), got shape "
+                    f"{tuple(mins.shape)}."
+                )
+        self.minimize = mins
+
+    @property
+    def num_objectives(self) -> int:
+        """Number of objectives ``n``."""
+        return self.weights.numel()
+
+    def signs(self, like: Tensor) -> Tensor:
+        """``n`` vector of ±1 (−1 for minimised objectives) with ``like``'s dtype/device."""
+        return (1.0 - 2.0 * self.minimize.to(torch.float64)).to(like)
+
+    @property
+    @abstractmethod
+    def lipschitz(self) -> Tensor:
+        """L_λ, the ℓ2-Lipschitz constant of s_λ."""
+
+    def _check_last_dim(self, Y: Tensor, name: str) -> None:
+        if Y.dim() < 1 or Y.shape[-1] != self.num_objectives:
+            raise ValueError(
+                f"`{name}` must have a last dimension of size {self.num_objectives} (one entry "
+                f"per objective), got shape {tuple(Y.shape)}."
+            )
+
+    def __call__(self, Y: Tensor) -> Tensor:
+        """s_λ(Y) on ``... x n`` outcomes (original units); returns ``...``."""
+        self._check_last_dim(Y, "Y")
+        return self._scalarize(Y * self.signs(Y))
+
+    @abstractmethod
+    def _scalarize(self, Y: Tensor) -> Tensor:
+        """s_λ on sign-corrected (all-maximised) ``... x n`` outcomes."""
+
+    @abstractmethod
+    def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
+        """The tighter (directional) upper bound on s_λ(f(x)); see ScalarizedMultiTaskUCB.
+
+        Args:
+            mean: ``batch x n`` posterior mean μ(x) (original units).
+            task_covar: ``batch x n x n`` posterior task covariance Γ(x, x).
+            beta: Confidence radius β (0-dim tensor).
+
+        Returns:
+            ``batch`` upper bounds.
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(weights={self.weights.tolist()})"
+
+
+class LinearScalarization(Scalarization):
+    """s_λ(y) = Σ_i λ_i y_i (maximised), L_λ = ‖λ‖₂ (paper 000 §2).
+
+    Example:
+        >>> s = LinearScalarization(torch.tensor([0.25, 0.75], dtype=torch.float64))
+        >>> s(torch.tensor([[1.0, 2.0]], dtype=torch.float64))
+        tensor([1.7500], dtype=torch.float64)
+    """
+
+    @property
+    def lipschitz(self) -> Tensor:
+        return torch.linalg.vector_norm(self.weights)
+
+    def _scalarize(self, Y: Tensor) -> Tensor:
+        return Y @ self.weights.to(Y)
+
+    def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
+        """λᵀμ + β √(wᵀΓw), w = λ with the signs of minimised objectives flipped."""
+        w = self.weights.to(mean) * self.signs(mean)
+        var = ((task_covar @ w) * w).sum(dim=-1)
+        return mean @ w + beta * _safe_sqrt(var)
+
+
+class ChebyshevScalarization(Scalarization):
+    """s_λ(y) = min_i λ_i (y_i − z_i) (maximised), L_λ = max_i λ_i (paper 000 §2).
+
+    What is maximised is the smallest weighted improvement over the reference point ``z``; see
+    the module docstring for how to choose ``z`` and for minimised objectives.
+
+    Example:
+        >>> s = ChebyshevScalarization(
+        ...     torch.tensor([0.5, 0.5], dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
+        ... )
+        >>> s(torch.tensor([[1.0, 4.0]], dtype=torch.float64))
+        tensor([0.5000], dtype=torch.float64)
+    """
+
+    def __init__(
+        self,
+        weights: Tensor | Sequence[float],
+        ref_point: Tensor | Sequence[float],
+        minimize: Sequence[bool] | Tensor | None = None,
+    ) -> None:
+        """
+        Args:
+            weights: ``n`` nonnegative weights summing to one.
+            ref_point: ``n`` reference point z in original units (worse than the region of
+                interest in every objective).
+            minimize: Optional ``n`` booleans; ``True`` marks an objective to be minimised.
+        """
+        super().__init__(weights, minimize)
+        z = _as_vector(ref_point, "ref_point")
+        if z.numel() != self.num_objectives:
+            raise ValueError(
+                f"`ref_point` must have {self.num_objectives} entries (one per objective), got "
+                f"{z.numel()}."
+            )
+        self.ref_point = z
+
+    @property
+    def lipschitz(self) -> Tensor:
+        return self.weights.max()
+
+    def _scalarize(self, Y: Tensor) -> Tensor:
+        z = self.ref_point.to(Y) * self.signs(Y)
+        return (self.weights.to(Y) * (Y - z)).min(dim=-1).values
+
+    def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
+        """min_i λ_i (μ̃_i + β σ_i − z̃_i), σ_i² = Γ_ii, tildes: sign-corrected."""
+        sigma = _safe_sqrt(torch.diagonal(task_covar, dim1=-2, dim2=-1))
+        return self._scalarize(mean * self.signs(mean) + beta * sigma)
+
+    def __repr__(self) -> str:
+        return (
+            f"ChebyshevScalarization(weights={self.weights.tolist()}, "
+            f"ref_point={self.ref_point.tolist()})"
+        )
+
+
+def _safe_sqrt(var: Tensor) -> Tensor:
+    """√var with var clamped at a tiny floor, so the gradient stays finite at zero variance."""
+    return var.clamp_min(1e-30).sqrt()
+
+
+def sample_scalarization_weights(
+    n: int,
+    num_samples: int,
+    kind: Literal["chebyshev", "linear"] = "chebyshev",
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """Draw weight vectors λ ~ P_λ as in paper 000 §5 (Chebyshev) and Appendix E (linear).
+
+    With u ~ U[0, 1]ⁿ (drawn as 1 − U[0, 1), so no u_i is exactly 0):
+
+    * ``"chebyshev"``: α_i = ‖u‖₁ / u_i and λ = α / ‖α‖₁ (Paria et al., 2019);
+    * ``"linear"``: λ = u / ‖u‖₁.
+
+    Args:
+        n: Number of objectives (≥ 1).
+        num_samples: Number of weight vectors (≥ 1).
+        kind: ``"chebyshev"`` or ``"linear"``.
+        generator: Optional ``torch.Generator`` for reproducible draws (on ``device``).
+        dtype: Floating dtype of the result.
+        device: Device of the result.
+
+    Returns:
+        ``num_samples x n`` tensor whose rows lie on the simplex.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"`n` must be a positive integer, got {n!r}.")
+    if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
+        raise ValueError(f"`num_samples` must be a positive integer, got {num_samples!r}.")
+    if kind not in ("chebyshev", "linear"):
+        raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
+    u = 1.0 - torch.rand(num_samples, n, generator=generator, dtype=dtype, device=device)
+    if kind == "chebyshev":
+        u = u.sum(dim=-1, keepdim=True) / u
+    return u / u.sum(dim=-1, keepdim=True)
+
+
+class ScalarizationSampler:
+    """Draws a fresh random scalarization s_{λ_t}, λ_t ~ P_λ, each time it is called.
+
+    This is the per-round step "sample weight vector λ_t ~ P_λ" of MT-KB (paper 000,
+    Algorithm 1); :func:`botorch_mtucb.loop.run_bo_loop` calls it once per round.
+
+    Example:
+        >>> sampler = ScalarizationSampler(2, kind="chebyshev", ref_point=[0.0, 0.0])
+        >>> s = sampler(torch.Generator().manual_seed(0))
+    """
+
+    def __init__(
+        self,
+        num_objectives: int,
+        kind: Literal["chebyshev", "linear"] = "chebyshev",
+        ref_point: Tensor | Sequence[float] | None = None,
+        minimize: Sequence[bool] | Tensor | None = None,
+    ) -> None:
+        """
+        Args:
+            num_objectives: Number of objectives ``n``.
+            kind: ``"chebyshev"`` (needs ``ref_point``) or ``"linear"``.
+            ref_point: ``n`` Chebyshev reference point z (original units).
+            minimize: Optional ``n`` booleans marking objectives to minimise.
+        """
+        if kind not in ("chebyshev", "linear"):
+            raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
+        if kind == "chebyshev" and ref_point is None:
+            raise ValueError("`ref_point` is required for the Chebyshev scalarization.")
+        if not isinstance(num_objectives, int) or num_objectives < 1:
+            raise ValueError(
+                f"`num_objectives` must be a positive integer, got {num_objectives!r}."
+            )
+        self.num_objectives = num_objectives
+        self.kind = kind
+        self.ref_point = None if ref_point is None else _as_vector(ref_point, "ref_point")
+        if self.ref_point is not None and self.ref_point.numel() != num_objectives:
+            raise ValueError(
+                f"`ref_point` must have {num_objectives} entries, got {self.ref_point.numel()}."
+            )
+        self.minimize = minimize
+
+    def __call__(self, generator: torch.Generator | None = None) -> Scalarization:
+        """Return s_λ for one fresh λ ~ P_λ."""
+        w = sample_scalarization_weights(self.num_objectives, 1, self.kind, generator)[0]
+        if self.kind == "chebyshev":
+            return ChebyshevScalarization(w, self.ref_point, self.minimize)
+        return LinearScalarization(w, self.minimize)

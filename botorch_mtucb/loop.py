@@ -1,0 +1,384 @@
+"""The one Bayesian-optimisation loop: MT-KB / MT-BKB / IT-KB / MOBO and, with n = 1, TGP / ATA.
+
+Paper 000, Algorithm 1, written once. Each round t = 1, …, T:
+
+1. draw a random scalarization s_{λ_t}, λ_t ~ P_λ (skipped for single-objective problems);
+2. build the acquisition on the current model (``acquisition_factory(model, s_{λ_t})``; the
+   scalarized UCB evaluates its β schedule on the model here, giving β_{t−1});
+3. x_t = argmax of the acquisition (``optimizer``: ``optimize_acqf`` on a box, or exhaustive
+   over a finite arm set);
+4. observe y_t = f(x_t) + ε_t (``observe``);
+5. update the model with (x_t, y_t) (``condition_on_observations`` by default, or a refit);
+6. record x_t, y_t, λ_t, β_{t−1}, the wall time of steps 1–5, and — when the true f is
+   known — the instantaneous scalarized regret r_t = s_{λ_t}(f(x*_{λ_t})) − s_{λ_t}(f(x_t)).
+
+On a continuous domain the maximiser x*_λ is approximated by the best point of a dense
+``regret_X`` set (together with x_t itself, so r_t ≥ 0); on a finite arm set it is exact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.models import ModelListGP
+from botorch.models.model import Model
+from botorch.optim import optimize_acqf, optimize_acqf_discrete
+from torch import Tensor
+
+from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = [
+    "BoxOptimizer",
+    "FiniteArmOptimizer",
+    "LoopHistory",
+    "RoundRecord",
+    "condition_model",
+    "gaussian_observer",
+    "run_bo_loop",
+    "scalarized_ucb_factory",
+]
+
+
+@dataclass
+class RoundRecord:
+    """What happened in one round.
+
+    Attributes:
+        t: Round index, 1-based.
+        x: ``d`` query point x_t.
+        y: ``n`` noisy observation y_t.
+        weights: ``n`` scalarization weights λ_t (``None`` for single-objective runs).
+        regret: Instantaneous scalarized regret r_t (``None`` when f is unknown).
+        beta: β used by the acquisition, when it exposes one.
+        wall_time: Seconds spent on the round's algorithm steps (not the regret metric).
+    """
+
+    t: int
+    x: Tensor
+    y: Tensor
+    weights: Tensor | None
+    regret: float | None
+    beta: float | None
+    wall_time: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict (tensors become lists)."""
+        return {
+            "t": self.t,
+            "x": self.x.tolist(),
+            "y": self.y.tolist(),
+            "weights": None if self.weights is None else self.weights.tolist(),
+            "regret": self.regret,
+            "beta": self.beta,
+            "wall_time": self.wall_time,
+        }
+
+
+@dataclass
+class LoopHistory:
+    """Initial data and the per-round records of one run.
+
+    Attributes:
+        initial_X: ``N0 x d`` initial inputs.
+        initial_Y: ``N0 x n`` their observations.
+        rounds: One :class:`RoundRecord` per round.
+        model: The final model (not exported).
+    """
+
+    initial_X: Tensor
+    initial_Y: Tensor
+    rounds: list[RoundRecord] = field(default_factory=list)
+    model: Model | None = None
+
+    @property
+    def X(self) -> Tensor:
+        """``T x d`` query points x_1, …, x_T."""
+        return torch.stack([r.x for r in self.rounds]) if self.rounds else self.initial_X[:0]
+
+    @property
+    def Y(self) -> Tensor:
+        """``T x n`` observations y_1, …, y_T."""
+        return torch.stack([r.y for r in self.rounds]) if self.rounds else self.initial_Y[:0]
+
+    @property
+    def regrets(self) -> Tensor:
+        """``T`` instantaneous regrets (float64); raises if f was not known."""
+        if any(r.regret is None for r in self.rounds):
+            raise ValueError("Regret was not recorded (pass `true_f` to run_bo_loop).")
+        return torch.tensor([r.regret for r in self.rounds], dtype=torch.float64)
+
+    def cumulative_regret(self) -> Tensor:
+        """``T`` cumulative scalarized regret R_C(t) = Σ_{s≤t} r_s."""
+        return self.regrets.cumsum(0)
+
+    def time_average_regret(self) -> Tensor:
+        """``T`` time-average regret R_C(t)/t (what paper 000 Fig. 1 plots)."""
+        r = self.cumulative_regret()
+        return r / torch.arange(1, r.numel() + 1, dtype=r.dtype)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The rounds as JSON-able dicts."""
+        return [r.to_dict() for r in self.rounds]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Everything (initial data and rounds) as one JSON-able dict."""
+        return {
+            "initial_X": self.initial_X.tolist(),
+            "initial_Y": self.initial_Y.tolist(),
+            "rounds": self.to_dicts(),
+        }
+
+
+class BoxOptimizer:
+    """x_t = argmax over a box with BoTorch's ``optimize_acqf`` (multi-start L-BFGS-B)."""
+
+    def __init__(
+        self,
+        bounds: Tensor,
+        num_restarts: int = 10,
+        raw_samples: int = 512,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        Args:
+            bounds: ``2 x d`` lower/upper bounds.
+            num_restarts: Number of L-BFGS-B starts.
+            raw_samples: Number of raw (Sobol) samples to pick the starts from.
+            seed: Base seed for the raw samples (incremented at each call), for reproducible
+                runs; ``None`` uses torch's global RNG.
+            options: Extra ``optimize_acqf`` options.
+        """
+        check_finite(bounds, "bounds")
+        if bounds.dim() != 2 or bounds.shape[0] != 2 or (bounds[0] >= bounds[1]).any():
+            raise ValueError(
+                f"`bounds` must be 2 x d with lower < upper, got shape {tuple(bounds.shape)}."
+            )
+        self.bounds = bounds.clone()
+        self.num_restarts = num_restarts
+        self.raw_samples = raw_samples
+        self.seed = seed
+        self.options = dict(options or {})
+        self._calls = 0
+
+    def __call__(self, acqf: AcquisitionFunction) -> Tensor:
+        """Return the ``1 x d`` maximiser found."""
+        options = dict(self.options)
+        if self.seed is not None:
+            options["seed"] = self.seed + self._calls
+        self._calls += 1
+        cand, _ = optimize_acqf(
+            acqf,
+            bounds=self.bounds,
+            q=1,
+            num_restarts=self.num_restarts,
+            raw_samples=self.raw_samples,
+            options=options,
+        )
+        return cand.detach()
+
+
+class FiniteArmOptimizer:
+    """x_t = exact argmax over a finite arm set (``optimize_acqf_discrete``, first on ties)."""
+
+    def __init__(self, choices: Tensor, max_batch_size: int = 2048) -> None:
+        """
+        Args:
+            choices: ``A x d`` arms.
+            max_batch_size: Arms evaluated per acquisition call.
+        """
+        check_finite(choices, "choices")
+        if choices.dim() != 2 or choices.shape[0] == 0:
+            raise ValueError(f"`choices` must be a non-empty A x d tensor, got {choices.shape}.")
+        self.choices = choices.clone()
+        self.max_batch_size = max_batch_size
+
+    def __call__(self, acqf: AcquisitionFunction) -> Tensor:
+        """Return the ``1 x d`` best arm."""
+        cand, _ = optimize_acqf_discrete(
+            acqf, q=1, choices=self.choices, max_batch_size=self.max_batch_size
+        )
+        return cand.detach()
+
+
+def scalarized_ucb_factory(
+    beta: float | BetaSchedule, bound: Literal["spectral", "directional"] = "directional"
+) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
+    """Acquisition factory for :func:`run_bo_loop` building :class:`ScalarizedMultiTaskUCB`."""
+
+    def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
+        if scalarization is None:
+            raise ValueError("The scalarized UCB needs a `scalarization_sampler`.")
+        return ScalarizedMultiTaskUCB(model, scalarization, beta, bound=bound)
+
+    return factory
+
+
+def gaussian_observer(
+    f: Callable[[Tensor], Tensor], noise_std: float, generator: torch.Generator | None = None
+) -> Callable[[Tensor], Tensor]:
+    """``observe(X) = f(X) + noise_std · N(0, I)``, seedable with ``generator``."""
+
+    def observe(X: Tensor) -> Tensor:
+        F = f(X)
+        eps = torch.randn(F.shape, generator=generator, dtype=torch.float64).to(F)
+        return F + noise_std * eps
+
+    return observe
+
+
+def condition_model(model: Model, X: Tensor, Y: Tensor) -> Model:
+    """``model.condition_on_observations(X, Y)`` (``m x d``, ``m x n``), without new batch dims.
+
+    A ``ModelListGP`` is conditioned sub-model by sub-model and rebuilt: BoTorch's own
+    ``ModelListGP.condition_on_observations`` adds a fantasy batch dimension.
+    """
+    if isinstance(model, ModelListGP):
+        subs, i = [], 0
+        for sub in model.models:
+            j = i + sub.num_outputs
+            subs.append(condition_model(sub, X, Y[..., i:j]))
+            i = j
+        return ModelListGP(*subs)
+    return model.condition_on_observations(X, Y)
+
+
+def run_bo_loop(
+    observe: Callable[[Tensor], Tensor],
+    initial_X: Tensor,
+    num_rounds: int,
+    model_factory: Callable[[Tensor, Tensor], Model],
+    acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction],
+    optimizer: Callable[[AcquisitionFunction], Tensor],
+    scalarization_sampler: Callable[[torch.Generator | None], Scalarization] | None = None,
+    true_f: Callable[[Tensor], Tensor] | None = None,
+    regret_X: Tensor | None = None,
+    update: Literal["condition", "refit"] | Callable[[Model, Tensor, Tensor], Model] = "condition",
+    refit_every: int = 0,
+    generator: torch.Generator | None = None,
+    progress: bool = False,
+) -> LoopHistory:
+    """Run T rounds of scalarized (or single-objective) optimistic BO; see the module docstring.
+
+    Args:
+        observe: ``N x d -> N x n`` noisy observations (objectives maximised unless the
+            scalarizations say otherwise).
+        initial_X: ``N0 x d`` initial design, observed before round 1. ``N0 = 0`` (the
+            paper's start with no data) works when ``observe`` maps an empty batch to a
+            ``0 x n`` tensor and ``model_factory`` accepts empty data.
+        num_rounds: Number of rounds T.
+        model_factory: ``(X, Y) -> Model`` fitted on the initial data (and on all data for
+            ``update="refit"``).
+        acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction`` (q = 1).
+        optimizer: ``acqf -> 1 x d`` maximiser (:class:`BoxOptimizer`,
+            :class:`FiniteArmOptimizer`, or any callable).
+        scalarization_sampler: ``generator -> s_λ`` drawing λ_t ~ P_λ each round (e.g.
+            :class:`~botorch_mtucb.acquisition.ScalarizationSampler`); ``None`` for n = 1.
+        true_f: Noise-free ``N x d -> N x n`` objective, to record regret.
+        regret_X: ``M x d`` points over which max_x s_λ(f(x)) is taken; defaults to the arms of
+            a :class:`FiniteArmOptimizer`.
+        update: ``"condition"`` (``condition_on_observations``), ``"refit"``
+            (``model_factory`` on all data), or ``(model, x_t, y_t) -> Model``.
+        refit_every: If ``k > 0``, call ``model_factory`` on all data after every k-th round
+            instead of ``update`` (e.g. condition cheaply, refit hyperparameters now and then).
+        generator: ``torch.Generator`` for the λ_t draws.
+        progress: Show a tqdm progress bar with the running time-average regret.
+
+    Returns:
+        The :class:`LoopHistory`.
+    """
+    if not isinstance(num_rounds, int) or num_rounds < 0:
+        raise ValueError(f"`num_rounds` must be an integer >= 0, got {num_rounds!r}.")
+    check_finite(initial_X, "initial_X")
+    if initial_X.dim() != 2 or not initial_X.is_floating_point():
+        raise ValueError(
+            f"`initial_X` must be a floating N0 x d tensor, got shape {tuple(initial_X.shape)}."
+        )
+    if update not in ("condition", "refit") and not callable(update):
+        raise ValueError(f"`update` must be 'condition', 'refit' or a callable, got {update!r}.")
+    if not isinstance(refit_every, int) or refit_every < 0:
+        raise ValueError(f"`refit_every` must be an integer >= 0, got {refit_every!r}.")
+    if true_f is not None and regret_X is None:
+        regret_X = getattr(optimizer, "choices", None)
+        if regret_X is None:
+            raise ValueError(
+                "`regret_X` (a dense set of points to approximate max_x s_λ(f(x))) is needed to "
+                "record regret with a continuous optimizer."
+            )
+    F_ref = None if true_f is None else true_f(regret_X).detach()
+
+    X_all = initial_X.clone()
+    Y_all = observe(X_all).detach()
+    check_finite(Y_all, "observe(initial_X)")
+    if Y_all.dim() != 2 or Y_all.shape[0] != X_all.shape[0]:
+        raise ValueError(f"`observe` must return an N x n tensor, got shape {tuple(Y_all.shape)}.")
+    history = LoopHistory(initial_X=X_all.clone(), initial_Y=Y_all.clone())
+    model = model_factory(X_all, Y_all)
+
+    rounds = range(1, num_rounds + 1)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(rounds, desc="BO loop")
+        rounds = bar
+    cum_regret = 0.0
+    for t in rounds:
+        start = time.perf_counter()
+        scal = None if scalarization_sampler is None else scalarization_sampler(generator)
+        acqf = acquisition_factory(model, scal)
+        x = optimizer(acqf).reshape(1, -1).to(X_all)
+        y = observe(x).detach()
+        check_finite(y, "observe(x_t)")
+        X_all = torch.cat([X_all, x])
+        Y_all = torch.cat([Y_all, y])
+        if update == "refit" or (refit_every and t % refit_every == 0):
+            model = model_factory(X_all, Y_all)
+        elif update == "condition":
+            model = condition_model(model, x, y)
+        else:
+            model = update(model, x, y)
+        wall = time.perf_counter() - start
+
+        regret = None
+        if F_ref is not None:
+            regret = _instant_regret(scal, F_ref, true_f(x).detach())
+            cum_regret += regret
+            if bar is not None:
+                bar.set_postfix(avg_regret=f"{cum_regret / t:.4g}")
+        beta = getattr(acqf, "beta", None)
+        if beta is not None and torch.as_tensor(beta).numel() != 1:
+            beta = None
+        history.rounds.append(
+            RoundRecord(
+                t=t,
+                x=x[0],
+                y=y[0],
+                weights=None if scal is None else scal.weights.clone(),
+                regret=regret,
+                beta=None if beta is None else float(beta),
+                wall_time=wall,
+            )
+        )
+    history.model = model
+    return history
+
+
+def _instant_regret(scal: Scalarization | None, F_ref: Tensor, f_x: Tensor) -> float:
+    """max over {reference points, x_t} of s_λ(f) minus s_λ(f(x_t))."""
+    if scal is None:
+        if F_ref.shape[-1] != 1:
+            raise ValueError("Single-objective regret needs a 1-output `true_f`.")
+        v_ref, v_x = F_ref[..., 0], f_x[..., 0]
+    else:
+        v_ref, v_x = scal(F_ref), scal(f_x)
+    best = torch.maximum(v_ref.max(), v_x.max())
+    return float(best - v_x[0])

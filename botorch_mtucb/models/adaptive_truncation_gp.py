@@ -1,0 +1,389 @@
+"""ATA-GP-UCB's estimator: feature-space ridge regression with per-direction truncation.
+
+Paper 001, §5.1, Algorithm 2. With a feature map ``φ_t: X → R^{m_t}`` (quadrature Fourier
+features, or a Nyström embedding resampled every round), ``Φ_t = [φ_t(x_1), …, φ_t(x_t)]ᵀ``:
+
+    V_t = Φ_tᵀΦ_t + λI,   rows u_iᵀ of V_t^{-1/2} Φ_tᵀ   (u_{i,τ} = [V_t^{-1/2} φ_t(x_τ)]_i),
+    r̂_i = Σ_τ u_{i,τ} y_τ 1{|u_{i,τ} y_τ| ≤ b_t}    (the whole history, re-truncated at b_t),
+    θ_t = V_t^{-1/2} r̂,   μ_t(x) = φ_t(x)ᵀθ_t,
+    σ²_t(x) = λ φ_t(x)ᵀV_t⁻¹φ_t(x)                     (QFF),
+    σ²_t(x) = k(x, x) − φ_t(x)ᵀφ_t(x) + λ φ_t(x)ᵀV_t⁻¹φ_t(x)   (Nyström, DTC).
+
+``V^{-1/2}`` is the symmetric square root (the truncation is not rotation invariant). The
+posterior covariance between two points uses the same bilinear forms.
+
+Two computational paths give the same numbers:
+
+* dense: ``Φ_t`` is ``t x m``; ``O(m² t)`` per (re)fit.
+* finite arms (``arms=`` or a Nyström :class:`PrecomputedKernel`): with ``F`` the ``A x m``
+  arm features and ``n`` the pull counts, ``V = Fᵀ diag(n) F + λI``, ``G = F V^{-1/2}`` and
+  ``u_{i,τ} = G[a(τ), i]``; the truncated sums come from per-arm sorted rewards
+  (:class:`ArmRewardHistory`), ``O(A m² + m³ + A m log t)`` per round.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from botorch_mtucb.features.nystrom import NystromFeatures
+from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
+from botorch_mtucb.models.heavy_tailed_arm_history import ArmRewardHistory
+from botorch_mtucb.models.heavy_tailed_base import (
+    ArmSet,
+    HeavyTailedModel,
+    check_training_data,
+    shallow_copy_model,
+)
+from botorch_mtucb.models.heavy_tailed_schedules import (
+    Constants,
+    ata_beta,
+    ata_log_term,
+    ata_truncation_level,
+    check_constants,
+    check_heavy_tailed_params,
+    effective_horizon,
+    nystrom_q,
+)
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["AdaptiveTruncationGP"]
+
+
+def _inv_sqrt_and_inv(V: Tensor, with_inverse: bool = True) -> tuple[Tensor, Tensor | None]:
+    """Symmetric ``V^{-1/2}`` (and ``V^{-1}``) of an SPD matrix, one eigendecomposition."""
+    evals, evecs = torch.linalg.eigh(V)
+    inv_sqrt = evals.rsqrt()
+    V_mh = (evecs * inv_sqrt) @ evecs.transpose(-1, -2)
+    if not with_inverse:
+        return V_mh, None
+    return V_mh, (evecs * inv_sqrt.square()) @ evecs.transpose(-1, -2)
+
+
+class AdaptiveTruncationGP(HeavyTailedModel):
+    """Single-output BoTorch model of ATA-GP-UCB (paper 001, Algorithm 2).
+
+    Example:
+        >>> qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=32, dim=1)
+        >>> model = AdaptiveTruncationGP(X, Y, alpha=1.0, v=4.0, features=qff, horizon=1000)
+        >>> acqf = HeavyTailedUCB(model)
+    """
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        alpha: float,
+        v: float,
+        features: QuadratureFourierFeatures | NystromFeatures,
+        lam: float = 1.0,
+        delta: float = 0.1,
+        B: float = 1.0,
+        *,
+        horizon: int | None = None,
+        constants: Constants = "theory",
+        truncate: bool = True,
+        arms: Tensor | None = None,
+        sample_dictionary: bool = True,
+        dictionary_variances: Tensor | None = None,
+    ) -> None:
+        """
+        Args:
+            train_X: ``t x d`` inputs in round order (float arm indices ``t x 1`` with a
+                Nyström :class:`PrecomputedKernel`).
+            train_Y: ``t x 1`` raw rewards.
+            alpha: Moment order ``α ∈ (0, 1]`` with ``E|y|^{1+α} ≤ v``.
+            v: Moment bound ``v > 0``.
+            features: :class:`QuadratureFourierFeatures` (fixed map, QFF variance) or
+                :class:`NystromFeatures` (dictionary resampled from the training points at
+                construction and on every ``condition_on_observations``; DTC variance).
+            lam: Regulariser ``λ > 0``.
+            delta: Confidence ``δ ∈ (0, 1]``.
+            B: Bound on ``‖f‖_H``.
+            horizon: Horizon ``T`` in ``b_t``, ``β_t`` and Nyström ``q``; ``None`` uses
+                ``max(t, 1)``.
+            constants: ``"theory"`` (default; Lemma 1 / Theorem 4) or ``"authors"``.
+            truncate: ``False`` sets ``b_t = ∞`` (plain feature-space ridge regression).
+            arms: Optional ``A x d`` finite candidate set (fast arm-space path).
+            sample_dictionary: Nyström only. ``False`` keeps the dictionary already in
+                ``features`` (e.g. from :meth:`NystromFeatures.with_dictionary`).
+            dictionary_variances: Nyström only: ``t`` variances ``σ²_{t−1}(x_i)`` for the
+                initial draw; default the prior variance ``k(x_i, x_i)``.
+        """
+        super().__init__()
+        X, y = check_training_data(train_X, train_Y)
+        self.alpha, self.v, self.lam, self.delta, self.B = check_heavy_tailed_params(
+            alpha, v, lam, delta, B
+        )
+        self.constants = check_constants(constants)
+        self.truncate = bool(truncate)
+        if horizon is not None and (isinstance(horizon, bool) or int(horizon) < 1):
+            raise ValueError(f"`horizon` must be a positive integer or None, got {horizon!r}.")
+        self.horizon = None if horizon is None else int(horizon)
+        if isinstance(features, QuadratureFourierFeatures):
+            self.kind = "qff"
+            if X.shape[-1] != features.dim:
+                raise ValueError(
+                    f"`features` has dim={features.dim} but `train_X` has d={X.shape[-1]}."
+                )
+            kernel = None
+        elif isinstance(features, NystromFeatures):
+            self.kind = "nystrom"
+            kernel = features.base_kernel
+        else:
+            raise ValueError(
+                "`features` must be QuadratureFourierFeatures or NystromFeatures, got "
+                f"{type(features).__name__}."
+            )
+        self.train_X = X
+        self.train_Y = y.unsqueeze(-1)
+        self._dtype = X.dtype
+        self._arms = ArmSet.resolve(arms, kernel, X)
+        if self._arms is not None:
+            self._arm_idx = self._arms.index(X, "train_X", kernel)
+            A = self._arms.num_arms
+            self._counts = torch.bincount(self._arm_idx, minlength=A).to(X)
+            self._history = ArmRewardHistory(self._arm_idx, y, A)
+            if self.kind == "nystrom":
+                self._K_A = self._arms.kernel_matrix(kernel).to(X)
+        if self.kind == "nystrom":
+            if sample_dictionary:
+                if dictionary_variances is None:
+                    dictionary_variances = features.prior_variance(X)
+                check_finite(dictionary_variances, "dictionary_variances")
+                q = self.nystrom_q(features)
+                features = features.resample(X, dictionary_variances.to(X), q)
+            elif features.dictionary is None:
+                raise ValueError(
+                    "`sample_dictionary=False` needs `features` with a dictionary "
+                    "(NystromFeatures.with_dictionary)."
+                )
+        self.features = features
+        self._fit()
+
+    # ------------------------------------------------------------------ schedules
+    @property
+    def num_observations(self) -> int:
+        """Number of observations ``t``."""
+        return self.train_X.shape[0]
+
+    @property
+    def num_features(self) -> int:
+        """Current feature dimension ``m_t``."""
+        return self.features.num_features
+
+    def _log_term(self, t: int) -> float:
+        T = effective_horizon(self.horizon, t)
+        return ata_log_term(self.num_features, T, self.delta, self.kind, self.constants)
+
+    def nystrom_q(self, features: NystromFeatures | None = None, t: int | None = None) -> float:
+        """Nyström oversampling ``q``: the features' own ``q``, else the schedule's."""
+        features = self.features if features is None else features
+        if features.q is not None:
+            return features.q
+        t = self.num_observations if t is None else t
+        T = effective_horizon(self.horizon, t)
+        return nystrom_q(T, self.delta, features.epsilon, self.constants)
+
+    def truncation_level(self, t: int | None = None) -> float:
+        """Truncation level ``b_t`` (default: the current ``t``; uses the current ``m_t``)."""
+        t = self.num_observations if t is None else int(t)
+        if t < 0:
+            raise ValueError(f"`t` must be a non-negative round index, got {t}.")
+        if not self.truncate:
+            return float("inf")
+        return ata_truncation_level(t, self.alpha, self.v, self._log_term(t))
+
+    def beta(self) -> float:
+        """Confidence width ``β_{t+1}`` for choosing the next point (Lemma 1 / Theorem 4)."""
+        t = self.num_observations
+        eps = self.features.epsilon if self.kind == "nystrom" else 0.0
+        return ata_beta(
+            t,
+            self.alpha,
+            self.v,
+            self.lam,
+            self.B,
+            self.num_features,
+            self._log_term(t),
+            self.kind,
+            self.constants,
+            eps,
+        )
+
+    # ------------------------------------------------------------------ fitting
+    @torch.no_grad()
+    def _fit(self) -> None:
+        if self._arms is not None:
+            self._fit_arms()
+        else:
+            self._fit_dense()
+
+    def _arm_basis(self) -> tuple[Tensor, Tensor]:
+        """Factor ``F = F' Wᵀ`` of the ``A x m`` arm features, ``W`` (``m x r``) orthonormal.
+
+        QFF: thin SVD of ``F`` (computed once; singular values below ``1e-13 s_max`` are
+        dropped). Nyström: ``F = K_{A,D} Q diag(s) Qᵀ`` with ``(K_D^{1/2})⁺ = Q diag(s) Qᵀ``
+        over the kept eigenpairs, so ``F' = K_{A,D} Q diag(s)`` and ``W = Q`` exactly. The
+        factor is cached for as long as the dictionary does not change.
+        """
+        cache = getattr(self, "_basis_cache", None)
+        if cache is not None and cache[0] is self.features:
+            return cache[1], cache[2]
+        if self.kind == "qff":
+            F = self.features(self._arms.points)
+            U, S, Wh = torch.linalg.svd(F, full_matrices=False)
+            keep = S > 1e-13 * S.max().clamp_min(1e-300) if S.numel() else S > 0
+            Fp, W = U[:, keep] * S[keep], Wh[keep].transpose(-1, -2)
+        elif self.features.num_features == 0:
+            Fp = self._K_A.new_zeros(self._arms.num_arms, 0)
+            W = self._K_A.new_zeros(0, 0)
+        else:
+            f = self.features
+            D_idx = self._arms.index(f.dictionary.to(self._K_A), "dictionary", f.base_kernel)
+            Q, scale = f.factor
+            W = Q.to(self._K_A)
+            Fp = self._K_A[:, D_idx] @ (W * scale.to(W))
+        self._basis_cache = (self.features, Fp, W)
+        return Fp, W
+
+    def _fit_arms(self) -> None:
+        """Arm-space fit: ``V^{-1/2} = W C^{-1/2} Wᵀ + λ^{-1/2}(I − WWᵀ)`` with
+        ``C = F'ᵀ diag(n) F' + λI_r``, hence ``G = F V^{-1/2} = F' C^{-1/2} Wᵀ`` and
+        ``μ_A = F θ = F' C^{-1/2} Wᵀ r̂``; only an ``r x r`` eigendecomposition per round."""
+        Fp, W = self._arm_basis()
+        n = self._counts
+        r = Fp.shape[-1]
+        eye = torch.eye(r, dtype=Fp.dtype, device=Fp.device)
+        C = Fp.transpose(-1, -2) @ (n.unsqueeze(-1) * Fp) + self.lam * eye
+        Z, _ = _inv_sqrt_and_inv(C, with_inverse=False)
+        P = Fp @ Z  # A x r
+        G = P @ W.transpose(-1, -2)  # A x m; row a: u_{·,τ} for every round τ at arm a
+        if self.num_observations and r:
+            b = self.truncation_level()
+            absG = G.abs()
+            thr = torch.where(absG > 0, b / absG.clamp_min(1e-300), torch.full_like(G, torch.inf))
+            S = self._history.truncated_sums(thr)
+            r_hat = (G * S).sum(0)
+            theta_r = Z @ (W.transpose(-1, -2) @ r_hat)
+        else:
+            r_hat = G.new_zeros(G.shape[-1])
+            theta_r = Fp.new_zeros(r)
+        self._Fp_A, self._P_A, self._G_A, self._r_hat = Fp, P, G, r_hat
+        self._mean_A = Fp @ theta_r
+        var = self.lam * P.square().sum(-1)
+        if self.kind == "nystrom":
+            var = var + self._K_A.diagonal() - Fp.square().sum(-1)
+        self._var_A = var
+
+    def _fit_dense(self) -> None:
+        X, y = self.train_X, self.train_Y[:, 0]
+        Phi = self.features(X)  # t x m
+        m = Phi.shape[-1]
+        eye = torch.eye(m, dtype=Phi.dtype, device=Phi.device)
+        Vmh, Vinv = _inv_sqrt_and_inv(Phi.transpose(-1, -2) @ Phi + self.lam * eye)
+        if self.num_observations and m:
+            W = (Vmh @ Phi.transpose(-1, -2)) * y  # m x t: u_{i,τ} y_τ
+            b = self.truncation_level()
+            r_hat = torch.where(W.abs() <= b, W, torch.zeros_like(W)).sum(-1)
+            theta = Vmh @ r_hat
+        else:
+            theta = Phi.new_zeros(m)
+        self._theta, self._Vinv = theta, Vinv
+
+    # ------------------------------------------------------------------ BoTorch API
+    def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """``μ_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
+        if self._arms is not None:
+            kernel = self.features.base_kernel if self.kind == "nystrom" else None
+            idx = self._arms.index(X, "X", kernel)
+            if not full:
+                return self._mean_A[idx], self._var_A[idx]
+            P = self._P_A[idx]
+            cov = self.lam * P @ P.transpose(-1, -2)
+            if self.kind == "nystrom":
+                F = self._Fp_A[idx]
+                K = self._K_A[idx.unsqueeze(-1), idx.unsqueeze(-2)]
+                cov = cov + K - F @ F.transpose(-1, -2)
+            return self._mean_A[idx], cov
+        phi = self.features(X)  # ... x q x m
+        mean = phi @ self._theta
+        if full:
+            cov = self.lam * phi @ self._Vinv @ phi.transpose(-1, -2)
+        else:
+            cov = self.lam * ((phi @ self._Vinv) * phi).sum(-1)
+        if self.kind == "nystrom":
+            K = self.features.base_kernel(X, X, diag=not full).to_dense()
+            cov = cov + K - (phi @ phi.transpose(-1, -2) if full else phi.square().sum(-1))
+        return mean, cov
+
+    def arm_variances(self) -> Tensor:
+        """``A`` approximate posterior variances ``σ²_t`` of all arms (arm path only)."""
+        if self._arms is None:
+            raise ValueError("`arm_variances` needs a finite arm set (`arms=` or Precomputed).")
+        return self._var_A
+
+    def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs) -> AdaptiveTruncationGP:
+        """A new model with ``(X, Y)`` appended as rounds ``t+1, …, t+n``.
+
+        All rewards are re-truncated at the new ``b_{t+n}``; a Nyström dictionary is redrawn
+        from all training points with the variances of ``self`` (``σ²_{t}``, as in
+        Algorithm 2). ``self`` is left valid and unchanged.
+
+        Args:
+            X: ``n x d`` new inputs.
+            Y: ``n x 1`` new raw rewards.
+        """
+        X, Y = self._check_condition_inputs(X, Y, self.train_X.shape[-1])
+        X, y = X.to(self.train_X), Y[:, 0].to(self.train_X)
+        t = self.num_observations
+        new = shallow_copy_model(self)
+        new.train_X = torch.cat([self.train_X, X])
+        new.train_Y = torch.cat([self.train_Y, y.unsqueeze(-1)])
+        if self._arms is not None:
+            kernel = self.features.base_kernel if self.kind == "nystrom" else None
+            idx = self._arms.index(X, "X", kernel)
+            new._arm_idx = torch.cat([self._arm_idx, idx])
+            new._counts = self._counts.index_add(0, idx, torch.ones_like(y))
+            if X.shape[0] == 1 and self._history.length == t:
+                self._history.append(idx[0], y[0])  # we hold the tip: extend in place
+                new._history = self._history
+            else:
+                new._history = ArmRewardHistory(
+                    new._arm_idx, new.train_Y[:, 0], self._arms.num_arms
+                )
+            if self.kind == "nystrom":
+                new.features, mask = self._resample_arms(new)
+                new._dict_mask = (new.features, mask)
+        elif self.kind == "nystrom":
+            with torch.no_grad():
+                var = self.mean_and_variance(new.train_X)[1]
+            new.features = self.features.resample(new.train_X, var, new.nystrom_q())
+        new._fit()
+        return new
+
+    def _resample_arms(self, new: AdaptiveTruncationGP) -> tuple[NystromFeatures, Tensor]:
+        """Dictionary draw on an arm set: arm ``a`` (pulled ``n_a`` times) enters with
+        probability ``1 − (1 − p_a)^{n_a}``, ``p_a = min{q σ²_t(a), 1}`` — the same law as
+        drawing every training point independently and keeping distinct points."""
+        q = new.nystrom_q()
+        p = (q * self.arm_variances().clamp_min(0.0)).clamp_max(1.0)
+        n = new._counts
+        log_miss = torch.where(p < 1, n * torch.log1p(-p.clamp_max(1 - 1e-16)), -torch.inf)
+        incl = torch.where(n > 0, -torch.expm1(log_miss), torch.zeros_like(p))
+        mask = self.features.sample_mask(incl, 1.0)
+        if torch.equal(mask, self._dictionary_mask()):
+            return self.features, mask  # same dictionary: keep its factor (and our cache)
+        return self.features.with_dictionary(self._arms.points[mask]), mask
+
+    def _dictionary_mask(self) -> Tensor:
+        """Boolean ``A`` mask of the arms in the current Nyström dictionary (cached)."""
+        cached = getattr(self, "_dict_mask", None)
+        if cached is not None and cached[0] is self.features:
+            return cached[1]
+        mask = torch.zeros(self._arms.num_arms, dtype=torch.bool, device=self._counts.device)
+        if self.features.num_features:
+            D = self.features.dictionary.to(self._counts)
+            mask[self._arms.index(D, "dictionary", self.features.base_kernel)] = True
+        self._dict_mask = (self.features, mask)
+        return mask
