@@ -327,13 +327,21 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         Hyperparameters and outcome-transform statistics are kept; the old factorisation is
         reused (dense: a block Cholesky update; ICM: the old block of ``K_t``). The result
         agrees with a model built from scratch on the concatenated data with the same
-        hyperparameters.
+        hyperparameters. Subclasses customise the last step through
+        :meth:`_after_conditioning`.
 
         Args:
             X: ``m x d`` new inputs.
             Y: ``m x n`` new observations (original outcome scale).
             noise: Not supported (η is homoscedastic); must be ``None``.
         """
+        self._check_new_observations(X, Y, noise)
+        old_solver = self.solver()  # eval mode: train_inputs are transformed
+        new, Xt = self._appended_copy(X, Y)
+        self._after_conditioning(new, old_solver, Xt)
+        return new
+
+    def _check_new_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
         if noise is not None:
             raise NotImplementedError("Per-observation `noise` is not supported; η is shared.")
         if X.dim() != 2 or Y.dim() != 2:
@@ -347,24 +355,41 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
                 f"Expected `X: m x {self._d}` and `Y: m x {self.num_tasks}`, got "
                 f"{tuple(X.shape)} and {tuple(Y.shape)}."
             )
-        old_solver = self.solver()  # eval mode: train_inputs are transformed
-        Xt = self.transform_inputs(X)
+
+    def _deepcopy_memo(self) -> dict:
+        """Objects that copies of this model share instead of duplicating."""
+        return {}
+
+    def _appended_copy(self, X: Tensor, Y: Tensor) -> tuple[ExactMultiTaskGP, Tensor]:
+        """A copy of this model (without its solver cache) with ``(X, Y)`` appended.
+
+        Returns the copy and the input-transformed ``X``.
+        """
+        Xt = self.transform_inputs(X).to(self.train_inputs[0])
         Yt = Y
         if hasattr(self, "outcome_transform"):
             Yt, _ = self.outcome_transform(Y, X=Xt)
-        new = copy.deepcopy(self)
-        new._solver_cache = None
-        train_X = torch.cat([self.train_inputs[0], Xt.to(self.train_inputs[0])], dim=-2)
+        cache, self._solver_cache = self._solver_cache, None
+        try:
+            new = copy.deepcopy(self, self._deepcopy_memo())
+        finally:
+            self._solver_cache = cache
+        train_X = torch.cat([self.train_inputs[0], Xt], dim=-2)
         train_Y = torch.cat([self.train_targets, Yt.to(self.train_targets)], dim=-2)
         new.set_train_data(train_X, train_Y, strict=False)
         if getattr(self, "_original_train_inputs", None) is not None:
             new._original_train_inputs = torch.cat(
                 [self._original_train_inputs, X.to(self._original_train_inputs)], dim=-2
             )
+        return new, Xt
+
+    def _after_conditioning(
+        self, new: ExactMultiTaskGP, old_solver: MultiTaskSolver, Xt: Tensor
+    ) -> None:
+        """Seed ``new``'s solver cache by extending this model's factorisation."""
         with torch.no_grad():
-            solver = extend_solver(old_solver, Xt, train_X, new._train_resid())
+            solver = extend_solver(old_solver, Xt, new.train_inputs[0], new._train_resid())
         new._solver_cache = ([k.clone() for k in new._cache_key()], solver)
-        return new
 
     def subset_output(self, idcs: list[int]) -> ExactMultiTaskGP:
         """Not supported: the tasks are coupled, so a subset model would lose information."""

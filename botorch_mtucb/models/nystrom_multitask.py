@@ -5,19 +5,17 @@ Paper 000, §3.2 (Algorithm 2), Theorem 3, Appendix A eqs. (7)–(8) and Appendi
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
 import torch
-from botorch.exceptions.errors import BotorchTensorDimensionError
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform
 from gpytorch.means import Mean
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
-from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP, _validate_train_data
+from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.models.nystrom_solver import ICMNystromSolver, NystromSolver
 
 __all__ = ["NystromMultiTaskGP", "theorem3_q"]
@@ -330,41 +328,19 @@ class NystromMultiTaskGP(ExactMultiTaskGP):
             Y: ``m x n`` new observations (original outcome scale).
             noise: Not supported; must be ``None``.
         """
-        if noise is not None:
-            raise NotImplementedError("Per-observation `noise` is not supported; η is shared.")
-        if X.dim() != 2 or Y.dim() != 2:
-            raise BotorchTensorDimensionError(
-                "`condition_on_observations` expects `X: m x d` and `Y: m x n` (batched "
-                f"fantasies are not supported), got {tuple(X.shape)} and {tuple(Y.shape)}."
-            )
-        _validate_train_data(X, Y, names=("X", "Y"))
-        if X.shape[-1] != self._d or Y.shape[-1] != self.num_tasks:
-            raise BotorchTensorDimensionError(
-                f"Expected `X: m x {self._d}` and `Y: m x {self.num_tasks}`, got "
-                f"{tuple(X.shape)} and {tuple(Y.shape)}."
-            )
-        old_solver = self.solver()  # eval mode: train_inputs are transformed
-        Xt = self.transform_inputs(X).to(self.train_inputs[0])
-        Yt = Y
-        if hasattr(self, "outcome_transform"):
-            Yt, _ = self.outcome_transform(Y, X=Xt)
+        return super().condition_on_observations(X, Y, noise=noise, **kwargs)
+
+    def _deepcopy_memo(self) -> dict:
+        # conditioned models share the generator, so a seeded run stays reproducible
+        return {} if self._generator is None else {id(self._generator): self._generator}
+
+    def _after_conditioning(
+        self, new: ExactMultiTaskGP, old_solver: ICMNystromSolver | NystromSolver, Xt: Tensor
+    ) -> None:
+        """Carry the variances forward and draw the new round's dictionary."""
         with torch.no_grad():
             v_old, _ = old_solver.train_variance_summary()
             v_new, ld_new = old_solver.variance_summary(Xt)
-        cache, self._solver_cache = self._solver_cache, None
-        memo = {} if self._generator is None else {id(self._generator): self._generator}
-        try:
-            new = copy.deepcopy(self, memo)
-        finally:
-            self._solver_cache = cache
-        train_X = torch.cat([self.train_inputs[0], Xt], dim=-2)
-        train_Y = torch.cat([self.train_targets, Yt.to(self.train_targets)], dim=-2)
-        new.set_train_data(train_X, train_Y, strict=False)
-        if getattr(self, "_original_train_inputs", None) is not None:
-            new._original_train_inputs = torch.cat(
-                [self._original_train_inputs, X.to(self._original_train_inputs)], dim=-2
-            )
         new._previous_variances = torch.cat([v_old, v_new])
         new._log_det_sum = self._log_det_sum + ld_new.sum()
         new._draw_dictionary()
-        return new
