@@ -131,6 +131,20 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         self.bound = bound
         self.register_buffer("beta", beta_t.reshape(()))
 
+    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
+        """Refuse pending points: this UCB has no notion of them (q = 1 only).
+
+        Silently ignoring them would make BoTorch's sequential ``optimize_acqf(q > 1)`` return
+        the same point q times. For batches, condition the model on hallucinated observations
+        at the pending points first (GP-BUCB; ``botorch_mtucb.integrations.ax`` does this).
+        """
+        if X_pending is not None and X_pending.numel() > 0:
+            raise ValueError(
+                "ScalarizedMultiTaskUCB does not support `X_pending`: condition the model on "
+                "hallucinated observations at the pending points instead (GP-BUCB)."
+            )
+        self.X_pending = None
+
     def forward(self, X: Tensor) -> Tensor:
         """Evaluate u on ``batch_shape x 1 x d`` candidates (a ``1 x d`` input is one point).
 

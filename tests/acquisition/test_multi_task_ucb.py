@@ -448,3 +448,15 @@ def test_non_gaussian_posterior_is_refused():
     acqf = ScalarizedMultiTaskUCB(model, _scalarization("linear", [0.5, 0.5]), 1.0)
     with pytest.raises(ValueError, match="no Gaussian task covariance"):
         acqf(torch.rand(3, 1, 2, dtype=DT))
+
+
+def test_pending_points_are_refused():
+    g = torch.Generator().manual_seed(11)
+    X = torch.rand(6, 1, generator=g, dtype=torch.float64)
+    Y = torch.randn(6, 2, generator=g, dtype=torch.float64)
+    acqf = ScalarizedMultiTaskUCB(
+        ExactMultiTaskGP(X, Y), LinearScalarization(torch.tensor([0.5, 0.5])), beta=1.0
+    )
+    acqf.set_X_pending(None)  # nothing pending is fine
+    with pytest.raises(ValueError, match="X_pending"):
+        acqf.set_X_pending(torch.rand(2, 1, dtype=torch.float64))

@@ -1,0 +1,162 @@
+"""Thin Ax-facing subclasses of the package's models (how Ax builds and fits them).
+
+Ax's ``Surrogate`` builds a model as ``cls(**cls.construct_inputs(dataset, **model_options,
+**search_space_kwargs), **submodules)`` and then fits it through the ``fit_botorch_model``
+dispatcher. The package's models need three adjustments for that, made here without touching
+the model files:
+
+* ``construct_inputs`` accepts the model options of ``ModelConfig.model_options`` (BoTorch's
+  base ``Model.construct_inputs`` takes none) and refuses search-space features the models
+  cannot represent (categorical, fidelity and hierarchical parameters).
+* ``train_Yvar``: Ax passes per-observation noise variances when the user reports SEMs. The
+  exact multi-task model uses one regulariser η for every observation (paper 000, §3.1) and
+  the heavy-tailed models assume nothing but ``E|y|^{1+α} ≤ v`` (paper 001), so a variance is
+  meaningless to them. The variances are dropped with a ``UserWarning`` that says so.
+* The heavy-tailed models have fixed hyperparameters (paper 001 fixes the kernel), so they get
+  a no-op entry in Ax's ``fit_botorch_model`` dispatcher instead of Ax's
+  ``NotImplementedError``. ``AxExactMultiTaskGP`` is an exact GPyTorch model and is fitted by
+  Ax's default route (``fit_gpytorch_mll`` on the exact marginal likelihood).
+
+``AxExactMultiTaskGP`` keeps the ``BatchedMultiOutputGPyTorchModel`` base of
+:class:`~botorch_mtucb.models.ExactMultiTaskGP`, so Ax's ``use_model_list`` keeps all objectives
+in this one joint model instead of splitting them into a ``ModelListGP``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ax.generators.torch.botorch_modular.utils import fit_botorch_model
+from botorch.utils.datasets import SupervisedDataset
+from gpytorch.mlls import MarginalLogLikelihood
+
+from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
+from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
+from botorch_mtucb.models.truncated_gp import TruncatedGP
+
+__all__ = ["AxAdaptiveTruncationGP", "AxExactMultiTaskGP", "AxTruncatedGP"]
+
+#: Keyword arguments Ax derives from the search space (``_extract_model_kwargs``).
+_SEARCH_SPACE_KWARGS = (
+    "categorical_features",
+    "fidelity_features",
+    "task_feature",
+    "hierarchical_dependencies",
+)
+
+
+def _ax_model_inputs(
+    model_name: str,
+    training_data: SupervisedDataset,
+    options: dict[str, Any],
+    yvar_reason: str,
+) -> dict[str, Any]:
+    """``train_X``, ``train_Y`` and the model options, with Ax's extra inputs handled."""
+    if not isinstance(training_data, SupervisedDataset):
+        raise ValueError(
+            f"`training_data` must be a SupervisedDataset, got {type(training_data).__name__}."
+        )
+    unsupported = [k for k in _SEARCH_SPACE_KWARGS if options.get(k)]
+    if unsupported:
+        raise ValueError(
+            f"{model_name} supports continuous (range) parameters only; Ax passed "
+            f"{unsupported} for this search space. Remove categorical / fidelity / hierarchical "
+            "parameters or use Ax's default generation strategy."
+        )
+    model_options = {k: v for k, v in options.items() if k not in _SEARCH_SPACE_KWARGS}
+    if training_data.Yvar is not None:
+        warnings.warn(
+            f"{model_name} ignores the observation noise variances (SEMs) reported to Ax: "
+            f"{yvar_reason}",
+            UserWarning,
+            stacklevel=3,
+        )
+    return {"train_X": training_data.X, "train_Y": training_data.Y, **model_options}
+
+
+class AxExactMultiTaskGP(ExactMultiTaskGP):
+    """:class:`ExactMultiTaskGP` as Ax builds it (``ModelConfig.botorch_model_class``).
+
+    Same model; only :meth:`construct_inputs` differs (model options, ``train_Yvar`` dropped
+    with a warning, clear errors for unsupported parameter types).
+    """
+
+    @classmethod
+    def construct_inputs(
+        cls, training_data: SupervisedDataset, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Model inputs from an Ax/BoTorch dataset.
+
+        Args:
+            training_data: ``SupervisedDataset`` with ``X: N x d`` and ``Y: N x n`` (Ax's
+                block design: all ``n`` objectives observed at every row).
+            **kwargs: Options of :class:`ExactMultiTaskGP` (``noise``, ``learn_noise``,
+                ``covar_module``, ``mean_module``) plus the search-space keywords Ax adds.
+
+        Returns:
+            Keyword arguments for the constructor.
+        """
+        return _ax_model_inputs(
+            cls.__name__,
+            training_data,
+            kwargs,
+            "the model uses one regulariser η (`noise`, or learned with `learn_noise=True`) "
+            "for all observations (paper 000, §3.1).",
+        )
+
+
+_HEAVY_TAILED_YVAR = (
+    "heavy-tailed BO assumes only a bound v on E|y|^{1+α} (paper 001); the noise variance "
+    "need not exist."
+)
+
+
+class AxTruncatedGP(TruncatedGP):
+    """:class:`TruncatedGP` (TGP-UCB) as Ax builds it: model options, fixed hyperparameters.
+
+    The rows of ``train_X``/``train_Y`` are read as rounds ``1, …, t`` in the order Ax lists
+    the observations (trial-index order, whatever the order of completion), which sets each
+    reward's own truncation level ``b_s``.
+    """
+
+    @classmethod
+    def construct_inputs(
+        cls, training_data: SupervisedDataset, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Model inputs from an Ax/BoTorch dataset.
+
+        Args:
+            training_data: ``SupervisedDataset`` with ``X: t x d`` and ``Y: t x 1``.
+            **kwargs: Options of :class:`TruncatedGP` (``alpha``, ``v`` required; ``lam``,
+                ``delta``, ``B``, ``covar_module``, ``constants``, ``truncate``).
+
+        Returns:
+            Keyword arguments for the constructor.
+        """
+        return _ax_model_inputs(cls.__name__, training_data, kwargs, _HEAVY_TAILED_YVAR)
+
+
+class AxAdaptiveTruncationGP(AdaptiveTruncationGP):
+    """:class:`AdaptiveTruncationGP` (ATA-GP-UCB) as Ax builds it.
+
+    ``features`` (a :class:`~botorch_mtucb.features.QuadratureFourierFeatures` or
+    :class:`~botorch_mtucb.features.NystromFeatures`) must be given in the model options.
+    """
+
+    @classmethod
+    def construct_inputs(
+        cls, training_data: SupervisedDataset, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Model inputs from an Ax/BoTorch dataset (see :class:`AdaptiveTruncationGP`)."""
+        return _ax_model_inputs(cls.__name__, training_data, kwargs, _HEAVY_TAILED_YVAR)
+
+
+@fit_botorch_model.register((AxTruncatedGP, AxAdaptiveTruncationGP))
+def _fit_fixed_hyperparameters(
+    model: AxTruncatedGP | AxAdaptiveTruncationGP,
+    mll_class: type[MarginalLogLikelihood],
+    mll_options: dict[str, Any] | None = None,
+) -> None:
+    """Nothing to fit: the heavy-tailed models keep their kernel fixed (paper 001, §6)."""
+    return None

@@ -1,0 +1,374 @@
+r"""Run MT-UCB (MT-KB) and TGP-UCB / ATA-GP-UCB inside Ax (``ax-platform`` 1.3.1).
+
+Two one-call helpers return an Ax ``GenerationStrategy``: a Sobol warm-up, then
+``Generators.BOTORCH_MODULAR`` with this package's model and acquisition::
+
+    from ax.api.client import Client
+    from botorch_mtucb.integrations.ax import mtucb_generation_strategy
+
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=[...])
+    client.configure_optimization(objective="-branin, -currin")
+    client.set_generation_strategy(mtucb_generation_strategy(num_initial_trials=5, seed=0))
+    for _ in range(20):
+        for index, params in client.get_next_trials(max_trials=1).items():
+            client.complete_trial(index, raw_data=evaluate(params))
+    front = client.get_pareto_frontier()
+
+Importing this module registers the BoTorch input constructors of
+:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
+:class:`~botorch_mtucb.acquisition.HeavyTailedUCB` and Ax's fitting routine for the
+heavy-tailed models. What each piece does and why:
+
+**Model (not split into a ModelListGP).** ``mtucb_generation_strategy`` uses
+:class:`AxExactMultiTaskGP`, a :class:`~botorch_mtucb.models.ExactMultiTaskGP` (a
+``BatchedMultiOutputGPyTorchModel``): Ax's ``use_model_list`` then merges the objectives into
+one block-design dataset and builds one joint model whose task covariance Γ couples them. Ax
+adds its default ``Normalize`` input transform; the ICM hyperparameters (kernel and task matrix
+B) are fitted by Ax's ``fit_gpytorch_mll``; η is the ``noise`` model option (0.1 by default, in
+Ax's standardized outcome units; ``learn_noise=True`` fits it).
+
+**Directions.** Ax encodes a minimised objective as weight −1. The input constructor passes
+these directions to the scalarization's ``minimize`` (it negates those outputs and the
+reference point before scalarizing), so the acquisition maximises
+s_λ(±f(x)) with the right sign and nothing is negated twice. MT-UCB draws its own weights λ,
+so Ax weights other than ±1 (scalarized sub-objectives) are refused.
+
+**Reference point of the Chebyshev scalarization.** s_λ(y) = min_i λ_i (y_i − z_i) needs z
+below every interesting outcome. With :class:`UCBAcquisition` (used by the helpers) z is Ax's
+objective thresholds: the ones the user set (``client.configure_optimization(...,
+outcome_constraints=["a >= 0.3"])`` on an objective metric), the others inferred by Ax as
+the model-predicted Pareto front's nadir pushed back by 10 % of its range. Otherwise (plain
+Ax ``Acquisition``, which does not say which output a threshold belongs to) z is the same
+heuristic on the *observed* Pareto front. All of it lives in Ax's transformed (standardized)
+outcome space, the space of the model.
+
+**A fresh λ per trial, seedable.** Each acquisition Ax builds (one per trial) draws
+λ ~ P_λ (paper 000, §5) from a stream keyed by ``(seed, t)``, t = observed + pending points.
+``seed=None`` uses torch's global generator mixed with t (``ax.Client(random_seed=...)``
+reseeds the global generator at every ``get_next_trials``; without the mixing every trial
+would get the same λ).
+
+**Pending points (``X_pending``).** Both UCBs are q = 1. When trials are still running
+(``get_next_trials(max_trials=k)`` with k > 1, or trials not yet completed), the acquisition is
+built on the model conditioned on hallucinated observations at the pending points (GP-BUCB):
+same mean, shrunk variance there, β from the real data only. Arms per trial must be 1 (the
+``Client`` default); :class:`UCBAcquisition` refuses more.
+
+**Noise variances reported to Ax (``train_Yvar``).** Ignored with a ``UserWarning``: MT-KB
+uses one regulariser η, and heavy-tailed BO assumes only E|y|^{1+α} ≤ v.
+
+**Heavy-tailed scale.** TGP-UCB truncates each reward at
+b_t = v^{1/(1+α)} t^{1/(2(1+α))}, a level in the *units of the rewards* in which the user
+states the moment bound v. Ax's default outcome transforms (``Winsorize``, ``BilogY``,
+``StandardizeY``) would change those units with the data (and winsorizing is itself a
+truncation at another level), so ``heavy_tailed_generation_strategy`` drops them: the model
+sees the raw rewards (``Derelativize`` is kept, which is the identity without relative
+constraints). Inputs are mapped to [0, 1]^d by Ax's ``UnitX`` (the domain of paper 001 and of
+the default SE lengthscale 0.2). Rows are rounds in trial-index order (Ax's order, whatever
+the order of completion; Sobol trials included). A minimised objective is handled by flipping the
+sign of the estimate (truncation acts on |y|, so this equals negating the rewards). Pass
+``transforms=`` to change this; then v must be stated in the transformed units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+try:
+    import ax  # noqa: F401  (the optional dependency; a clear message if it is missing)
+except ImportError as err:  # pragma: no cover - exercised only without Ax
+    raise ImportError(
+        "botorch_mtucb.integrations.ax needs Ax (ax-platform>=1.3.1): "
+        "pip install 'botorch-mtucb[ax]'."
+    ) from err
+
+from ax.adapter.registry import Generators, MBM_X_trans  # noqa: E402
+from ax.adapter.transforms.base import Transform
+from ax.adapter.transforms.derelativize import Derelativize
+from ax.adapter.transforms.unit_x import UnitX
+from ax.generation_strategy.generation_node import GenerationStep
+from ax.generation_strategy.generation_strategy import GenerationStrategy
+from ax.generators.torch.botorch_modular.acquisition import Acquisition
+from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.models.model import Model
+
+from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
+from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.integrations._ax_input_constructors import (
+    construct_inputs_heavy_tailed_ucb,
+    construct_inputs_scalarized_mtucb,
+)
+from botorch_mtucb.integrations._ax_models import (
+    AxAdaptiveTruncationGP,
+    AxExactMultiTaskGP,
+    AxTruncatedGP,
+)
+from botorch_mtucb.models.heavy_tailed_schedules import check_heavy_tailed_params
+
+__all__ = [
+    "HEAVY_TAILED_TRANSFORMS",
+    "AxAdaptiveTruncationGP",
+    "AxExactMultiTaskGP",
+    "AxTruncatedGP",
+    "UCBAcquisition",
+    "construct_inputs_heavy_tailed_ucb",
+    "construct_inputs_scalarized_mtucb",
+    "heavy_tailed_generation_strategy",
+    "mtucb_generation_strategy",
+]
+
+#: Ax transforms of ``heavy_tailed_generation_strategy``: Ax's BoTorch input transforms, inputs
+#: to the unit cube, and no outcome rescaling (rewards stay in the units of v).
+HEAVY_TAILED_TRANSFORMS: list[type[Transform]] = [*MBM_X_trans, UnitX, Derelativize]
+
+
+class UCBAcquisition(Acquisition):
+    """Ax ``Acquisition`` for the package's UCBs (used by both generation strategies).
+
+    Two differences from Ax's ``Acquisition``:
+
+    * It gives the MT-UCB input constructor Ax's ``n_objectives x n_outputs`` objective matrix
+      (``objective_weights``). Ax passes the objective thresholds one per *objective* but the
+      directions one per model output; the matrix links the two, so the user's thresholds can
+      serve as the Chebyshev reference point.
+    * It refuses ``n > 1`` arms in one generator run (a ``BatchTrial``): both UCBs are
+      ``q = 1``, and BoTorch's sequential ``optimize_acqf`` would not tell them about the
+      arms already chosen. Several one-arm trials (``get_next_trials(max_trials=k)``) work:
+      each sees the others as pending points.
+    """
+
+    def optimize(self, n: int, *args: Any, **kwargs: Any) -> Any:
+        if n != 1:
+            raise ValueError(
+                f"{self.botorch_acqf_class.__name__} proposes one arm per trial (q = 1), got "
+                f"n={n}. Generate one-arm trials instead (client.get_next_trials(max_trials=k) "
+                "treats the earlier ones as pending points)."
+            )
+        return super().optimize(n, *args, **kwargs)
+
+    def _construct_botorch_acquisition(
+        self,
+        botorch_acqf_class: type[AcquisitionFunction],
+        botorch_acqf_options: dict[str, Any],
+        model: Model,
+    ) -> AcquisitionFunction:
+        if issubclass(botorch_acqf_class, ScalarizedMultiTaskUCB):
+            botorch_acqf_options = {
+                "objective_weights": self._objective_weights,
+                **botorch_acqf_options,
+            }
+        return super()._construct_botorch_acquisition(
+            botorch_acqf_class=botorch_acqf_class,
+            botorch_acqf_options=botorch_acqf_options,
+            model=model,
+        )
+
+
+def _check_common(
+    num_initial_trials: int, seed: int | None, optimizer_options: dict[str, Any] | None
+) -> None:
+    if (
+        isinstance(num_initial_trials, bool)
+        or not isinstance(num_initial_trials, int)
+        or num_initial_trials < 1
+    ):
+        raise ValueError(
+            "`num_initial_trials` must be a positive integer (the model needs data), got "
+            f"{num_initial_trials!r}."
+        )
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}.")
+    if optimizer_options is not None and not isinstance(optimizer_options, dict):
+        raise ValueError(
+            f"`optimizer_options` must be a dict or None, got {type(optimizer_options).__name__}."
+        )
+
+
+def _strategy(
+    name: str,
+    num_initial_trials: int,
+    seed: int | None,
+    generator_kwargs: dict[str, Any],
+    optimizer_options: dict[str, Any] | None,
+    transforms: Sequence[type[Transform]] | None,
+) -> GenerationStrategy:
+    generator_kwargs = {**generator_kwargs, "fit_tracking_metrics": False}
+    if optimizer_options:
+        generator_kwargs["default_model_gen_options"] = {
+            "optimizer_kwargs": dict(optimizer_options)
+        }
+    if transforms is not None:
+        generator_kwargs["transforms"] = list(transforms)
+    return GenerationStrategy(
+        name=name,
+        nodes=[
+            GenerationStep(
+                generator=Generators.SOBOL,
+                num_trials=num_initial_trials,
+                min_trials_observed=max(1, num_initial_trials // 2),
+                generator_kwargs={"seed": seed},
+                should_deduplicate=True,
+            ),
+            GenerationStep(
+                generator=Generators.BOTORCH_MODULAR,
+                num_trials=-1,
+                generator_kwargs=generator_kwargs,
+            ),
+        ],
+    )
+
+
+def mtucb_generation_strategy(
+    *,
+    num_initial_trials: int = 5,
+    beta: float | BetaSchedule = 2.0,
+    scalarization: Literal["chebyshev", "linear"] = "chebyshev",
+    bound: Literal["spectral", "directional"] = "directional",
+    seed: int | None = None,
+    model_options: dict[str, Any] | None = None,
+    optimizer_options: dict[str, Any] | None = None,
+    transforms: Sequence[type[Transform]] | None = None,
+) -> GenerationStrategy:
+    """Sobol warm-up, then MT-KB: ``AxExactMultiTaskGP`` + ``ScalarizedMultiTaskUCB``.
+
+    For multi-objective experiments (``objective="a, -b"``; every model output must be an
+    objective). Each BO trial maximises the scalarized multi-task UCB (paper 000, eq. (2))
+    for a fresh λ ~ P_λ.
+
+    Args:
+        num_initial_trials: Number of Sobol trials (≥ 1); the BO step starts once half of
+            them (at least one) have data.
+        beta: Confidence radius β (in Ax's standardized outcome units) or a
+            :class:`~botorch_mtucb.acquisition.BetaSchedule` evaluated on each fitted model.
+        scalarization: ``"chebyshev"`` (reference point: see the module docstring) or
+            ``"linear"``.
+        bound: ``"directional"`` (default, tighter) or ``"spectral"`` (paper 000, eq. (2)).
+        seed: Seeds the Sobol points and the λ stream (``None``: not seeded here).
+        model_options: Keyword arguments of :class:`ExactMultiTaskGP` (``noise``,
+            ``learn_noise``, ``covar_module``, ``mean_module``).
+        optimizer_options: BoTorch ``optimize_acqf`` options (``num_restarts``,
+            ``raw_samples``, ``options``).
+        transforms: Ax transforms of the BO step (default: Ax's BoTorch defaults).
+
+    Returns:
+        The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
+    """
+    _check_common(num_initial_trials, seed, optimizer_options)
+    if not isinstance(beta, BetaSchedule):
+        b = float(beta)
+        if not math.isfinite(b) or b < 0:
+            raise ValueError(
+                f"`beta` must be a finite number >= 0 or a BetaSchedule, got {beta!r}."
+            )
+    if scalarization not in ("chebyshev", "linear"):
+        raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
+    if bound not in ("spectral", "directional"):
+        raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
+    generator_kwargs = {
+        "surrogate_spec": SurrogateSpec(
+            model_configs=[
+                ModelConfig(
+                    botorch_model_class=AxExactMultiTaskGP,
+                    model_options=dict(model_options or {}),
+                    name="MT-KB",
+                )
+            ]
+        ),
+        "botorch_acqf_class": ScalarizedMultiTaskUCB,
+        "botorch_acqf_options": {
+            "beta": beta,
+            "scalarization": scalarization,
+            "bound": bound,
+            "seed": seed,
+        },
+        "acquisition_class": UCBAcquisition,
+    }
+    return _strategy(
+        "Sobol+MT-UCB", num_initial_trials, seed, generator_kwargs, optimizer_options, transforms
+    )
+
+
+def heavy_tailed_generation_strategy(
+    alpha: float,
+    v: float,
+    *,
+    num_initial_trials: int = 5,
+    beta: float | None = None,
+    model: Literal["truncated", "adaptive_truncation"] = "truncated",
+    model_options: dict[str, Any] | None = None,
+    seed: int | None = None,
+    optimizer_options: dict[str, Any] | None = None,
+    transforms: Sequence[type[Transform]] | None = None,
+) -> GenerationStrategy:
+    """Sobol warm-up, then TGP-UCB (or ATA-GP-UCB): heavy-tailed model + ``HeavyTailedUCB``.
+
+    For single-objective experiments whose rewards satisfy only ``E|y|^{1+α} ≤ v``
+    (paper 001). The rewards reach the model in their raw units (see the module docstring).
+
+    Args:
+        alpha: Moment order ``α ∈ (0, 1]``.
+        v: Moment bound ``v > 0``, in the units of the reported rewards.
+        num_initial_trials: Number of Sobol trials (≥ 1); they count as rounds of the
+            truncation schedule.
+        beta: Width β multiplying σ; ``None`` uses the model's β_{t+1} (``constants`` model
+            option: ``"theory"`` or ``"authors"``).
+        model: ``"truncated"`` (:class:`~botorch_mtucb.models.TruncatedGP`, TGP-UCB) or
+            ``"adaptive_truncation"`` (:class:`~botorch_mtucb.models.AdaptiveTruncationGP`,
+            ATA-GP-UCB; needs ``features`` in ``model_options``).
+        model_options: Further model keyword arguments (``lam``, ``delta``, ``B``,
+            ``constants``, ``truncate``, ``covar_module``, ``features``, ``horizon``).
+        seed: Seeds the Sobol points.
+        optimizer_options: BoTorch ``optimize_acqf`` options.
+        transforms: Ax transforms of the BO step (default :data:`HEAVY_TAILED_TRANSFORMS`).
+
+    Returns:
+        The ``GenerationStrategy``.
+    """
+    _check_common(num_initial_trials, seed, optimizer_options)
+    options = dict(model_options or {})
+    B = options.get("B", 1.0)
+    check_heavy_tailed_params(
+        alpha, v, options.get("lam", 1.0), options.get("delta", 0.1), B
+    )
+    if beta is not None and (not math.isfinite(float(beta)) or float(beta) < 0):
+        raise ValueError(f"`beta` must be a finite number >= 0 or None, got {beta!r}.")
+    classes = {"truncated": AxTruncatedGP, "adaptive_truncation": AxAdaptiveTruncationGP}
+    if model not in classes:
+        raise ValueError(f"`model` must be 'truncated' or 'adaptive_truncation', got {model!r}.")
+    if model == "adaptive_truncation" and "features" not in options:
+        raise ValueError(
+            "`model='adaptive_truncation'` needs `model_options['features']` (a "
+            "QuadratureFourierFeatures or NystromFeatures on [0, 1]^d)."
+        )
+    generator_kwargs = {
+        "surrogate_spec": SurrogateSpec(
+            model_configs=[
+                ModelConfig(
+                    botorch_model_class=classes[model],
+                    model_options={"alpha": alpha, "v": v, **options},
+                    # Inputs reach the model in [0, 1]^d through Ax's UnitX; the heavy-tailed
+                    # models take no BoTorch input transform.
+                    input_transform_classes=None,
+                    name="TGP-UCB" if model == "truncated" else "ATA-GP-UCB",
+                )
+            ]
+        ),
+        "botorch_acqf_class": HeavyTailedUCB,
+        "botorch_acqf_options": {"beta": beta},
+        "acquisition_class": UCBAcquisition,
+    }
+    name = "Sobol+TGP-UCB" if model == "truncated" else "Sobol+ATA-GP-UCB"
+    return _strategy(
+        name,
+        num_initial_trials,
+        seed,
+        generator_kwargs,
+        optimizer_options,
+        HEAVY_TAILED_TRANSFORMS if transforms is None else transforms,
+    )

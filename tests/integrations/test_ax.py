@@ -1,0 +1,500 @@
+"""Ax integration: input constructors, Ax-facing models, and real ``ax.Client`` loops.
+
+References: brute-force formulas written out here (Chebyshev / linear UCB with the signs,
+Pareto front by pairwise comparison, nadir reference point), models rebuilt from scratch on
+the augmented data (GP-BUCB hallucination), the raw values reported to Ax (data order and
+scale seen by the heavy-tailed model), Ax's own StandardizeY statistics (reference point =
+the user's objective thresholds).
+"""
+
+from __future__ import annotations
+
+import math
+import runpy
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("ax")
+
+from ax.api.client import Client  # noqa: E402
+from ax.api.configs import RangeParameterConfig  # noqa: E402
+from ax.generators.torch.botorch_modular.utils import fit_botorch_model  # noqa: E402
+from botorch.acquisition.input_constructors import get_acqf_input_constructor  # noqa: E402
+from botorch.acquisition.objective import ScalarizedPosteriorTransform  # noqa: E402
+from botorch.models import ModelListGP  # noqa: E402
+from botorch.test_functions.multi_objective import BraninCurrin  # noqa: E402
+from botorch.utils.datasets import SupervisedDataset  # noqa: E402
+from gpytorch.mlls import ExactMarginalLogLikelihood  # noqa: E402
+
+from botorch_mtucb.acquisition import (  # noqa: E402
+    HeavyTailedUCB,
+    ScalarizedMultiTaskUCB,
+    TheoremTwoBeta,
+)
+from botorch_mtucb.features import QuadratureFourierFeatures  # noqa: E402
+from botorch_mtucb.integrations._ax_objective import (  # noqa: E402
+    ObjectiveInfo,
+    data_reference_point,
+)
+from botorch_mtucb.integrations._ax_pending import SignedHallucinatedModel  # noqa: E402
+from botorch_mtucb.integrations.ax import (  # noqa: E402
+    AxExactMultiTaskGP,
+    AxTruncatedGP,
+    heavy_tailed_generation_strategy,
+    mtucb_generation_strategy,
+)
+from botorch_mtucb.models import (  # noqa: E402
+    AdaptiveTruncationGP,
+    ExactMultiTaskGP,
+    TruncatedGP,
+)
+
+DT = torch.float64
+FAST_OPT = {"num_restarts": 2, "raw_samples": 32}
+
+
+# ----------------------------------------------------------------------------- helpers
+def _mt_model(seed: int = 3, n_obs: int = 7) -> tuple[ExactMultiTaskGP, SupervisedDataset]:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n_obs, 2, generator=g, dtype=DT)
+    Y = torch.stack([torch.sin(5 * X[:, 0]), X.sum(-1) ** 2], dim=-1)
+    Y = Y + 0.1 * torch.randn(n_obs, 2, generator=g, dtype=DT)
+    model = ExactMultiTaskGP(X, Y)  # default hyperparameters (no fitting needed)
+    ds = SupervisedDataset(X, Y, feature_names=["x0", "x1"], outcome_names=["a", "b"])
+    return model, ds
+
+
+def _mtucb_inputs(model, ds, **kwargs):
+    constructor = get_acqf_input_constructor(ScalarizedMultiTaskUCB)
+    return constructor(model=model, training_data=ds, **kwargs)
+
+
+def _pareto_min(Y: torch.Tensor) -> set[int]:
+    """Indices of non-dominated rows for minimisation, by pairwise comparison."""
+    out = set()
+    for i in range(Y.shape[0]):
+        dominated = any(
+            bool((Y[j] <= Y[i]).all() and (Y[j] < Y[i]).any()) for j in range(Y.shape[0])
+        )
+        if not dominated:
+            out.add(i)
+    return out
+
+
+def _nadir_reference(Y: torch.Tensor, signs: torch.Tensor, scale: float = 0.1) -> torch.Tensor:
+    """Brute force: nadir of the (maximisation-aligned) Pareto front minus scale·range."""
+    A = Y * signs
+    front = []
+    for i in range(A.shape[0]):
+        if not any(
+            bool((A[j] >= A[i]).all() and (A[j] > A[i]).any()) for j in range(A.shape[0])
+        ):
+            front.append(A[i])
+    F = torch.stack(front)
+    lo, hi = F.min(0).values, F.max(0).values
+    if F.shape[0] == 1:  # one Pareto point: margin relative to its magnitude
+        return (lo - scale * lo.abs().clamp_min(1e-9)) * signs
+    return (lo - scale * (hi - lo).clamp_min(1e-9)) * signs
+
+
+def _unit_box(lo: float = 0.0, hi: float = 1.0) -> list[RangeParameterConfig]:
+    return [
+        RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(lo, hi))
+        for i in range(2)
+    ]
+
+
+# ----------------------------------------------------------------------------- constructors
+def test_mtucb_constructor_signs_reference_point_and_value() -> None:
+    model, ds = _mt_model()
+    pt = ScalarizedPosteriorTransform(weights=torch.tensor([-1.0, 1.0], dtype=DT))
+    X = torch.rand(9, 1, 2, generator=torch.Generator().manual_seed(5), dtype=DT)
+    post = model.posterior(X)  # independent route: the joint MVN, not task_posterior
+    mu = post.mean[:, 0, :]
+    cov = post.mvn.covariance_matrix  # 9 x 2 x 2 for q = 1
+    s = torch.tensor([-1.0, 1.0], dtype=DT)
+    beta = 1.7
+
+    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, beta=beta, seed=3)
+    acqf = ScalarizedMultiTaskUCB(**inputs)
+    sc = acqf.scalarization
+    assert sc.minimize.tolist() == [True, False]
+    z = _nadir_reference(ds.Y, s)
+    torch.testing.assert_close(sc.ref_point, z)
+    lam = sc.weights
+    sigma = cov.diagonal(dim1=-2, dim2=-1).sqrt()
+    expected = (lam * (s * mu + beta * sigma - s * z)).min(-1).values
+    torch.testing.assert_close(acqf(X), expected)
+
+    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, beta=beta, seed=3,
+                           scalarization="linear", bound="spectral")
+    acqf = ScalarizedMultiTaskUCB(**inputs)
+    lam = acqf.scalarization.weights
+    spectral = torch.linalg.eigvalsh(cov)[..., -1].sqrt()
+    expected = (s * mu) @ lam + lam.norm() * beta * spectral
+    torch.testing.assert_close(acqf(X), expected)
+
+
+def test_mtucb_reference_point_from_ax_thresholds_maps_rows_to_outputs() -> None:
+    model, ds = _mt_model()
+    # Row 0 = output 1 minimised, row 1 = output 0 maximised (objective order != outputs).
+    W = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=DT)
+    ref = torch.tensor([-3.0, 0.25], dtype=DT)  # maximisation-aligned, one per row
+    inputs = _mtucb_inputs(model, ds, objective_weights=W, ref_point=ref, seed=0)
+    sc = inputs["scalarization"]
+    assert sc.minimize.tolist() == [False, True]
+    torch.testing.assert_close(sc.ref_point, torch.tensor([0.25, 3.0], dtype=DT))
+    # Unknown row order (no matrix): Ax's thresholds are not used, the data nadir is.
+    pt = ScalarizedPosteriorTransform(weights=torch.tensor([1.0, -1.0], dtype=DT))
+    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, ref_point=ref, seed=0)
+    z = _nadir_reference(ds.Y, torch.tensor([1.0, -1.0], dtype=DT))
+    torch.testing.assert_close(inputs["scalarization"].ref_point, z)
+
+
+def test_data_reference_point_matches_brute_force() -> None:
+    g = torch.Generator().manual_seed(1)
+    Y = torch.randn(30, 3, generator=g, dtype=DT)
+    info = ObjectiveInfo(torch.tensor([False, True, True]), None)
+    z = data_reference_point(Y, info)
+    torch.testing.assert_close(z, _nadir_reference(Y, info.signs(Y)))
+    Y[0] = info.signs(Y) * 10.0  # one observation now dominates all others
+    z = data_reference_point(Y, info)
+    torch.testing.assert_close(z, info.signs(Y) * 9.0)
+    torch.testing.assert_close(z, _nadir_reference(Y, info.signs(Y)))
+
+
+def test_mtucb_fresh_weights_per_trial_and_seedable() -> None:
+    model, ds = _mt_model(n_obs=7)
+    model6, ds6 = _mt_model(n_obs=6)
+
+    def lam(m, d, seed, pending=None):
+        return _mtucb_inputs(m, d, seed=seed, X_pending=pending)["scalarization"].weights
+
+    assert torch.equal(lam(model, ds, 4), lam(model, ds, 4))  # reproducible
+    assert not torch.allclose(lam(model, ds, 4), lam(model6, ds6, 4))  # next trial: new λ
+    assert not torch.allclose(lam(model, ds, 4), lam(model, ds, 5))  # another seed
+    # One pending point makes it another trial too.
+    pending = torch.full((1, 2), 0.5, dtype=DT)
+    assert not torch.allclose(lam(model6, ds6, 4), lam(model6, ds6, 4, pending))
+    # seed=None: Ax's Client reseeds torch before every trial; λ must still change.
+    torch.manual_seed(0)
+    a = lam(model, ds, None)
+    torch.manual_seed(0)
+    b = lam(model6, ds6, None)
+    torch.manual_seed(0)
+    c = lam(model, ds, None)
+    assert not torch.allclose(a, b) and torch.equal(a, c)
+
+
+def test_mtucb_pending_points_match_model_refit_with_hallucinated_data() -> None:
+    model, ds = _mt_model()
+    Xp = torch.tensor([[0.2, 0.8], [0.9, 0.1]], dtype=DT)
+    schedule = TheoremTwoBeta(b=1.0, sigma=0.1)
+    inputs = _mtucb_inputs(model, ds, X_pending=Xp, beta=schedule, seed=0)
+    # β from the real data only (Lemma-4 log det of the un-hallucinated model).
+    torch.testing.assert_close(torch.as_tensor(inputs["beta"]), schedule(model))
+    # Reference: the same model rebuilt on data + (X_pending, μ(X_pending)).
+    with torch.no_grad():
+        Yp = model.posterior(Xp).mean
+    ref = ExactMultiTaskGP(torch.cat([ds.X, Xp]), torch.cat([ds.Y, Yp]))
+    ref.load_state_dict(model.state_dict())
+    X = torch.rand(6, 1, 2, generator=torch.Generator().manual_seed(2), dtype=DT)
+    X = torch.cat([X, Xp.unsqueeze(1)])
+    m_new, c_new = inputs["model"].task_posterior(X)
+    m_ref, c_ref = ref.task_posterior(X)
+    m_old, c_old = model.task_posterior(X)
+    torch.testing.assert_close(m_new, m_ref)
+    torch.testing.assert_close(c_new, c_ref)
+    torch.testing.assert_close(m_new, m_old)  # GP-BUCB: the mean does not move
+    var_old = c_old.diagonal(dim1=-2, dim2=-1)[-2:]
+    var_new = c_new.diagonal(dim1=-2, dim2=-1)[-2:]
+    assert (var_new < 0.5 * var_old).all()  # ... the variance at pending points shrinks
+    ScalarizedMultiTaskUCB(**inputs)(X[:1])  # builds and evaluates
+
+
+def _truncated_gp() -> TruncatedGP:
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(8, 1, generator=g, dtype=DT)
+    Y = torch.sin(6 * X) + 2.0 * torch.randn(8, 1, generator=g, dtype=DT)
+    return TruncatedGP(X, Y, alpha=1.0, v=4.0, constants="authors")
+
+
+def test_heavy_tailed_constructor_minimise_and_pending() -> None:
+    model = _truncated_gp()
+    constructor = get_acqf_input_constructor(HeavyTailedUCB)
+    # Maximise, nothing pending: the model itself and its own β_{t+1}.
+    inputs = constructor(model=model, posterior_transform=ScalarizedPosteriorTransform(
+        weights=torch.ones(1, dtype=DT)))
+    assert inputs["model"] is model and inputs["beta"] == model.beta()
+    # Minimise with two pending points.
+    Xp = torch.tensor([[0.3], [0.7]], dtype=DT)
+    pt = ScalarizedPosteriorTransform(weights=-torch.ones(1, dtype=DT))
+    inputs = constructor(model=model, posterior_transform=pt, X_pending=Xp)
+    view = inputs["model"]
+    assert isinstance(view, SignedHallucinatedModel) and inputs["beta"] == model.beta()
+    ref = TruncatedGP(  # variance reference: from scratch on X ∪ X_pending (rewards irrelevant)
+        torch.cat([model.train_X, Xp]), torch.zeros(10, 1, dtype=DT), alpha=1.0, v=4.0
+    )
+    X = torch.linspace(0, 1, 11, dtype=DT).reshape(11, 1, 1)
+    mean, var = view.mean_and_variance(X)
+    base_mean, base_var = model.mean_and_variance(X)
+    _, ref_var = ref.mean_and_variance(X)
+    torch.testing.assert_close(mean, -base_mean)
+    torch.testing.assert_close(var, ref_var)
+    acqf = HeavyTailedUCB(**inputs)
+    expected = -base_mean[:, 0] + model.beta() * ref_var[:, 0].clamp_min(1e-12).sqrt()
+    torch.testing.assert_close(acqf(X), expected)
+    post = view.posterior(X)
+    torch.testing.assert_close(post.mean[..., 0], -base_mean)
+    torch.testing.assert_close(post.variance[..., 0], ref_var)
+
+
+def test_constructors_refuse_unsupported_inputs() -> None:
+    model, ds = _mt_model()
+    with pytest.raises(ValueError, match="outcome constraints"):
+        _mtucb_inputs(model, ds, constraints_tuple=(torch.ones(1, 2), torch.ones(1, 1)))
+    with pytest.raises(ValueError, match="±1"):
+        _mtucb_inputs(model, ds, posterior_transform=ScalarizedPosteriorTransform(
+            weights=torch.tensor([2.0, 1.0], dtype=DT)))
+    with pytest.raises(ValueError, match="Every model output"):
+        _mtucb_inputs(model, ds, posterior_transform=ScalarizedPosteriorTransform(
+            weights=torch.tensor([1.0, 0.0], dtype=DT)))
+    with pytest.raises(ValueError, match="single metric"):
+        _mtucb_inputs(model, ds, objective_weights=torch.tensor([[1.0, 1.0]], dtype=DT))
+    with pytest.raises(ValueError, match="X_pending"):
+        _mtucb_inputs(model, ds, X_pending=torch.zeros(2, 3, dtype=DT))
+    with pytest.raises(ValueError, match="MC objective"):
+        _mtucb_inputs(model, ds, objective=lambda y, X=None: y.sum(-1))
+    heavy = get_acqf_input_constructor(HeavyTailedUCB)
+    with pytest.raises(ValueError, match="single-output"):
+        heavy(model=model)
+    with pytest.raises(ValueError, match="outcome constraints"):
+        heavy(model=_truncated_gp(), constraints=[lambda y: y[..., 0]])
+    with pytest.raises(ValueError, match="num_initial_trials"):
+        mtucb_generation_strategy(num_initial_trials=0)
+    with pytest.raises(ValueError, match="scalarization"):
+        mtucb_generation_strategy(scalarization="pareto")
+    with pytest.raises(ValueError, match="bound"):
+        mtucb_generation_strategy(bound="frobenius")
+    with pytest.raises(ValueError, match="alpha"):
+        heavy_tailed_generation_strategy(alpha=1.5, v=1.0)
+    with pytest.raises(ValueError, match="features"):
+        heavy_tailed_generation_strategy(alpha=1.0, v=1.0, model="adaptive_truncation")
+
+
+def test_ax_models_construct_inputs_and_fit() -> None:
+    model, ds = _mt_model()
+    ds_var = SupervisedDataset(ds.X, ds.Y, Yvar=torch.full_like(ds.Y, 0.01),
+                               feature_names=ds.feature_names, outcome_names=ds.outcome_names)
+    with pytest.warns(UserWarning, match="ignores the observation noise"):
+        kw = AxExactMultiTaskGP.construct_inputs(ds_var, noise=0.05)
+    assert "train_Yvar" not in kw and kw["noise"] == 0.05
+    assert AxExactMultiTaskGP(**kw).noise.item() == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="continuous"):
+        AxExactMultiTaskGP.construct_inputs(ds, categorical_features=[0])
+    ds1 = SupervisedDataset(ds.X, ds.Y[:, :1], feature_names=ds.feature_names,
+                            outcome_names=["a"])
+    ht = AxTruncatedGP(**AxTruncatedGP.construct_inputs(ds1, alpha=0.5, v=2.0))
+    before = {k: v.clone() for k, v in ht.state_dict().items()}
+    fit_botorch_model(ht, mll_class=ExactMarginalLogLikelihood)  # registered no-op
+    assert all(torch.equal(before[k], v) for k, v in ht.state_dict().items())
+
+
+def test_import_without_ax_and_lazy_names(monkeypatch) -> None:
+    code = (
+        "import sys; sys.modules['ax'] = None\n"
+        "import botorch_mtucb, botorch_mtucb.integrations as I\n"
+        "try:\n    I.mtucb_generation_strategy\nexcept ImportError as e:\n"
+        "    print('hint:', 'botorch-mtucb[ax]' in str(e))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "hint: True" in out
+    import botorch_mtucb.integrations as integrations
+
+    assert integrations.mtucb_generation_strategy is mtucb_generation_strategy
+
+
+# ----------------------------------------------------------------------------- Ax loops
+def test_client_loop_branin_currin_mtucb() -> None:
+    """8 trials of "-a, -b" on BraninCurrin: 4 Sobol, then MT-UCB (two of them generated
+    together, so the second sees the first as pending)."""
+    problem = BraninCurrin()
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=_unit_box())
+    client.configure_optimization(objective="-a, -b")
+    client.set_generation_strategy(
+        mtucb_generation_strategy(num_initial_trials=4, seed=0, optimizer_options=FAST_OPT)
+    )
+    observed: dict[int, torch.Tensor] = {}
+    weights, batch = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (4, 1, 2, 1):
+            trials = client.get_next_trials(max_trials=k)
+            assert len(trials) == k
+            if k <= 2:  # BO trials: inspect what Ax built
+                gen = client._generation_strategy.adapter.generator
+                model, acq = gen.surrogate.model, gen._acquisition
+                assert type(acq.acqf) is ScalarizedMultiTaskUCB  # our acquisition ...
+                assert isinstance(model, ExactMultiTaskGP)  # ... on our joint model,
+                assert not isinstance(model, ModelListGP) and model.num_outputs == 2
+                sc = acq.acqf.scalarization
+                assert sc.minimize.tolist() == [True, True]  # "-a, -b"
+                # Reference point = Ax's (inferred) thresholds, mapped to outputs.
+                thr = acq.objective_thresholds
+                torch.testing.assert_close(sc.ref_point, -thr.to(sc.ref_point))
+                weights.append(sc.weights)
+            if k == 2:
+                batch = [
+                    torch.tensor([p["x0"], p["x1"]], dtype=DT) for p in trials.values()
+                ]
+            for idx, p in trials.items():
+                x = torch.tensor([[p["x0"], p["x1"]]], dtype=DT)
+                assert ((x >= 0) & (x <= 1)).all()
+                observed[idx] = problem(x)[0]
+                client.complete_trial(
+                    idx, raw_data={"a": float(observed[idx][0]), "b": float(observed[idx][1])}
+                )
+        front = client.get_pareto_frontier(use_model_predictions=False)
+    assert len(observed) == 8
+    assert not torch.allclose(batch[0], batch[1])  # pending point not proposed again
+    W = torch.stack(weights)
+    assert torch.cdist(W, W)[~torch.eye(len(W), dtype=torch.bool)].min() > 1e-6  # fresh λ
+    idx = sorted(observed)
+    expected = {idx[i] for i in _pareto_min(torch.stack([observed[i] for i in idx]))}
+    assert {row[2] for row in front} == expected
+    for _, values, i, _ in front:
+        assert values["a"][0] == pytest.approx(float(observed[i][0]))
+
+
+def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:
+    """Objective order ("-b, -a") differs from Ax's output order; thresholds land right."""
+    problem = BraninCurrin()
+    client = Client(random_seed=1)
+    client.configure_experiment(parameters=_unit_box())
+    client.configure_optimization(objective="-b, -a", outcome_constraints=["a <= 120",
+                                                                           "b <= 9.5"])
+    client.configure_tracking_metrics(["c"])  # reported, not modelled (not an objective)
+    client.set_generation_strategy(
+        mtucb_generation_strategy(
+            num_initial_trials=3, seed=1, optimizer_options=FAST_OPT,
+            model_options={"noise": 0.05},
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (3, 1):
+            for idx, p in client.get_next_trials(max_trials=k).items():
+                y = problem(torch.tensor([[p["x0"], p["x1"]]], dtype=DT))[0]
+                client.complete_trial(
+                    idx, raw_data={"a": float(y[0]), "b": float(y[1]), "c": p["x0"]}
+                )
+    adapter = client._generation_strategy.adapter
+    model = adapter.generator.surrogate.model
+    assert adapter.outcomes == ["a", "b"] and model.noise.item() == pytest.approx(0.05)
+    sc = adapter.generator._acquisition.acqf.scalarization
+    std = adapter.transforms["StandardizeY"]
+    raw = [float(sc.ref_point[i]) * std.Ystd[m] + std.Ymean[m]
+           for i, m in enumerate(adapter.outcomes)]
+    assert dict(zip(adapter.outcomes, raw, strict=True)) == pytest.approx(
+        {"a": 120.0, "b": 9.5}
+    )
+    with pytest.raises(ValueError, match="one arm per trial"):
+        adapter.gen(n=2)  # a batch trial would repeat the point: refused
+
+
+def test_client_loop_heavy_tailed_noisy_objective() -> None:
+    """8 trials minimising a noisy loss (Student-t(3) noise) on [-1, 2]^2 with TGP-UCB."""
+    g = torch.Generator().manual_seed(0)
+
+    def loss(p: dict[str, float]) -> float:
+        u0, u1 = (p["x0"] + 1) / 3, (p["x1"] + 1) / 3
+        z = torch.randn(4, generator=g, dtype=DT)
+        t3 = float(z[0] / (z[1:].square().sum() / 3).sqrt())
+        return -math.sin(3 * u0) * math.cos(2 * u1) + 0.5 * t3
+
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=_unit_box(-1.0, 2.0))
+    client.configure_optimization(objective="-loss")
+    alpha, v = 1.0, 1.0 + 0.25 * 3.0  # |f| <= 1, E(0.5 T_3)^2 = 0.75
+    client.set_generation_strategy(
+        heavy_tailed_generation_strategy(
+            alpha, v, num_initial_trials=4, seed=0, optimizer_options=FAST_OPT,
+            model_options={"constants": "authors"},
+        )
+    )
+    reported: dict[int, tuple[list[float], float]] = {}
+    batch = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (4, 1, 2, 1):
+            trials = client.get_next_trials(max_trials=k)
+            if k <= 2:
+                gen = client._generation_strategy.adapter.generator
+                model, acqf = gen.surrogate.model, gen._acquisition.acqf
+                assert type(acqf) is HeavyTailedUCB and isinstance(model, TruncatedGP)
+                # Rows = rounds in trial order, inputs mapped to [0, 1]^2 by UnitX, rewards
+                # in their raw units (no standardisation: b_t refers to the units of v).
+                done = sorted(reported)
+                X_ref = torch.tensor([reported[i][0] for i in done], dtype=DT)
+                Y_ref = torch.tensor([[reported[i][1]] for i in done], dtype=DT)
+                torch.testing.assert_close(model.train_X, (X_ref + 1) / 3)
+                torch.testing.assert_close(model.train_Y, Y_ref)
+                # Minimisation: the acquisition maximises −μ + β σ.
+                assert isinstance(acqf.model, SignedHallucinatedModel)
+                assert acqf.model.sign == -1.0
+                assert acqf._beta_float == pytest.approx(model.beta())
+            if k == 2:
+                batch = [(p["x0"], p["x1"]) for p in trials.values()]
+            for idx, p in trials.items():
+                assert all(-1.0 <= p[n] <= 2.0 for n in ("x0", "x1"))
+                reported[idx] = ([p["x0"], p["x1"]], loss(p))
+                client.complete_trial(idx, raw_data={"loss": reported[idx][1]})
+        best_params, best_values, best_idx, _ = client.get_best_parameterization(
+            use_model_predictions=False
+        )
+    assert len(reported) == 8 and batch[0] != batch[1]
+    assert best_idx == min(reported, key=lambda i: reported[i][1])
+    assert best_params == {"x0": reported[best_idx][0][0], "x1": reported[best_idx][0][1]}
+
+
+def test_client_adaptive_truncation_gp_runs() -> None:
+    """ATA-GP-UCB (QFF features) through the same helper: 3 Sobol + 2 BO trials, maximised."""
+    client = Client(random_seed=2)
+    client.configure_experiment(parameters=_unit_box())
+    client.configure_optimization(objective="y")
+    features = QuadratureFourierFeatures(lengthscale=0.3, num_nodes=6, dim=2)
+    client.set_generation_strategy(
+        heavy_tailed_generation_strategy(
+            0.5, 2.0, num_initial_trials=3, seed=2, model="adaptive_truncation",
+            model_options={"features": features, "constants": "authors"},
+            optimizer_options=FAST_OPT,
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (3, 1, 1):
+            trials = client.get_next_trials(max_trials=k)
+            for idx, p in trials.items():
+                assert all(0.0 <= p[n] <= 1.0 for n in ("x0", "x1"))
+                client.complete_trial(idx, raw_data={"y": p["x0"] - (p["x1"] - 0.5) ** 2})
+    gen = client._generation_strategy.adapter.generator
+    assert type(gen._acquisition.acqf) is HeavyTailedUCB
+    assert isinstance(gen.surrogate.model, AdaptiveTruncationGP)
+    assert gen._acquisition.acqf.model is gen.surrogate.model  # maximised, none pending
+    assert len(client._experiment.trials) == 5
+
+
+def test_example_script_runs(capsys) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "ax_mtucb.py"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runpy.run_path(str(example))["main"](trials=4, initial=3)
+    out = capsys.readouterr().out
+    assert "Branin-Currin: 4 trials" in out and "Heavy-tailed: 4 trials" in out
