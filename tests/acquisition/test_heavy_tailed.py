@@ -1,0 +1,187 @@
+"""HeavyTailedUCB: values vs BoTorch's UCB, BoTorch optimisers, and end-to-end regret."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from botorch.acquisition import UpperConfidenceBound
+from botorch.models import SingleTaskGP
+from botorch.optim import optimize_acqf, optimize_acqf_discrete
+from gpytorch.kernels import RBFKernel
+
+from botorch_mtucb.acquisition import HeavyTailedUCB
+from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
+from botorch_mtucb.kernels import PrecomputedKernel
+from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
+
+DT = torch.float64
+
+
+@pytest.fixture(autouse=True)
+def _single_thread():
+    """Tiny matrices: intra-op threads only add synchronisation cost on a busy 2-core box.
+
+    Restored after each test, so nothing leaks into other test modules.
+    """
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _rbf(lengthscale: float = 0.2) -> RBFKernel:
+    k = RBFKernel().to(DT)
+    k.lengthscale = lengthscale
+    return k
+
+
+def _data(t: int = 20, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(t, 1, dtype=DT, generator=g)
+    return X, (torch.sin(6 * X) + 0.3 * torch.randn(t, 1, dtype=DT, generator=g))
+
+
+def _models(X, Y):
+    qff = QuadratureFourierFeatures(0.2, 32, 1)
+    nys = NystromFeatures(_rbf(), q=50.0, generator=torch.Generator().manual_seed(0))
+    return {
+        "tgp": TruncatedGP(X, Y, 1.0, 2.0, _rbf(), constants="authors"),
+        "qff": AdaptiveTruncationGP(X, Y, 1.0, 2.0, qff, horizon=100, constants="authors"),
+        "nys": AdaptiveTruncationGP(X, Y, 1.0, 2.0, nys, horizon=100, constants="authors"),
+    }
+
+
+@pytest.mark.parametrize("name", ["tgp", "qff", "nys"])
+def test_value_is_mean_plus_beta_sigma(name: str) -> None:
+    X, Y = _data()
+    model = _models(X, Y)[name]
+    Xt = torch.rand(7, 1, 1, dtype=DT, generator=torch.Generator().manual_seed(1))
+    post = model.posterior(Xt)
+    mu, sd = post.mean.reshape(-1), post.variance.reshape(-1).sqrt()
+    acq = HeavyTailedUCB(model)  # β = model.beta()
+    torch.testing.assert_close(acq(Xt), mu + model.beta() * sd, atol=1e-10, rtol=0)
+    # BoTorch's UCB uses √β: HeavyTailedUCB(β) = UpperConfidenceBound(β²).
+    torch.testing.assert_close(
+        HeavyTailedUCB(model, beta=2.5)(Xt),
+        UpperConfidenceBound(model, beta=2.5**2)(Xt),
+        atol=1e-10,
+        rtol=0,
+    )
+
+
+def test_generic_botorch_model_with_explicit_beta() -> None:
+    X, Y = _data()
+    gp = SingleTaskGP(X, Y).eval()
+    Xt = torch.rand(5, 1, 1, dtype=DT)
+    torch.testing.assert_close(
+        HeavyTailedUCB(gp, beta=3.0)(Xt), UpperConfidenceBound(gp, beta=9.0)(Xt)
+    )
+    with pytest.raises(ValueError, match="beta"):
+        HeavyTailedUCB(gp)  # no schedule on a SingleTaskGP
+
+
+@pytest.mark.parametrize("beta", [-1.0, float("nan"), float("inf")])
+def test_bad_beta(beta: float) -> None:
+    X, Y = _data()
+    with pytest.raises(ValueError, match="beta"):
+        HeavyTailedUCB(TruncatedGP(X, Y, 1.0, 2.0), beta=beta)
+
+
+@pytest.mark.parametrize("name", ["tgp", "qff", "nys"])
+def test_optimize_acqf_on_box(name: str) -> None:
+    X, Y = _data(15, 2)
+    model = _models(X, Y)[name]
+    acq = HeavyTailedUCB(model)
+    bounds = torch.tensor([[0.0], [1.0]], dtype=DT)
+    x, val = optimize_acqf(acq, bounds, q=1, num_restarts=4, raw_samples=64)
+    grid = torch.linspace(0, 1, 2001, dtype=DT).reshape(-1, 1, 1)
+    best = acq(grid).max()
+    assert 0.0 <= x.item() <= 1.0
+    assert val.item() >= best.item() - 1e-4  # gradient ascent reaches the grid optimum
+
+
+def test_optimize_acqf_discrete_on_arms() -> None:
+    arms = torch.linspace(0, 1, 30, dtype=DT).unsqueeze(-1)
+    with torch.no_grad():
+        K = _rbf()(arms, arms).to_dense()
+    g = torch.Generator().manual_seed(3)
+    idx = torch.randint(0, 30, (40,), generator=g)
+    Y = torch.randn(40, 1, dtype=DT, generator=g)
+    choices = torch.arange(30, dtype=DT).unsqueeze(-1)
+    for model in (
+        TruncatedGP(idx[:, None].to(DT), Y, 1.0, 2.0, PrecomputedKernel(K), constants="authors"),
+        AdaptiveTruncationGP(idx[:, None].to(DT), Y, 1.0, 2.0,
+                             NystromFeatures(PrecomputedKernel(K), generator=g), horizon=100),
+        AdaptiveTruncationGP(arms[idx], Y, 1.0, 2.0, QuadratureFourierFeatures(0.2, 32, 1),
+                             arms=arms, horizon=100),
+    ):
+        acq = HeavyTailedUCB(model)
+        cand = choices if model.train_X.shape[-1] == 1 and model.train_X.max() > 1 else arms
+        x, val = optimize_acqf_discrete(acq, q=1, choices=cand)
+        vals = acq(cand.unsqueeze(-2))
+        assert torch.equal(x[0], cand[vals.argmax()])
+        torch.testing.assert_close(val.reshape(()), vals.max())
+
+
+# --------------------------------------------------------------------- end-to-end regret
+def _synthetic(seed: int, num_arms: int = 100, lengthscale: float = 0.2):
+    """Paper 001 §6 (authors' code): f = Σ_{i≤100} a_i k(·, x_i), a ~ U[-1,1], x_i ~ U[0,1]."""
+    g = torch.Generator().manual_seed(seed)
+    arms = torch.linspace(0.01, 1.0, num_arms, dtype=DT).unsqueeze(-1)
+    support = torch.rand(100, 1, dtype=DT, generator=g)
+    a = 2 * torch.rand(100, dtype=DT, generator=g) - 1
+    k = _rbf(lengthscale)
+    with torch.no_grad():
+        f = k(arms, support).to_dense() @ a
+        K = k(arms, arms).to_dense()
+    return arms, K, f / f.abs().max(), g
+
+
+def _student_t3(n: int, g: torch.Generator) -> torch.Tensor:
+    z = torch.randn(n, dtype=DT, generator=g)
+    chi2 = torch.randn(n, 3, dtype=DT, generator=g).square().sum(-1)
+    return z / (chi2 / 3).sqrt()
+
+
+def _run(model, arms, f, T, g):
+    noise = _student_t3(T, g)
+    cand = arms.unsqueeze(-2)
+    regret = 0.0
+    for t in range(T):
+        i = int(HeavyTailedUCB(model)(cand).argmax())
+        regret += float(f.max() - f[i])
+        model = model.condition_on_observations(arms[i : i + 1], (f[i] + noise[t]).reshape(1, 1))
+    return regret / T
+
+
+@pytest.mark.parametrize("name", ["tgp", "ata-qff", "ata-nystrom"])
+def test_synthetic_student_t_beats_random_play(name: str) -> None:
+    """Paper 001 §6 synthetic problem, authors' constants, λ = 1, T = 1000, seeds 0–4.
+
+    Each seed draws a different f; uniform random play has expected time-average regret
+    ``max f − mean f`` (exact, no simulation). Measured here (mean regret / random's):
+    TGP 0.79, ATA-QFF 0.88, ATA-Nyström 0.93 (absolute: 0.40, 0.44, 0.46 vs 0.50). The
+    issue's calibration (independent port of the authors' code, other f draws): TGP 0.41,
+    ATA-QFF 0.45, random 0.61. With the authors' β (≈ 30–55 here) all three still explore
+    heavily at T = 1000, so the assertion is the robust one: below random play on average.
+    """
+    T, seeds, algo, rand = 1000, range(5), [], []
+    for seed in seeds:
+        arms, K, f, g = _synthetic(seed)
+        B, v = 1.0, 1.0 + 3.0  # B = max|f| = 1, v = B² + Var(t₃)
+        empty_X, empty_Y = arms[:0], torch.zeros(0, 1, dtype=DT)
+        kw = dict(lam=1.0, B=B, constants="authors")
+        if name == "tgp":
+            model = TruncatedGP(empty_X, empty_Y, 1.0, v, _rbf(), arms=arms, **kw)
+        else:
+            feats = (
+                QuadratureFourierFeatures(0.2, 32, 1)
+                if name == "ata-qff"
+                else NystromFeatures(_rbf(), epsilon=0.1, generator=g)
+            )
+            model = AdaptiveTruncationGP(empty_X, empty_Y, 1.0, v, feats, arms=arms, horizon=T,
+                                         **kw)
+        algo.append(_run(model, arms, f, T, g))
+        rand.append(float(f.max() - f.mean()))
+    ratio = sum(algo) / sum(rand)
+    assert ratio < 1.0, (name, algo, rand)

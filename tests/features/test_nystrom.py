@@ -1,0 +1,124 @@
+"""Nyström features vs direct solves with the kernel matrix, and the dictionary sampling law."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from gpytorch.kernels import RBFKernel
+
+from botorch_mtucb.features import NystromFeatures
+from botorch_mtucb.features.nystrom import psd_pinv_sqrt, unique_rows
+
+DT = torch.float64
+
+
+@pytest.fixture(autouse=True)
+def _single_thread():
+    """Tiny matrices: intra-op threads only add synchronisation cost on a busy 2-core box.
+
+    Restored after each test, so nothing leaks into other test modules.
+    """
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _kernel(lengthscale: float = 0.2) -> RBFKernel:
+    k = RBFKernel().to(DT)
+    k.lengthscale = lengthscale
+    return k
+
+
+def test_embedding_reproduces_projection_kernel() -> None:
+    g = torch.Generator().manual_seed(0)
+    k = _kernel()
+    D = torch.rand(8, 1, dtype=DT, generator=g)
+    X = torch.rand(20, 1, dtype=DT, generator=g)
+    nys = NystromFeatures(k).with_dictionary(D)
+    phi_X, phi_D = nys(X), nys(D)
+    assert phi_X.shape == (20, 8)
+    with torch.no_grad():
+        K_D, k_XD, K_X = k(D, D).to_dense(), k(X, D).to_dense(), k(X, X).to_dense()
+    # φ(x)ᵀφ(y) = k_D(x)ᵀ K_D⁻¹ k_D(y) (K_D is well conditioned here), and exact on D.
+    ref = k_XD @ torch.linalg.solve(K_D, k_XD.T)
+    torch.testing.assert_close(phi_X @ phi_X.T, ref, atol=1e-8, rtol=0)
+    torch.testing.assert_close(phi_D @ phi_D.T, K_D, atol=1e-8, rtol=0)
+    # Nyström never over-estimates the kernel diagonal: k(x,x) − ‖φ(x)‖² ≥ 0.
+    assert (K_X.diagonal() - phi_X.square().sum(-1)).min() > -1e-10
+
+
+def test_psd_pinv_sqrt_identities() -> None:
+    g = torch.Generator().manual_seed(1)
+    A = torch.randn(6, 6, dtype=DT, generator=g)
+    M = A @ A.T + 0.1 * torch.eye(6, dtype=DT)
+    P = psd_pinv_sqrt(M)
+    torch.testing.assert_close(P @ M @ P, torch.eye(6, dtype=DT), atol=1e-10, rtol=0)
+    torch.testing.assert_close(P, P.T)
+    # Rank 3 of 6 with a known spectrum: (M^{1/2})⁺ = Q diag(e^{-1/2}) Qᵀ.
+    Q = torch.linalg.qr(torch.randn(6, 3, dtype=DT, generator=g)).Q
+    e = torch.tensor([2.0, 0.5, 0.01], dtype=DT)
+    P2 = psd_pinv_sqrt(Q @ torch.diag(e) @ Q.T)
+    torch.testing.assert_close(P2, Q @ torch.diag(e.rsqrt()) @ Q.T, atol=1e-9, rtol=0)
+
+
+def test_resample_all_points_when_p_is_one_and_duplicates_collapse() -> None:
+    X = torch.tensor([[0.1], [0.5], [0.1], [0.9], [0.5]], dtype=DT)
+    nys = NystromFeatures(_kernel(), generator=torch.Generator().manual_seed(0))
+    out = nys.resample(X, torch.ones(5, dtype=DT), q=10.0)
+    torch.testing.assert_close(out.dictionary, torch.tensor([[0.1], [0.5], [0.9]], dtype=DT))
+    assert out.num_features == 3 and nys.num_features == 0  # original object untouched
+    torch.testing.assert_close(unique_rows(X), out.dictionary)
+
+
+def test_resample_inclusion_probability() -> None:
+    """Each distinct point enters with probability min{q σ², 1} (binomial check, 5 sd)."""
+    t, reps, q = 40, 2000, 2.0
+    X = torch.linspace(0, 1, t, dtype=DT).unsqueeze(-1)
+    var = torch.linspace(0.01, 0.8, t, dtype=DT)
+    nys = NystromFeatures(_kernel(), generator=torch.Generator().manual_seed(3))
+    hits = torch.zeros(t, dtype=DT)
+    for _ in range(reps):
+        hits += nys.sample_mask(var, q).to(DT)
+    p = (q * var).clamp_max(1.0)
+    sd = (p * (1 - p) / reps).sqrt().clamp_min(1e-3)
+    assert ((hits / reps - p).abs() / sd).max() < 5.0
+    # resample keeps exactly the drawn points: same generator state ⇒ same mask.
+    g1, g2 = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+    mask = NystromFeatures(_kernel(), generator=g1).sample_mask(var, q)
+    D = NystromFeatures(_kernel(), generator=g2).resample(X, var, q).dictionary
+    torch.testing.assert_close(D, X[mask])
+
+
+def test_empty_dictionary() -> None:
+    nys = NystromFeatures(_kernel())
+    X = torch.rand(4, 3, 1, dtype=DT)
+    assert nys(X).shape == (4, 3, 0)
+    out = nys.resample(X[0], torch.zeros(3, dtype=DT), q=5.0)  # σ² = 0 ⇒ p = 0
+    assert out.num_features == 0 and out(X).shape == (4, 3, 0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(q=0.0), "q"),
+        (dict(q=-1.0), "q"),
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(epsilon=1.0), "epsilon"),
+        (dict(generator=1), "generator"),
+    ],
+)
+def test_nystrom_bad_input(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        NystromFeatures(_kernel(), **kwargs)
+
+
+def test_nystrom_bad_kernel_and_variances() -> None:
+    with pytest.raises(ValueError, match="base_kernel"):
+        NystromFeatures("rbf")  # type: ignore[arg-type]
+    nys = NystromFeatures(_kernel())
+    X = torch.rand(3, 1, dtype=DT)
+    with pytest.raises(ValueError, match="q"):
+        nys.resample(X, torch.ones(3, dtype=DT))  # no q anywhere
+    with pytest.raises(ValueError, match="variances"):
+        nys.resample(X, torch.ones(4, dtype=DT), q=1.0)
