@@ -12,18 +12,6 @@ from botorch_mtucb.features.nystrom import psd_pinv_sqrt, unique_rows
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    """Tiny matrices: intra-op threads only add synchronisation cost on a busy 2-core box.
-
-    Restored after each test, so nothing leaks into other test modules.
-    """
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _kernel(lengthscale: float = 0.2) -> RBFKernel:
     k = RBFKernel().to(DT)
     k.lengthscale = lengthscale

@@ -13,18 +13,6 @@ from botorch_mtucb.features import QuadratureFourierFeatures
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    """Tiny matrices: intra-op threads only add synchronisation cost on a busy 2-core box.
-
-    Restored after each test, so nothing leaks into other test modules.
-    """
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _rbf(lengthscale: float, X: torch.Tensor) -> torch.Tensor:
     """Independent reference exp(-r²/(2l²)) from explicit differences.
 

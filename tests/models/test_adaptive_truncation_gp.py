@@ -17,16 +17,6 @@ from botorch_mtucb.models import AdaptiveTruncationGP
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    """Tiny matrices: intra-op threads only add synchronisation cost on a busy 2-core box.
-
-    Restored after each test, so nothing leaks into other test modules.
-    """
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 LAM = 0.8
 
 
