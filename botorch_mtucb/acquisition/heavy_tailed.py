@@ -51,7 +51,7 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
             raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
         super().__init__(model=model)
-        self.register_buffer("beta", beta_t.clone() if beta_t.numel() > 1 else None)
+        self.register_buffer("beta", beta_t.clone())  # scalar or batch; read by the loop
         self._beta_float = float(beta_t) if beta_t.numel() == 1 else None
         # Models of this package give marginal moments without building a posterior object.
         self._fast = callable(getattr(model, "mean_and_variance", None))

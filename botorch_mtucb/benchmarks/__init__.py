@@ -1,3 +1,43 @@
-"""benchmarks."""
+"""Benchmarks: the papers' experiments, baselines, regret metrics, runner and CLI.
 
-__all__: list[str] = []
+``python -m botorch_mtucb.benchmarks list`` shows the experiments; ``run <experiment>`` runs
+one (see :mod:`botorch_mtucb.benchmarks.cli`).
+"""
+
+from botorch_mtucb.benchmarks.algorithms import ALGORITHMS, AlgorithmSpec, RunConfig, get_algorithm
+from botorch_mtucb.benchmarks.experiments import (
+    EXPERIMENTS,
+    Experiment,
+    ExperimentOptions,
+    get_experiment,
+)
+from botorch_mtucb.benchmarks.metrics import (
+    bayes_regret,
+    cumulative_regret,
+    hypervolume_curve,
+    instantaneous_regret,
+    time_average_regret,
+)
+from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
+from botorch_mtucb.benchmarks.runner import ExperimentResult, run_experiment, run_trial
+
+__all__ = [
+    "ALGORITHMS",
+    "EXPERIMENTS",
+    "AlgorithmSpec",
+    "Experiment",
+    "ExperimentOptions",
+    "ExperimentResult",
+    "HeavyTailedProblem",
+    "MultiTaskProblem",
+    "RunConfig",
+    "bayes_regret",
+    "cumulative_regret",
+    "get_algorithm",
+    "get_experiment",
+    "hypervolume_curve",
+    "instantaneous_regret",
+    "run_experiment",
+    "run_trial",
+    "time_average_regret",
+]

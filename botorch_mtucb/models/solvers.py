@@ -203,7 +203,8 @@ class ICMSolver(MultiTaskSolver):
         return cross_kernel(self.data_kernel, X, self.train_X) @ self.W
 
     def _mean_from_proj(self, P: Tensor) -> Tensor:
-        return (P @ self.coef) @ self.U.transpose(-1, -2)
+        flat = P.reshape(-1, P.shape[-1])  # one (batch·q) x t matmul, not batch tiny ones
+        return ((flat @ self.coef) @ self.U.transpose(-1, -2)).reshape(*P.shape[:-1], -1)
 
     def mean(self, X: Tensor) -> Tensor:
         return self._mean_from_proj(self._proj(X))
@@ -216,7 +217,7 @@ class ICMSolver(MultiTaskSolver):
         """
         P = self._proj(X) if P is None else P
         kxx = self.data_kernel.forward(X, X, diag=True)
-        quad = (P**2) @ self.inv_diag  # batch x q x n
+        quad = ((P**2).reshape(-1, P.shape[-1]) @ self.inv_diag).reshape(*P.shape[:-1], -1)
         s = self.xi * kxx.unsqueeze(-1) - self.xi**2 * quad
         return s.clamp_min(0.0)
 

@@ -1,0 +1,412 @@
+"""Algorithm registry: name → (model factory, acquisition factory) for the one BO loop.
+
+Every algorithm is run by :func:`botorch_mtucb.loop.run_bo_loop`; an entry only says which
+model is fitted on the data, which acquisition is maximised, and which radius it uses.
+
+Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparameters):
+
+=================  =========================================================================
+``MT-KB``          ExactMultiTaskGP with the problem's Γ = k·B; Theorem-2 radius.
+``MT-BKB``         NystromMultiTaskGP (same Γ); Theorem-3 radius.
+``IT-KB``          B replaced by diag(B) (independent tasks); radius as Appendix E: the
+                   single-task GP-UCB radius blown up by √n (:class:`AppendixEBeta`).
+``IT-KB-fair``     same model; the Theorem-2 radius of MT-KB (same rule, own information gain).
+``IT-BKB``         Nyström model with diag(B); √n × single-task Theorem-3 (BKB) radius.
+``IT-BKB-fair``    same model; Theorem-3 radius.
+``MOBO``           Paria et al.: ModelListGP of independent GPs (k scaled by B_ii, noise η),
+                   s_λ(μ + √β_t σ) with the finite-domain GP-UCB β_t of Srinivas et al.
+``qLogNParEGO``    BoTorch, same ModelListGP, the round's λ_t as ParEGO weights.
+``qLogNEHVI``      BoTorch, same ModelListGP, reference point = the problem's z (n ≤ 4).
+=================  =========================================================================
+
+``MT-*`` and ``IT-*`` maximise :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with
+``bound="spectral"`` (paper 000 eq. (2)) or ``"directional"`` (:class:`RunConfig`).
+
+Heavy-tailed (paper 001; λ = 1, δ = 0.1, ε = 0.1):
+
+==========================  ================================================================
+``TGP-UCB``                 TruncatedGP + HeavyTailedUCB (its own β).
+``ATA-GP-UCB-QFF``          AdaptiveTruncationGP with QuadratureFourierFeatures (SE only).
+``ATA-GP-UCB-Nystrom``      AdaptiveTruncationGP with NystromFeatures.
+``GP-UCB``                  TruncatedGP without truncation, width :func:`gp_ucb_width`.
+==========================  ================================================================
+
+``RunConfig.constants`` picks the theory or the authors' constants of the heavy-tailed models
+(the papers' figures used the authors' code; default ``"authors"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.models import ModelListGP, SingleTaskGP
+from botorch.models.model import Model
+from botorch.sampling import SobolQMCNormalSampler
+from gpytorch.kernels import ScaleKernel
+from torch import Tensor
+
+from botorch_mtucb.acquisition.beta import TheoremTwoBeta
+from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
+from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
+from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.benchmarks.baselines import (
+    AppendixEBeta,
+    ScalarizedIndependentUCB,
+    gp_ucb_width,
+    srinivas_beta,
+)
+from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
+from botorch_mtucb.features.nystrom import NystromFeatures
+from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
+from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.kernels.precomputed import PrecomputedKernel
+from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
+from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
+from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
+from botorch_mtucb.models.truncated_gp import TruncatedGP
+
+__all__ = [
+    "ALGORITHMS",
+    "AlgorithmSetup",
+    "AlgorithmSpec",
+    "RunConfig",
+    "get_algorithm",
+]
+
+#: Exact hypervolume-based acquisitions are exponential in n; refuse qLogNEHVI above this.
+MAX_NEHVI_OBJECTIVES = 4
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Settings shared by all algorithms of a run.
+
+    Attributes:
+        horizon: T (enters the Nyström q and the ATA schedules).
+        bound: ``"spectral"`` or ``"directional"`` scalarized UCB for MT-* / IT-*.
+        constants: ``"authors"`` or ``"theory"`` for the heavy-tailed models.
+        seed: Seed of algorithm-internal randomness (Nyström dictionaries, MC samplers).
+        epsilon_mt: Nyström accuracy ε of MT-BKB / IT-BKB (paper 000: 0.5).
+        epsilon_ht: Nyström accuracy ε of ATA-GP-UCB-Nyström (paper 001: 0.1).
+        lam: Regulariser λ of the heavy-tailed models (paper 001: 1).
+        delta: Confidence δ of the heavy-tailed models.
+    """
+
+    horizon: int
+    bound: str = "spectral"
+    constants: str = "authors"
+    seed: int = 0
+    epsilon_mt: float = 0.5
+    epsilon_ht: float = 0.1
+    lam: float = 1.0
+    delta: float = 0.1
+
+
+@dataclass
+class AlgorithmSetup:
+    """What :func:`run_bo_loop` needs from an algorithm.
+
+    Attributes:
+        model_factory: ``(X, Y) -> Model``.
+        acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction``.
+        representation: Heavy-tailed only: arm coordinates ``"kernel"`` or ``"qff"``.
+    """
+
+    model_factory: Callable[[Tensor, Tensor], Model]
+    acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction]
+    representation: str = "kernel"
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registry entry.
+
+    Attributes:
+        name: Name used on the command line.
+        kind: ``"multi_task"`` or ``"heavy_tailed"``.
+        description: One line for ``list``.
+        build: ``(problem, config) -> AlgorithmSetup``.
+        available: ``problem -> None`` or the reason the algorithm cannot run on it.
+    """
+
+    name: str
+    kind: str
+    description: str
+    build: Callable[[Any, RunConfig], AlgorithmSetup]
+    available: Callable[[Any], str | None] = lambda problem: None
+
+
+# ----------------------------------------------------------------------------- multi-task
+def _icm(problem: MultiTaskProblem, independent: bool) -> ICMKernel:
+    B = problem.task_covar
+    if independent:
+        B = torch.diag(torch.diagonal(B))
+    return ICMKernel(problem.scalar_kernel(), num_tasks=problem.num_objectives, task_covar=B)
+
+
+def _ucb_factory(beta, bound: str):
+    def factory(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+        return ScalarizedMultiTaskUCB(model, scal, beta, bound=bound)
+
+    return factory
+
+
+_Builder = Callable[[MultiTaskProblem, RunConfig], AlgorithmSetup]
+
+
+def _exact(independent: bool, radius: str) -> _Builder:
+    def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+        def model_factory(X: Tensor, Y: Tensor) -> Model:
+            kern = _icm(problem, independent)
+            return ExactMultiTaskGP(X, Y, covar_module=kern, noise=problem.eta)
+
+        if radius == "theorem2":
+            beta = TheoremTwoBeta(b=problem.b, sigma=problem.noise_std, delta=problem.delta)
+        else:
+            beta = AppendixEBeta(
+                problem.b, problem.noise_std, problem.num_objectives, "gp-ucb", problem.delta
+            )
+        return AlgorithmSetup(model_factory, _ucb_factory(beta, cfg.bound))
+
+    return build
+
+
+def _nystrom(independent: bool, radius: str) -> _Builder:
+    def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+        gen = torch.Generator().manual_seed(cfg.seed)
+
+        def model_factory(X: Tensor, Y: Tensor) -> Model:
+            return NystromMultiTaskGP(
+                X,
+                Y,
+                covar_module=_icm(problem, independent),
+                noise=problem.eta,
+                epsilon=cfg.epsilon_mt,
+                delta=problem.delta,
+                horizon=cfg.horizon,
+                generator=gen,
+            )
+
+        if radius == "theorem3":
+            beta = TheoremThreeBeta(b=problem.b, sigma=problem.noise_std)
+        else:
+            beta = AppendixEBeta(
+                problem.b,
+                problem.noise_std,
+                problem.num_objectives,
+                "bkb",
+                problem.delta,
+                cfg.epsilon_mt,
+            )
+        return AlgorithmSetup(model_factory, _ucb_factory(beta, cfg.bound))
+
+    return build
+
+
+def _model_list(problem: MultiTaskProblem) -> Callable[[Tensor, Tensor], Model]:
+    """Independent GPs with the problem's fixed hyperparameters (k scaled by B_ii, noise η)."""
+    diag = torch.diagonal(problem.task_covar)
+
+    def model_factory(X: Tensor, Y: Tensor) -> Model:
+        models = []
+        for i in range(Y.shape[-1]):
+            kern = ScaleKernel(problem.scalar_kernel()).to(X)
+            kern.outputscale = float(diag[i])
+            m = SingleTaskGP(X, Y[:, i : i + 1], covar_module=kern, outcome_transform=None)
+            m.likelihood.noise = problem.eta
+            m.eval()
+            models.append(m)
+        return ModelListGP(*models)
+
+    return model_factory
+
+
+def _num_train(model: Model) -> int:
+    sub = model.models[0] if isinstance(model, ModelListGP) else model
+    return int(sub.train_inputs[0].shape[-2])
+
+
+def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    num_points = problem.regret_X.shape[0]
+
+    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+        beta_t = srinivas_beta(_num_train(model), num_points, problem.delta)
+        return ScalarizedIndependentUCB(model, scal, beta_t**0.5)
+
+    return AlgorithmSetup(_model_list(problem), acq)
+
+
+def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    from botorch.acquisition.multi_objective.parego import qLogNParEGO
+
+    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+        t = _num_train(model)
+        sampler = SobolQMCNormalSampler(torch.Size([64]), seed=cfg.seed * 100_003 + t)
+        X_base = model.models[0].train_inputs[0]
+        return qLogNParEGO(
+            model, X_baseline=X_base, scalarization_weights=scal.weights.to(X_base), sampler=sampler
+        )
+
+    return AlgorithmSetup(_model_list(problem), acq)
+
+
+def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    from botorch.acquisition.multi_objective.logei import (
+        qLogNoisyExpectedHypervolumeImprovement,
+    )
+
+    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+        t = _num_train(model)
+        sampler = SobolQMCNormalSampler(torch.Size([32]), seed=cfg.seed * 100_003 + t)
+        X_base = model.models[0].train_inputs[0]
+        return qLogNoisyExpectedHypervolumeImprovement(
+            model,
+            ref_point=problem.ref_point.to(X_base).tolist(),
+            X_baseline=X_base,
+            sampler=sampler,
+            prune_baseline=True,
+        )
+
+    return AlgorithmSetup(_model_list(problem), acq)
+
+
+def _nehvi_available(problem: MultiTaskProblem) -> str | None:
+    if problem.num_objectives > MAX_NEHVI_OBJECTIVES:
+        return (
+            f"qLogNEHVI is limited to n <= {MAX_NEHVI_OBJECTIVES} objectives here (the exact "
+            f"box decomposition is exponential in n; this problem has n = "
+            f"{problem.num_objectives})"
+        )
+    return None
+
+
+# ----------------------------------------------------------------------------- heavy-tailed
+def _arms_kw(problem: HeavyTailedProblem, kernel) -> dict[str, Tensor]:
+    """``arms=`` for the fast finite-arm path (implicit with a PrecomputedKernel)."""
+    return {} if isinstance(kernel, PrecomputedKernel) else {"arms": problem.arms}
+
+
+def _build_tgp(truncate: bool):
+    def build(problem: HeavyTailedProblem, cfg: RunConfig) -> AlgorithmSetup:
+        def model_factory(X: Tensor, Y: Tensor) -> Model:
+            kern = problem.kernel()
+            return TruncatedGP(
+                X,
+                Y,
+                alpha=problem.alpha,
+                v=problem.v,
+                covar_module=kern,
+                lam=cfg.lam,
+                delta=cfg.delta,
+                B=problem.B,
+                constants=cfg.constants,
+                truncate=truncate,
+                **_arms_kw(problem, kern),
+            )
+
+        if truncate:
+
+            def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+                return HeavyTailedUCB(model)
+
+        else:
+
+            def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+                width = gp_ucb_width(model.num_observations, problem.v, problem.B, cfg.lam)
+                return HeavyTailedUCB(model, beta=width)
+
+        return AlgorithmSetup(model_factory, acq)
+
+    return build
+
+
+def _build_ata(kind: str):
+    def build(problem: HeavyTailedProblem, cfg: RunConfig) -> AlgorithmSetup:
+        if kind == "qff":
+            spec = problem.qff
+            arms = spec.arms
+            features = QuadratureFourierFeatures(
+                lengthscale=spec.lengthscale, num_nodes=spec.num_nodes, dim=arms.shape[-1]
+            )
+            arms_kw = {"arms": arms}
+        else:
+            kern = problem.kernel()
+            gen = torch.Generator().manual_seed(cfg.seed)
+            features = NystromFeatures(kern, epsilon=cfg.epsilon_ht, generator=gen)
+            arms_kw = _arms_kw(problem, kern)
+
+        def model_factory(X: Tensor, Y: Tensor) -> Model:
+            return AdaptiveTruncationGP(
+                X,
+                Y,
+                alpha=problem.alpha,
+                v=problem.v,
+                features=features,
+                lam=cfg.lam,
+                delta=cfg.delta,
+                B=problem.B,
+                horizon=cfg.horizon,
+                constants=cfg.constants,
+                **arms_kw,
+            )
+
+        def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+            return HeavyTailedUCB(model)
+
+        return AlgorithmSetup(model_factory, acq, "qff" if kind == "qff" else "kernel")
+
+    return build
+
+
+def _qff_available(problem: HeavyTailedProblem) -> str | None:
+    if problem.qff is None:
+        return "no QFF variant (the kernel has no analytic SE form; paper 001 excludes it too)"
+    return None
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    s.name: s
+    for s in [
+        AlgorithmSpec("MT-KB", "multi_task", "exact multi-task GP, Theorem-2 radius",
+                      _exact(False, "theorem2")),
+        AlgorithmSpec("MT-BKB", "multi_task", "Nystrom multi-task GP, Theorem-3 radius",
+                      _nystrom(False, "theorem3")),
+        AlgorithmSpec("IT-KB", "multi_task",
+                      "independent tasks, single-task GP-UCB radius x sqrt(n) (Appendix E)",
+                      _exact(True, "appendix-e")),
+        AlgorithmSpec("IT-KB-fair", "multi_task", "independent tasks, Theorem-2 radius",
+                      _exact(True, "theorem2")),
+        AlgorithmSpec("IT-BKB", "multi_task",
+                      "independent-task Nystrom, single-task BKB radius x sqrt(n) (Appendix E)",
+                      _nystrom(True, "appendix-e")),
+        AlgorithmSpec("IT-BKB-fair", "multi_task", "independent-task Nystrom, Theorem-3 radius",
+                      _nystrom(True, "theorem3")),
+        AlgorithmSpec("MOBO", "multi_task",
+                      "Paria et al.: independent GPs, scalarized per-objective UCB",
+                      _build_mobo),
+        AlgorithmSpec("qLogNParEGO", "multi_task", "BoTorch qLogNParEGO (round's lambda)",
+                      _build_parego),
+        AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 4)", _build_nehvi,
+                      _nehvi_available),
+        AlgorithmSpec("TGP-UCB", "heavy_tailed", "truncated GP-UCB (paper 001 Alg. 1)",
+                      _build_tgp(True)),
+        AlgorithmSpec("ATA-GP-UCB-QFF", "heavy_tailed", "adaptive truncation, QFF features",
+                      _build_ata("qff"), _qff_available),
+        AlgorithmSpec("ATA-GP-UCB-Nystrom", "heavy_tailed",
+                      "adaptive truncation, Nystrom features", _build_ata("nystrom")),
+        AlgorithmSpec("GP-UCB", "heavy_tailed", "GP-UCB without truncation", _build_tgp(False)),
+    ]
+}
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    """Registry lookup (case-insensitive); unknown names list the valid ones."""
+    for key, spec in ALGORITHMS.items():
+        if key.lower() == name.lower():
+            return spec
+    raise ValueError(f"Unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}.")

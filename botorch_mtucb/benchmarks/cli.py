@@ -1,0 +1,129 @@
+"""Command line: ``python -m botorch_mtucb.benchmarks {list,run,table} ...``.
+
+Examples::
+
+    python -m botorch_mtucb.benchmarks list
+    python -m botorch_mtucb.benchmarks run rkhs-n2 --trials 5 --horizon 100 --out runs/rkhs2
+    python -m botorch_mtucb.benchmarks run se-student --fast --out /tmp/ht
+    python -m botorch_mtucb.benchmarks table --seeds 5 --horizon 100 --out runs/table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from botorch_mtucb.benchmarks.algorithms import ALGORITHMS
+from botorch_mtucb.benchmarks.experiments import EXPERIMENTS, ExperimentOptions
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the benchmarks CLI."""
+    p = argparse.ArgumentParser(
+        prog="python -m botorch_mtucb.benchmarks",
+        description="Reproduce the experiments of the MT-KB and heavy-tailed BO papers.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list experiments and algorithms")
+
+    r = sub.add_parser("run", help="run one experiment")
+    r.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    r.add_argument("--algorithms", nargs="+", default=None, metavar="ALG",
+                   help="algorithms (default: the experiment's; see `list`)")
+    r.add_argument("--trials", type=int, default=None)
+    r.add_argument("--horizon", type=int, default=None)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--out", default=None, help="output folder (default: benchmark-runs/<exp>)")
+    r.add_argument("--fast", action="store_true", help="reduced version (CI)")
+    r.add_argument("--bound", choices=("spectral", "directional"), default="spectral",
+                   help="scalarized UCB of MT-*/IT-* (spectral = paper 000 eq. (2))")
+    r.add_argument("--scalarization", choices=("chebyshev", "linear"), default="chebyshev")
+    r.add_argument("--constants", choices=("authors", "theory"), default="authors",
+                   help="heavy-tailed schedules: the authors' code or the theorems")
+    _data_args(r)
+    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--threads", type=int, default=1,
+                   help="torch threads (default 1: the problems are small, threads only contend)")
+
+    t = sub.add_parser("table", help="directional vs spectral UCB table (issue 8)")
+    t.add_argument("--problems", nargs="+", default=None)
+    t.add_argument("--scalarizations", nargs="+", default=["chebyshev", "linear"],
+                   choices=("chebyshev", "linear"))
+    t.add_argument("--seeds", type=int, default=5)
+    t.add_argument("--horizon", type=int, default=100)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", default="benchmark-runs/bound-table")
+    t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--threads", type=int, default=1)
+    return p
+
+
+def _data_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", default=None,
+                   help="folder with fin.csv / iw_data_all.mat (default: $BOTORCH_MTUCB_DATA "
+                        "or ../shared/data next to the repository)")
+    p.add_argument("--intel-data", default=None, help="Intel lab data.txt")
+    p.add_argument("--intel-locs", default=None, help="Intel lab mote_locs.txt")
+    p.add_argument("--continuous", action="store_true",
+                   help="Branin on the continuous unit square (default: 21x21 grid)")
+
+
+def _list() -> None:
+    print("Experiments:")
+    for e in EXPERIMENTS.values():
+        print(f"  {e.name:<16} {e.kind:<13} T={e.horizon:<6} trials={e.trials:<3} {e.paper}")
+    print("\nAlgorithms:")
+    for a in ALGORITHMS.values():
+        print(f"  {a.name:<20} {a.kind:<13} {a.description}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    if args.command == "list":
+        _list()
+        return 0
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(max(int(args.threads), 1))
+    try:
+        return _dispatch(args)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        from botorch_mtucb.benchmarks.runner import run_experiment
+
+        opts = ExperimentOptions(args.data_dir, args.intel_data, args.intel_locs, args.continuous)
+        out = args.out or f"benchmark-runs/{args.experiment}"
+        try:
+            res = run_experiment(
+                args.experiment, algorithms=args.algorithms, trials=args.trials,
+                horizon=args.horizon, seed=args.seed, out_dir=out, fast=args.fast,
+                bound=args.bound, scalarization=args.scalarization, constants=args.constants,
+                options=opts, progress=not args.no_progress,
+            )
+        except (ValueError, FileNotFoundError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(json.dumps(res.summary(), indent=2))
+        for name, reason in res.skipped.items():
+            print(f"skipped {name}: {reason}", file=sys.stderr)
+        print(f"results in {out}")
+        return 0
+    from botorch_mtucb.benchmarks.bound_table import TABLE_PROBLEMS, bound_table, format_bound_table
+
+    rows = bound_table(
+        problems=tuple(args.problems or TABLE_PROBLEMS), scalarizations=tuple(args.scalarizations),
+        seeds=args.seeds, horizon=args.horizon, seed=args.seed, out_dir=args.out,
+        progress=not args.no_progress,
+    )
+    print(format_bound_table(rows))
+    return 0

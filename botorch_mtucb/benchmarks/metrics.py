@@ -1,0 +1,230 @@
+"""Regret and Pareto metrics of the benchmarks (paper 000, §2 and Appendix E; paper 001, §6).
+
+With a true objective ``f: X → Rⁿ`` known on a reference set ``X_ref`` (the arms of a finite
+domain, or a dense grid of a continuous one) and queries ``x_1, …, x_T``:
+
+* instantaneous scalarized regret  r_t = max_{x ∈ X_ref ∪ {x_t}} s_{λ_t}(f(x)) − s_{λ_t}(f(x_t));
+* cumulative regret                R_C(T) = Σ_{t ≤ T} r_t, and the time average R_C(T) / T
+  (what paper 000 Fig. 1 and paper 001 Fig. 1 plot);
+* Bayes regret (paper 000 §2)      R_B(T) = E_λ[ max_x s_λ(f(x)) − max_{t ≤ T} s_λ(f(x_t)) ],
+  estimated by Monte Carlo over a fixed sample of λ ~ P_λ;
+* hypervolume of {f(x_t)}_{t ≤ T} above a reference point (BoTorch's exact box decomposition,
+  so only for a few objectives).
+
+For n = 1 (heavy-tailed BO) the "scalarization" is the identity and r_t = max f − f(x_t).
+On a continuous domain the maximum over ``X_ref ∪ {x_t}`` is a lower bound on the true
+maximum (a dense grid, no local polish), so the regrets are slightly optimistic there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from botorch.utils.multi_objective.hypervolume import Hypervolume
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from torch import Tensor
+
+from botorch_mtucb.acquisition.scalarization import (
+    ChebyshevScalarization,
+    LinearScalarization,
+    Scalarization,
+)
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = [
+    "bayes_regret",
+    "cumulative_regret",
+    "hypervolume_curve",
+    "instantaneous_regret",
+    "make_scalarization",
+    "scalarized_values",
+    "time_average_regret",
+]
+
+#: Above this many objectives exact hypervolumes are not computed (exponential cost).
+MAX_HYPERVOLUME_OBJECTIVES = 5
+
+
+def make_scalarization(
+    kind: str, weights: Tensor, ref_point: Tensor | Sequence[float] | None = None
+) -> Scalarization:
+    """s_λ for one ``n`` weight vector: ``"linear"`` or ``"chebyshev"`` (needs ``ref_point``)."""
+    if kind == "linear":
+        return LinearScalarization(weights)
+    if kind == "chebyshev":
+        if ref_point is None:
+            raise ValueError("`ref_point` is required for the Chebyshev scalarization.")
+        return ChebyshevScalarization(weights, ref_point)
+    raise ValueError(f"`kind` must be 'linear' or 'chebyshev', got {kind!r}.")
+
+
+def scalarized_values(
+    Y: Tensor, weights: Tensor, kind: str, ref_point: Tensor | None = None
+) -> Tensor:
+    """s_λ(y) for every weight vector and every outcome, vectorised.
+
+    Args:
+        Y: ``N x n`` outcomes (all maximised).
+        weights: ``M x n`` weight vectors λ.
+        kind: ``"linear"`` (Σ λ_i y_i) or ``"chebyshev"`` (min_i λ_i (y_i − z_i)).
+        ref_point: ``n`` Chebyshev reference point z.
+
+    Returns:
+        ``M x N`` values s_{λ_m}(y_j).
+    """
+    _check_matrix(Y, "Y")
+    _check_matrix(weights, "weights")
+    if weights.shape[-1] != Y.shape[-1]:
+        raise ValueError(
+            f"`weights` must have {Y.shape[-1]} columns (one per objective of `Y`), got "
+            f"shape {tuple(weights.shape)}."
+        )
+    W = weights.to(Y)
+    if kind == "linear":
+        return W @ Y.T
+    if kind == "chebyshev":
+        if ref_point is None:
+            raise ValueError("`ref_point` is required for the Chebyshev scalarization.")
+        z = torch.as_tensor(ref_point).to(Y)
+        return (W[:, None, :] * (Y - z)[None, :, :]).min(dim=-1).values
+    raise ValueError(f"`kind` must be 'linear' or 'chebyshev', got {kind!r}.")
+
+
+def instantaneous_regret(
+    F_ref: Tensor,
+    F_query: Tensor,
+    weights: Tensor | None = None,
+    kind: str = "chebyshev",
+    ref_point: Tensor | None = None,
+) -> Tensor:
+    """r_t = max_{x ∈ X_ref ∪ {x_t}} s_{λ_t}(f(x)) − s_{λ_t}(f(x_t)), one per round.
+
+    Args:
+        F_ref: ``M x n`` true values on the reference set.
+        F_query: ``T x n`` true values at the queries x_1, …, x_T.
+        weights: ``T x n`` weights λ_t (``None`` for a single objective, n = 1).
+        kind: Scalarization kind.
+        ref_point: Chebyshev reference point.
+
+    Returns:
+        ``T`` non-negative regrets (float64).
+    """
+    _check_matrix(F_ref, "F_ref")
+    _check_matrix(F_query, "F_query")
+    if F_ref.shape[-1] != F_query.shape[-1]:
+        raise ValueError("`F_ref` and `F_query` must have the same number of objectives.")
+    F_ref = F_ref.to(torch.float64)
+    F_query = F_query.to(torch.float64)
+    if weights is None:
+        if F_ref.shape[-1] != 1:
+            raise ValueError("`weights` are required for more than one objective.")
+        v_ref = F_ref[:, 0].max().expand(F_query.shape[0])
+        v_x = F_query[:, 0]
+    else:
+        if weights.shape != F_query.shape:
+            raise ValueError(
+                f"`weights` must be T x n = {tuple(F_query.shape)}, got {tuple(weights.shape)}."
+            )
+        W = weights.to(torch.float64)
+        v_ref = scalarized_values(F_ref, W, kind, ref_point).max(dim=-1).values  # T
+        v_x = _rowwise_values(F_query, W, kind, ref_point)
+    return torch.maximum(v_ref, v_x) - v_x
+
+
+def _rowwise_values(Y: Tensor, W: Tensor, kind: str, ref_point: Tensor | None) -> Tensor:
+    """s_{λ_t}(y_t) for matching rows of ``T x n`` outcomes and weights."""
+    if kind == "linear":
+        return (W * Y).sum(dim=-1)
+    if kind == "chebyshev":
+        if ref_point is None:
+            raise ValueError("`ref_point` is required for the Chebyshev scalarization.")
+        return (W * (Y - torch.as_tensor(ref_point).to(Y))).min(dim=-1).values
+    raise ValueError(f"`kind` must be 'linear' or 'chebyshev', got {kind!r}.")
+
+
+def cumulative_regret(regrets: Tensor) -> Tensor:
+    """R_C(t) = Σ_{s ≤ t} r_s along the last dimension (``... x T``)."""
+    check_finite(regrets, "regrets")
+    return regrets.cumsum(dim=-1)
+
+
+def time_average_regret(regrets: Tensor) -> Tensor:
+    """R_C(t) / t along the last dimension (``... x T``)."""
+    cum = cumulative_regret(regrets)
+    t = torch.arange(1, cum.shape[-1] + 1, dtype=cum.dtype, device=cum.device)
+    return cum / t
+
+
+def bayes_regret(
+    F_ref: Tensor,
+    F_query: Tensor,
+    weights: Tensor,
+    kind: str = "chebyshev",
+    ref_point: Tensor | None = None,
+) -> Tensor:
+    """Monte-Carlo Bayes regret R_B(t) = mean_m [max_x s_{λ_m}(f(x)) − max_{s ≤ t} s_{λ_m}(f(x_s))].
+
+    Args:
+        F_ref: ``M x n`` true values on the reference set.
+        F_query: ``T x n`` true values at the queries (in round order).
+        weights: ``K x n`` Monte-Carlo sample λ_1, …, λ_K ~ P_λ (fixed across algorithms).
+        kind: Scalarization kind.
+        ref_point: Chebyshev reference point.
+
+    Returns:
+        ``T`` non-increasing, non-negative values R_B(1), …, R_B(T).
+    """
+    _check_matrix(F_query, "F_query")
+    if F_query.shape[0] == 0:
+        return F_query.new_zeros(0, dtype=torch.float64)
+    W = weights.to(torch.float64)
+    best = scalarized_values(F_ref.to(torch.float64), W, kind, ref_point).max(dim=-1).values
+    S = scalarized_values(F_query.to(torch.float64), W, kind, ref_point)  # K x T
+    running = S.cummax(dim=-1).values
+    return (torch.maximum(best[:, None], running) - running).mean(dim=0)
+
+
+def hypervolume_curve(F_query: Tensor, ref_point: Tensor) -> Tensor:
+    """Hypervolume dominated by {f(x_s)}_{s ≤ t} above ``ref_point``, for t = 1, …, T.
+
+    Uses BoTorch's exact :class:`~botorch.utils.multi_objective.hypervolume.Hypervolume`
+    (all objectives maximised); recomputed only when a new non-dominated point arrives.
+
+    Args:
+        F_query: ``T x n`` true values at the queries, ``n ≤ 5``.
+        ref_point: ``n`` reference point.
+
+    Returns:
+        ``T`` non-decreasing hypervolumes.
+    """
+    _check_matrix(F_query, "F_query")
+    n = F_query.shape[-1]
+    if n > MAX_HYPERVOLUME_OBJECTIVES:
+        raise ValueError(
+            f"Exact hypervolume is only computed for n <= {MAX_HYPERVOLUME_OBJECTIVES} "
+            f"objectives, got n = {n}."
+        )
+    ref = torch.as_tensor(ref_point).to(F_query).reshape(-1)
+    if ref.numel() != n:
+        raise ValueError(f"`ref_point` must have {n} entries, got {ref.numel()}.")
+    hv = Hypervolume(ref)
+    out = torch.zeros(F_query.shape[0], dtype=torch.float64)
+    current = 0.0
+    for t in range(F_query.shape[0]):
+        y = F_query[t]
+        prev = F_query[:t]
+        dominated = bool(((prev >= y).all(dim=-1)).any()) if t else False
+        if not dominated and bool((y > ref).all()):
+            pts = F_query[: t + 1]
+            pts = pts[(pts > ref).all(dim=-1)]
+            pareto = pts[is_non_dominated(pts)]
+            current = float(hv.compute(pareto))
+        out[t] = current
+    return out
+
+
+def _check_matrix(M: Tensor, name: str) -> None:
+    if not torch.is_tensor(M) or M.dim() != 2:
+        raise ValueError(f"`{name}` must be a 2-d tensor, got {getattr(M, 'shape', type(M))}.")
+    check_finite(M, name)

@@ -1,0 +1,129 @@
+"""Algorithm registry and baseline pieces against brute-force references."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from botorch.models import ModelListGP, SingleTaskGP
+from gpytorch.kernels import RBFKernel
+
+from botorch_mtucb.acquisition import (
+    ChebyshevScalarization,
+    LinearScalarization,
+    TheoremTwoBeta,
+)
+from botorch_mtucb.benchmarks.algorithms import ALGORITHMS, RunConfig, get_algorithm
+from botorch_mtucb.benchmarks.baselines import (
+    AppendixEBeta,
+    ScalarizedIndependentUCB,
+    gp_ucb_width,
+    srinivas_beta,
+)
+from botorch_mtucb.benchmarks.heavy_tailed_problems import synthetic_heavy_tailed_problem
+from botorch_mtucb.benchmarks.multi_task_problems import rkhs_problem
+from botorch_mtucb.benchmarks.runner import run_trial
+from botorch_mtucb.kernels import ICMKernel
+from botorch_mtucb.models import ExactMultiTaskGP
+
+DT = torch.float64
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.InputDataWarning",
+    "ignore::linear_operator.utils.warnings.NumericalWarning",
+)
+
+
+def _it_model(B, X, Y, eta=0.1):
+    k = RBFKernel().to(DT)
+    k.lengthscale = 0.2
+    kern = ICMKernel(k, num_tasks=B.shape[0], task_covar=torch.diag(torch.diagonal(B)))
+    return ExactMultiTaskGP(X, Y, covar_module=kern, noise=eta), k
+
+
+def test_appendix_e_beta_against_log_dets():
+    g = torch.Generator().manual_seed(0)
+    B = torch.tensor([[2.0, 0.3, 0.1], [0.3, 0.5, 0.0], [0.1, 0.0, 1.0]], dtype=DT)
+    X = torch.rand(7, 1, generator=g, dtype=DT)
+    Y = torch.randn(7, 3, generator=g, dtype=DT)
+    model, k = _it_model(B, X, Y)
+    K = k(X).to_dense().detach()
+    # brute force: γ_i = ½ log det(I + B_ii K / η), radius √n (b + σ/√η √(2(γ+1+ln 1/δ)))
+    gammas = [0.5 * torch.logdet(torch.eye(7, dtype=DT) + B[i, i] * K / 0.1) for i in range(3)]
+    gamma = float(max(gammas))
+    b, sigma, delta = 1.5, 0.1, 0.1
+    single = b + sigma / math.sqrt(0.1) * math.sqrt(2 * (gamma + 1 + math.log(1 / delta)))
+    beta = AppendixEBeta(b, sigma, 3, "gp-ucb", delta)(model)
+    assert math.isclose(float(beta), math.sqrt(3) * single, rel_tol=1e-9)
+    # the fair radius uses the sum over tasks (Lemma 4) instead: smaller than √n × single here
+    fair = TheoremTwoBeta(b=b, sigma=sigma, delta=delta)(model)
+    logdet_total = sum(2 * gm for gm in gammas)
+    assert math.isclose(
+        float(fair), b + sigma / math.sqrt(0.1) * math.sqrt(2 * math.log(10) + logdet_total),
+        rel_tol=1e-9,
+    )
+    assert float(fair) < float(beta)
+    with pytest.raises(ValueError, match="kind"):
+        AppendixEBeta(1.0, 0.1, 2, "ucb")
+
+
+def test_scalarized_independent_ucb_by_hand():
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(6, 1, generator=g, dtype=DT)
+    Y = torch.randn(6, 2, generator=g, dtype=DT)
+    subs = []
+    for i in range(2):
+        m = SingleTaskGP(X, Y[:, i : i + 1], outcome_transform=None)
+        m.likelihood.noise = 0.1
+        m.eval()
+        subs.append(m)
+    model = ModelListGP(*subs)
+    Xt = torch.rand(5, 1, 1, generator=g, dtype=DT)
+    mu = torch.stack([m.posterior(Xt).mean[..., 0, 0] for m in subs], dim=-1)
+    sd = torch.stack([m.posterior(Xt).variance[..., 0, 0].sqrt() for m in subs], dim=-1)
+    w = torch.tensor([0.3, 0.7], dtype=DT)
+    z = torch.tensor([-2.0, -2.0], dtype=DT)
+    cheb = ScalarizedIndependentUCB(model, ChebyshevScalarization(w, z), 2.0)(Xt)
+    torch.testing.assert_close(cheb, (w * (mu + 2.0 * sd - z)).min(dim=-1).values)
+    lin = ScalarizedIndependentUCB(model, LinearScalarization(w), 2.0)(Xt)
+    torch.testing.assert_close(lin, ((mu + 2.0 * sd) * w).sum(dim=-1))
+    with pytest.raises(ValueError, match="beta"):
+        ScalarizedIndependentUCB(model, LinearScalarization(w), -1.0)
+
+
+def test_width_formulas():
+    assert math.isclose(srinivas_beta(3, 101, 0.1), 2 * math.log(101 * 9 * math.pi**2 / 0.6))
+    assert math.isclose(gp_ucb_width(4, v=4.0, B=1.0), 1.0 + 2.0 * math.sqrt(math.log(5)))
+
+
+def test_every_multi_task_algorithm_runs():
+    problem = rkhs_problem(2, 0)
+    for name, spec in ALGORITHMS.items():
+        if spec.kind != "multi_task":
+            continue
+        T = 1 if name == "qLogNEHVI" else 3
+        tr = run_trial(problem, name, T, seed=0)
+        assert tr.regret.shape == (T,) and (tr.regret >= 0).all(), name
+        assert tr.hypervolume is not None and tr.bayes is not None
+    # IT-KB's Appendix-E radius is the larger one (√n blow-up), by construction
+    a = run_trial(problem, "IT-KB", 2, seed=0).history
+    f = run_trial(problem, "IT-KB-fair", 2, seed=0).history
+    assert a.rounds[0].beta > f.rounds[0].beta
+    assert "n <= 4" in get_algorithm("qLogNEHVI").available(rkhs_problem(20, 0))
+
+
+def test_every_heavy_tailed_algorithm_runs():
+    problem = synthetic_heavy_tailed_problem("se", "student", seed=0)
+    for name, spec in ALGORITHMS.items():
+        if spec.kind != "heavy_tailed":
+            continue
+        tr = run_trial(problem, name, 20, seed=0)
+        assert tr.regret.shape == (20,) and (tr.regret >= 0).all(), name
+        assert tr.bayes is None
+    matern = synthetic_heavy_tailed_problem("matern", "student", seed=0)
+    assert "QFF" in get_algorithm("ATA-GP-UCB-QFF").available(matern)
+    with pytest.raises(ValueError, match="heavy_tailed algorithm"):
+        run_trial(rkhs_problem(2, 0), "TGP-UCB", 2, seed=0)
+    with pytest.raises(ValueError, match="Unknown algorithm"):
+        get_algorithm("UCB1")
+    assert RunConfig(horizon=5).bound == "spectral"

@@ -1,0 +1,92 @@
+"""CLI smoke tests (--fast) and the runner's common random numbers and metric bookkeeping."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import torch
+
+from botorch_mtucb.benchmarks.cli import main
+from botorch_mtucb.benchmarks.experiments import EXPERIMENTS
+from botorch_mtucb.benchmarks.metrics import instantaneous_regret, time_average_regret
+from botorch_mtucb.benchmarks.multi_task_problems import rkhs_problem
+
+DT = torch.float64
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.InputDataWarning",
+    "ignore::linear_operator.utils.warnings.NumericalWarning",
+)
+
+
+def _load_trials(out):
+    return {p.name: json.loads(p.read_text()) for p in sorted(out.glob("trial*.json"))}
+
+
+def test_cli_fast_multi_task(tmp_path, capsys):
+    out = tmp_path / "rkhs"
+    assert main(["run", "rkhs-n2", "--fast", "--out", str(out), "--no-progress"]) == 0
+    exp = EXPERIMENTS["rkhs-n2"]
+    T = exp.fast_horizon
+    assert (out / "time_average_regret.png").stat().st_size > 1000
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["results"]) == set(exp.fast_algorithms)
+    trials = _load_trials(out)
+    assert len(trials) == len(exp.fast_algorithms)
+    problem = rkhs_problem(2, 0)  # trial 0 of seed 0
+    F_ref = problem.f(problem.regret_X)
+    for blob in trials.values():
+        r = torch.tensor(blob["regret"], dtype=DT)
+        assert r.shape == (T,) and (r >= 0).all()
+        assert len(blob["time_average_regret"]) == len(blob["bayes_regret"]) == T
+        torch.testing.assert_close(torch.tensor(blob["time_average_regret"], dtype=DT),
+                                   time_average_regret(r))
+        bayes = torch.tensor(blob["bayes_regret"], dtype=DT)
+        assert (bayes >= 0).all() and (bayes[1:] <= bayes[:-1] + 1e-12).all()
+        hv = torch.tensor(blob["hypervolume"], dtype=DT)
+        assert (hv[1:] >= hv[:-1] - 1e-12).all()
+        # the loop's regret equals the metric recomputed from the recorded x_t and λ_t
+        X = torch.tensor(blob["x"], dtype=DT)
+        W = torch.tensor(blob["weights"], dtype=DT)
+        recomputed = instantaneous_regret(F_ref, problem.f(X), W, "chebyshev", problem.ref_point)
+        torch.testing.assert_close(recomputed, r)
+    # common random numbers: same λ sequence and initial point for every algorithm
+    blobs = list(trials.values())
+    for b in blobs[1:]:
+        assert b["weights"] == blobs[0]["weights"] and b["initial_X"] == blobs[0]["initial_X"]
+    with open(out / "rounds.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == T * len(exp.fast_algorithms)
+    assert "results in" in capsys.readouterr().out
+
+
+def test_cli_fast_heavy_tailed(tmp_path):
+    out = tmp_path / "ht"
+    assert main(["run", "se-student", "--fast", "--out", str(out), "--no-progress"]) == 0
+    exp = EXPERIMENTS["se-student"]
+    trials = _load_trials(out)
+    assert len(trials) == len(exp.fast_algorithms)
+    for blob in trials.values():
+        r = torch.tensor(blob["regret"], dtype=DT)
+        assert r.shape == (exp.fast_horizon,) and (r >= 0).all()
+        assert blob["bayes_regret"] is None and all(w is None for w in blob["weights"])
+        assert len(blob["x"]) == exp.fast_horizon
+    summary = json.loads((out / "summary.json").read_text())["results"]
+    for entry in summary.values():
+        assert entry["horizon"] == exp.fast_horizon and entry["wall_time_per_round_s"] > 0
+    assert (out / "time_average_regret.png").is_file()
+
+
+def test_cli_list_and_errors(tmp_path, capsys):
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    assert all(name in text for name in EXPERIMENTS) and "qLogNParEGO" in text
+    # a heavy-tailed algorithm on a multi-task experiment is a clear error
+    code = main(["run", "rkhs-n2", "--algorithms", "TGP-UCB", "--out", str(tmp_path), "--fast",
+                 "--no-progress"])
+    assert code == 2 and "does not apply" in capsys.readouterr().err
+    code = main(["run", "intel-lab", "--fast", "--out", str(tmp_path), "--no-progress"])
+    assert code == 2 and "--intel-data" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "no-such-experiment"])
