@@ -19,6 +19,7 @@ from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNorm
 from gpytorch.likelihoods import MultitaskGaussianLikelihood
 from gpytorch.means import Mean, MultitaskMean, ZeroMean
 from gpytorch.models import ExactGP
+from linear_operator.operators import to_linear_operator
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
@@ -128,6 +129,7 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
         self.likelihood.raw_noise.requires_grad_(learn_noise)
         self.learn_noise = learn_noise
+        self._zero_mean = mean_module is None  # the paper's estimator: skip adding zeros
         if mean_module is None:
             mean_module = MultitaskMean(ZeroMean(), num_tasks=n)
         elif not isinstance(mean_module, MultitaskMean):
@@ -181,7 +183,13 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
 
     def _train_resid(self) -> Tensor:
         X = self.train_inputs[0]
+        if self._zero_mean:
+            return self.train_targets
         return self.train_targets - self.mean_module(X)
+
+    def _prior_mean(self, X: Tensor, mean: Tensor) -> Tensor:
+        """``mean`` plus the prior mean at ``X`` (nothing to add for the zero prior)."""
+        return mean if self._zero_mean else mean + self.mean_module(X)
 
     def _build_solver(self) -> MultiTaskSolver:
         X = self.train_inputs[0]
@@ -243,7 +251,7 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         solver = self.solver()
         X = self.transform_inputs(X)
         mean, cov = solver.predict(X, full_cov=True)
-        mean = mean + self.mean_module(X)
+        mean = self._prior_mean(X, mean)
         cov = 0.5 * (cov + cov.transpose(-1, -2))
         n = self.num_tasks
         if observation_noise is True:
@@ -265,9 +273,9 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
             mean = mean[..., idx]
             cov = cov[..., flat[:, None], flat[None, :]]
         if mean.shape[-1] == 1:
-            mvn = MultivariateNormal(mean.squeeze(-1), cov)
-        else:
-            mvn = MultitaskMultivariateNormal(mean, cov, interleaved=True)
+            mvn = MultivariateNormal(mean.squeeze(-1), to_linear_operator(cov))
+        else:  # a LinearOperator covariance: no Cholesky until something samples
+            mvn = MultitaskMultivariateNormal(mean, to_linear_operator(cov), interleaved=True)
         posterior = GPyTorchPosterior(distribution=mvn)
         if hasattr(self, "outcome_transform"):
             if output_indices is not None:
@@ -303,7 +311,7 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         solver = self.solver()
         Xt = self.transform_inputs(X)
         mean, blocks = solver.predict(Xt, full_cov=False)
-        mean = mean + self.mean_module(Xt)
+        mean = self._prior_mean(Xt, mean)
         if tf is not None:
             std = tf.stdvs.reshape(-1)
             mean = mean * std + tf.means.reshape(-1)
