@@ -17,7 +17,7 @@ from gpytorch import settings as gpt_settings
 from gpytorch.constraints import GreaterThan
 from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
 from gpytorch.likelihoods import MultitaskGaussianLikelihood
-from gpytorch.means import Mean, MultitaskMean, ZeroMean
+from gpytorch.means import Mean, MultitaskMean
 from gpytorch.models import ExactGP
 from linear_operator.operators import to_linear_operator
 from torch import Tensor
@@ -32,7 +32,22 @@ from botorch_mtucb.models.solvers import (
 )
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["ExactMultiTaskGP"]
+__all__ = ["ExactMultiTaskGP", "ZeroMultitaskMean"]
+
+
+class ZeroMultitaskMean(Mean):
+    """Zero prior mean for ``n`` tasks: ``batch_shape x N x d -> batch_shape x N x n`` zeros.
+
+    The paper's estimator (paper 000, eq. (1)); cheaper to build than a ``MultitaskMean`` of
+    ``n`` ``ZeroMean`` modules.
+    """
+
+    def __init__(self, num_tasks: int) -> None:
+        super().__init__()
+        self.num_tasks = num_tasks
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.new_zeros(*x.shape[:-1], self.num_tasks)
 
 
 class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
@@ -131,7 +146,7 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         self.learn_noise = learn_noise
         self._zero_mean = mean_module is None  # the paper's estimator: skip adding zeros
         if mean_module is None:
-            mean_module = MultitaskMean(ZeroMean(), num_tasks=n)
+            mean_module = ZeroMultitaskMean(num_tasks=n)
         elif not isinstance(mean_module, MultitaskMean):
             mean_module = MultitaskMean(mean_module, num_tasks=n)
         self.mean_module = mean_module
