@@ -64,6 +64,30 @@ def _table_function(points: Tensor, values: Tensor):
 def _paper_b(F: Tensor, B: Tensor) -> float:
     return float(F.norm(dim=-1).max()) / float(torch.linalg.eigvalsh(B)[-1])
 
+def _finite_problem(
+    name: str, X: Tensor, F: Tensor, B: Tensor, lengthscale: float, noise_std: float,
+    notes: str, **extra,
+) -> MultiTaskProblem:
+    """A problem on the finite set ``X`` with noise-free values ``F`` (``len(X) x n``).
+
+    Derives what the finite problems share: f as a table, the paper's b, the Chebyshev
+    reference point z = componentwise min of ``F``, and ``X`` as both arms and regret set.
+    """
+    return MultiTaskProblem(
+        name=name,
+        f=_table_function(X, F),
+        noise_std=noise_std,
+        scalar_kernel=lambda: _se_kernel(lengthscale),
+        task_covar=B,
+        b=_paper_b(F, B),
+        ref_point=F.min(dim=0).values,
+        regret_X=X,
+        arms=X,
+        notes=notes,
+        **extra,
+    )
+
+
 
 def rkhs_problem(
     n: int, seed: int, num_centers: int = 50, lengthscale: float = 0.2
@@ -86,16 +110,8 @@ def rkhs_problem(
     idx = torch.randint(0, grid.shape[0], (num_centers,), generator=g)
     C = 2 * torch.rand(num_centers, n, generator=g, dtype=DT) - 1
     F = _se_matrix(grid, grid[idx], lengthscale) @ C @ B  # row x: Σ_i k(x, x_i) B c_i
-    return MultiTaskProblem(
-        name=f"rkhs-n{n}",
-        f=_table_function(grid, F),
-        noise_std=0.1,
-        scalar_kernel=lambda: _se_kernel(lengthscale),
-        task_covar=B,
-        b=_paper_b(F, B),
-        ref_point=F.min(dim=0).values,
-        regret_X=grid,
-        arms=grid,
+    return _finite_problem(
+        f"rkhs-n{n}", grid, F, B, lengthscale, noise_std=0.1,
         notes="paper 000 §5 RKHS protocol; z = componentwise min of f on the grid",
     )
 
@@ -128,16 +144,8 @@ def perturbed_sine_problem(omega: float = 0.4, lengthscale: float = 0.1) -> Mult
     bumps = torch.exp(-0.5 * (grid - centers).square() / 0.1**2)  # 101 x 3
     F = torch.sin(2 * math.pi * grid) + 0.6 * bumps @ PERTURBED_SINE_WEIGHTS.T  # 101 x 4
     B = task_similarity_matrix(4, omega)
-    return MultiTaskProblem(
-        name="perturbed-sine",
-        f=_table_function(grid, F),
-        noise_std=0.1,
-        scalar_kernel=lambda: _se_kernel(lengthscale),
-        task_covar=B,
-        b=_paper_b(F, B),
-        ref_point=F.min(dim=0).values,
-        regret_X=grid,
-        arms=grid,
+    return _finite_problem(
+        "perturbed-sine", grid, F, B, lengthscale, noise_std=0.1,
         notes=(
             "perturbation weights chosen here (PERTURBED_SINE_WEIGHTS); SE l = 0.1; "
             "b = max ||f||_2 / lambda_max(B)"
@@ -281,17 +289,8 @@ def intel_lab_problem(
     idx_keep = torch.tensor(keep)
     reading_mask = torch.isin(data.mote_index, idx_keep)
     sigma = float(((data.readings[reading_mask] - mu) / sd).var(dim=0).max().sqrt())
-    return MultiTaskProblem(
-        name="intel-lab",
-        f=_table_function(X, F),
-        noise_std=sigma,
-        scalar_kernel=lambda: _se_kernel(lengthscale),
-        task_covar=B,
-        b=_paper_b(F, B),
-        ref_point=F.min(dim=0).values,
-        regret_X=X,
-        arms=X,
-        eta=eta,
+    return _finite_problem(
+        "intel-lab", X, F, B, lengthscale, noise_std=sigma, eta=eta,
         notes=f"Intel lab; SE l = {lengthscale:.3g}; standardised tasks; sigma = {sigma:.3g}",
     )
 

@@ -33,7 +33,6 @@ from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
     HeavyTailedModel,
     check_training_data,
-    shallow_copy_model,
 )
 from botorch_mtucb.models.heavy_tailed_schedules import (
     Constants,
@@ -334,17 +333,10 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             X: ``n x d`` new inputs.
             Y: ``n x 1`` new raw rewards.
         """
-        X, Y = self._check_condition_inputs(X, Y, self.train_X.shape[-1])
-        X, y = X.to(self.train_X), Y[:, 0].to(self.train_X)
         t = self.num_observations
-        new = shallow_copy_model(self)
-        new.train_X = torch.cat([self.train_X, X])
-        new.train_Y = torch.cat([self.train_Y, y.unsqueeze(-1)])
-        if self._arms is not None:
-            kernel = self.features.base_kernel if self.kind == "nystrom" else None
-            idx = self._arms.index(X, "X", kernel)
-            new._arm_idx = torch.cat([self._arm_idx, idx])
-            new._counts = self._counts.index_add(0, idx, torch.ones_like(y))
+        kernel = self.features.base_kernel if self.kind == "nystrom" else None
+        new, X, y, idx = self._appended_copy(X, Y, kernel)
+        if idx is not None:
             if X.shape[0] == 1 and self._history.length == t:
                 self._history.append(idx[0], y[0])  # we hold the tip: extend in place
                 new._history = self._history

@@ -205,6 +205,30 @@ class HeavyTailedModel(Model):
             )
         return X, Y
 
+    def _appended_copy(
+        self, X: Tensor, Y: Tensor, arm_kernel: Kernel | None = None
+    ) -> tuple[HeavyTailedModel, Tensor, Tensor, Tensor | None]:
+        """Checked shallow copy with ``(X, Y)`` appended (the start of every conditioning).
+
+        Appends to ``train_X`` / ``train_Y`` and, on a finite arm set, to the arm indices and
+        counts; the caller updates its own statistics on the returned copy.
+
+        Returns:
+            ``(new, X, y, idx)``: the copy, ``X`` in the training dtype, the ``n`` rewards as a
+            vector, and the arm indices of ``X`` (``None`` without arms).
+        """
+        X, Y = self._check_condition_inputs(X, Y, self.train_X.shape[-1])
+        X, y = X.to(self.train_X), Y[:, 0].to(self.train_X)
+        new = shallow_copy_model(self)
+        new.train_X = torch.cat([self.train_X, X])
+        new.train_Y = torch.cat([self.train_Y, y.unsqueeze(-1)])
+        idx = None
+        if self._arms is not None:
+            idx = self._arms.index(X, "X", arm_kernel)
+            new._arm_idx = torch.cat([self._arm_idx, idx])
+            new._counts = self._counts.index_add(0, idx, torch.ones_like(y))
+        return new, X, y, idx
+
     def subset_output(self, idcs: list[int]) -> Model:
         if list(idcs) != [0]:
             raise ValueError(f"This model has a single output; got output indices {idcs}.")

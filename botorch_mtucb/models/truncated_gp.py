@@ -30,7 +30,6 @@ from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
     HeavyTailedModel,
     check_training_data,
-    shallow_copy_model,
 )
 from botorch_mtucb.models.heavy_tailed_schedules import (
     Constants,
@@ -222,18 +221,11 @@ class TruncatedGP(HeavyTailedModel):
             X: ``n x d`` new inputs.
             Y: ``n x 1`` new raw rewards.
         """
-        X, Y = self._check_condition_inputs(X, Y, self.train_X.shape[-1])
-        X, y = X.to(self.train_X), Y[:, 0].to(self.train_X)
         t = self.num_observations
-        new = shallow_copy_model(self)
+        new, X, y, idx = self._appended_copy(X, Y, self.covar_module)
         targets = self._truncate(y, t)
-        new.train_X = torch.cat([self.train_X, X])
-        new.train_Y = torch.cat([self.train_Y, y.unsqueeze(-1)])
         new.train_targets = torch.cat([self.train_targets, targets])
-        if self._arms is not None:
-            idx = self._arms.index(X, "X", self.covar_module)
-            new._arm_idx = torch.cat([self._arm_idx, idx])
-            new._counts = self._counts.index_add(0, idx, torch.ones_like(y))
+        if idx is not None:
             new._sums = self._sums.index_add(0, idx, targets)
             if X.shape[0] == 1:
                 # Kalman / Sherman–Morrison update of the arm-space posterior, O(A²).
