@@ -13,7 +13,9 @@ Paper 000, Algorithm 1, written once. Each round t = 1, …, T:
    known — the instantaneous scalarized regret r_t = s_{λ_t}(f(x*_{λ_t})) − s_{λ_t}(f(x_t)).
 
 On a continuous domain the maximiser x*_λ is approximated by the best point of a dense
-``regret_X`` set (together with x_t itself, so r_t ≥ 0); on a finite arm set it is exact.
+``regret_X`` set (together with x_t itself, so r_t ≥ 0), optionally polished by a local
+ascent of the true objective inside ``regret_bounds``
+(:func:`~botorch_mtucb.utils.optimum.polish_maxima`); on a finite arm set it is exact.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from torch import Tensor
 from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.utils.optimum import polish_maxima
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = [
@@ -261,6 +264,7 @@ def run_bo_loop(
     scalarization_sampler: Callable[[torch.Generator | None], Scalarization] | None = None,
     true_f: Callable[[Tensor], Tensor] | None = None,
     regret_X: Tensor | None = None,
+    regret_bounds: Tensor | None = None,
     update: Literal["condition", "refit"] | Callable[[Model, Tensor, Tensor], Model] = "condition",
     refit_every: int = 0,
     generator: torch.Generator | None = None,
@@ -285,6 +289,10 @@ def run_bo_loop(
         true_f: Noise-free ``N x d -> N x n`` objective, to record regret.
         regret_X: ``M x d`` points over which max_x s_λ(f(x)) is taken; defaults to the arms of
             a :class:`FiniteArmOptimizer`.
+        regret_bounds: ``2 x d`` box of a continuous domain. If given, the best point of
+            ``regret_X`` is polished by SLSQP on x ↦ s_{λ_t}(f(x)) within the box
+            (``true_f`` must then be differentiable with torch autograd), so x*_{λ_t} is not
+            limited to the grid's resolution.
         update: ``"condition"`` (``condition_on_observations``), ``"refit"``
             (``model_factory`` on all data), or ``(model, x_t, y_t) -> Model``.
         refit_every: If ``k > 0``, call ``model_factory`` on all data after every k-th round
@@ -312,6 +320,14 @@ def run_bo_loop(
             raise ValueError(
                 "`regret_X` (a dense set of points to approximate max_x s_λ(f(x))) is needed to "
                 "record regret with a continuous optimizer."
+            )
+    if regret_bounds is not None:
+        if true_f is None:
+            raise ValueError("`regret_bounds` needs `true_f` (the objective to polish x*_λ on).")
+        if regret_bounds.shape != (2, initial_X.shape[-1]):
+            raise ValueError(
+                f"`regret_bounds` must be 2 x d = (2, {initial_X.shape[-1]}), got "
+                f"{tuple(regret_bounds.shape)}."
             )
     F_ref = None if true_f is None else true_f(regret_X).detach()
 
@@ -350,7 +366,8 @@ def run_bo_loop(
 
         regret = None
         if F_ref is not None:
-            regret = _instant_regret(scal, F_ref, true_f(x).detach())
+            regret = _instant_regret(scal, F_ref, true_f(x).detach(), true_f, regret_X,
+                                     regret_bounds)
             cum_regret += regret
             if bar is not None:
                 bar.set_postfix(avg_regret=f"{cum_regret / t:.4g}")
@@ -372,13 +389,28 @@ def run_bo_loop(
     return history
 
 
-def _instant_regret(scal: Scalarization | None, F_ref: Tensor, f_x: Tensor) -> float:
-    """max over {reference points, x_t} of s_λ(f) minus s_λ(f(x_t))."""
+def _instant_regret(
+    scal: Scalarization | None,
+    F_ref: Tensor,
+    f_x: Tensor,
+    true_f: Callable[[Tensor], Tensor],
+    regret_X: Tensor,
+    regret_bounds: Tensor | None,
+) -> float:
+    """max over {reference points, x_t} (polished in ``regret_bounds``) of s_λ(f) − s_λ(f(x_t))."""
     if scal is None:
         if F_ref.shape[-1] != 1:
             raise ValueError("Single-objective regret needs a 1-output `true_f`.")
-        v_ref, v_x = F_ref[..., 0], f_x[..., 0]
+
+        def pieces(F: Tensor) -> Tensor:
+            return F[..., :1]
     else:
-        v_ref, v_x = scal(F_ref), scal(f_x)
+        pieces = scal.pieces
+    v_ref = pieces(F_ref).min(dim=-1).values
+    v_x = pieces(f_x).min(dim=-1).values
     best = torch.maximum(v_ref.max(), v_x.max())
+    if regret_bounds is not None:
+        start = regret_X[v_ref.argmax()].unsqueeze(0).to(regret_bounds)
+        _, v_pol = polish_maxima(lambda X: pieces(true_f(X)), start, regret_bounds)
+        best = torch.maximum(best, v_pol[0].to(best))
     return float(best - v_x[0])

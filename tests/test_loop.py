@@ -189,6 +189,45 @@ def test_single_objective_run_without_scalarization():
     assert h.rounds[-1].regret < 0.05  # GP-UCB finds the peak of sin(6x) on the grid
 
 
+def test_continuous_regret_is_polished_beyond_the_grid():
+    c = 0.3137
+
+    def f(X):
+        return -(X - c).square()
+
+    def model_factory(X, Y):
+        m = SingleTaskGP(X, Y, outcome_transform=None)
+        m.covar_module.lengthscale = 0.3
+        m.likelihood.noise = 1e-4
+        return m
+
+    coarse = torch.tensor([[0.0], [0.5], [1.0]], dtype=DT)
+    bounds = torch.tensor([[0.0], [1.0]], dtype=DT)
+
+    def run(regret_bounds):
+        return run_bo_loop(
+            observe=gaussian_observer(f, 0.01, torch.Generator().manual_seed(5)),
+            initial_X=torch.tensor([[0.9]], dtype=DT),
+            num_rounds=4,
+            model_factory=model_factory,
+            acquisition_factory=lambda model, s: UpperConfidenceBound(model, beta=1.0),
+            optimizer=BoxOptimizer(bounds, num_restarts=2, raw_samples=32, seed=0),
+            true_f=f,
+            regret_X=coarse,
+            regret_bounds=regret_bounds,
+        )
+
+    grid_only, polished = run(None), run(bounds)
+    torch.testing.assert_close(grid_only.X, polished.X)  # the metric does not steer the run
+    for r_g, r_p in zip(grid_only.rounds, polished.rounds, strict=True):
+        f_p, f_g = (float(f(r.x.unsqueeze(0))[0, 0]) for r in (r_p, r_g))
+        assert abs(r_p.regret - (0.0 - f_p)) < 1e-9  # the true max of f is 0, at x = c
+        assert abs(r_g.regret - (max(float(f(coarse).max()), f_g) - f_g)) < 1e-12
+        assert r_p.regret > r_g.regret - 1e-6
+    with pytest.raises(ValueError, match="regret_bounds"):
+        run(bounds.T)
+
+
 def test_bad_arguments_raise():
     grid = torch.linspace(0, 1, 11, dtype=DT).unsqueeze(-1)
     kwargs = dict(
@@ -209,6 +248,8 @@ def test_bad_arguments_raise():
         run_bo_loop(**kwargs, update="fantasize")
     with pytest.raises(ValueError, match="refit_every"):
         run_bo_loop(**kwargs, refit_every=-2)
+    with pytest.raises(ValueError, match="true_f"):
+        run_bo_loop(**kwargs, regret_bounds=torch.tensor([[0.0], [1.0]], dtype=DT))
     with pytest.raises(ValueError, match="bounds"):
         BoxOptimizer(torch.tensor([[1.0], [0.0]], dtype=DT))
     with pytest.raises(ValueError, match="choices"):

@@ -115,9 +115,23 @@ class Scalarization(ABC):
         self._check_last_dim(Y, "Y")
         return self._scalarize(Y * self.signs(Y))
 
-    @abstractmethod
+    def pieces(self, Y: Tensor) -> Tensor:
+        """``... x P`` smooth pieces of s_λ: s_λ(Y) = their minimum over the last dimension.
+
+        ``P = 1`` (λᵀy) for the linear scalarization and ``P = n`` (λ_i (y_i − z_i)) for the
+        Chebyshev one; what an exact maximiser of a non-smooth s_λ needs (epigraph form, see
+        :func:`~botorch_mtucb.utils.optimum.polish_maxima`).
+        """
+        self._check_last_dim(Y, "Y")
+        return self._pieces(Y * self.signs(Y))
+
     def _scalarize(self, Y: Tensor) -> Tensor:
         """s_λ on sign-corrected (all-maximised) ``... x n`` outcomes."""
+        return self._pieces(Y).min(dim=-1).values
+
+    @abstractmethod
+    def _pieces(self, Y: Tensor) -> Tensor:
+        """The ``... x P`` pieces on sign-corrected (all-maximised) ``... x n`` outcomes."""
 
     @abstractmethod
     def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
@@ -151,6 +165,9 @@ class LinearScalarization(Scalarization):
 
     def _scalarize(self, Y: Tensor) -> Tensor:
         return Y @ self.weights.to(Y)
+
+    def _pieces(self, Y: Tensor) -> Tensor:
+        return self._scalarize(Y).unsqueeze(-1)
 
     def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
         """λᵀμ + β √(wᵀΓw), w = λ with the signs of minimised objectives flipped."""
@@ -199,9 +216,9 @@ class ChebyshevScalarization(Scalarization):
     def lipschitz(self) -> Tensor:
         return self.weights.max()
 
-    def _scalarize(self, Y: Tensor) -> Tensor:
+    def _pieces(self, Y: Tensor) -> Tensor:
         z = self.ref_point.to(Y) * self.signs(Y)
-        return (self.weights.to(Y) * (Y - z)).min(dim=-1).values
+        return self.weights.to(Y) * (Y - z)
 
     def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
         """min_i λ_i (μ̃_i + β σ_i − z̃_i), σ_i² = Γ_ii, tildes: sign-corrected."""

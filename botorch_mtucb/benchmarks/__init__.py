@@ -16,6 +16,7 @@ from botorch_mtucb.benchmarks.metrics import (
     cumulative_regret,
     hypervolume_curve,
     instantaneous_regret,
+    scalarized_optima,
     time_average_regret,
 )
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
@@ -39,5 +40,6 @@ __all__ = [
     "instantaneous_regret",
     "run_experiment",
     "run_trial",
+    "scalarized_optima",
     "time_average_regret",
 ]

@@ -12,13 +12,15 @@ domain, or a dense grid of a continuous one) and queries ``x_1, …, x_T``:
   so only for a few objectives).
 
 For n = 1 (heavy-tailed BO) the "scalarization" is the identity and r_t = max f − f(x_t).
-On a continuous domain the maximum over ``X_ref ∪ {x_t}`` is a lower bound on the true
-maximum (a dense grid, no local polish), so the regrets are slightly optimistic there.
+On a continuous domain max_x s_λ(f(x)) is taken over a dense grid and then polished by a local
+SLSQP ascent of the true objective (:func:`scalarized_optima`, used by the runner for the
+Bayes regret and by the loop for r_t). The result is still a lower bound on the true maximum
+(a local ascent from the grid's best point), so the regrets can only be slightly optimistic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from botorch.utils.multi_objective.hypervolume import Hypervolume
@@ -30,6 +32,7 @@ from botorch_mtucb.acquisition.scalarization import (
     LinearScalarization,
     Scalarization,
 )
+from botorch_mtucb.utils.optimum import polish_maxima
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "hypervolume_curve",
     "instantaneous_regret",
     "make_scalarization",
+    "scalarized_optima",
     "scalarized_values",
     "time_average_regret",
 ]
@@ -134,12 +138,17 @@ def instantaneous_regret(
 
 def _rowwise_values(Y: Tensor, W: Tensor, kind: str, ref_point: Tensor | None) -> Tensor:
     """s_{λ_t}(y_t) for matching rows of ``T x n`` outcomes and weights."""
+    return _rowwise_pieces(Y, W, kind, ref_point).min(dim=-1).values
+
+
+def _rowwise_pieces(Y: Tensor, W: Tensor, kind: str, ref_point: Tensor | None) -> Tensor:
+    """``T x P`` smooth pieces whose row minimum is s_{λ_t}(y_t): P = 1 (linear) or n."""
     if kind == "linear":
-        return (W * Y).sum(dim=-1)
+        return (W * Y).sum(dim=-1, keepdim=True)
     if kind == "chebyshev":
         if ref_point is None:
             raise ValueError("`ref_point` is required for the Chebyshev scalarization.")
-        return (W * (Y - torch.as_tensor(ref_point).to(Y))).min(dim=-1).values
+        return W * (Y - torch.as_tensor(ref_point).to(Y))
     raise ValueError(f"`kind` must be 'linear' or 'chebyshev', got {kind!r}.")
 
 
@@ -156,12 +165,53 @@ def time_average_regret(regrets: Tensor) -> Tensor:
     return cum / t
 
 
+def scalarized_optima(
+    f: Callable[[Tensor], Tensor],
+    X_ref: Tensor,
+    weights: Tensor,
+    kind: str = "chebyshev",
+    ref_point: Tensor | None = None,
+    bounds: Tensor | None = None,
+) -> Tensor:
+    """max_x s_{λ_m}(f(x)) for each weight vector: best point of ``X_ref``, then polished.
+
+    Args:
+        f: True objective ``N x d -> N x n`` (differentiable with autograd if ``bounds``).
+        X_ref: ``M x d`` reference set (the arms of a finite domain, a dense grid otherwise).
+        weights: ``K x n`` weight vectors.
+        kind: Scalarization kind.
+        ref_point: Chebyshev reference point.
+        bounds: ``2 x d`` box of a continuous domain: each λ's grid maximiser is then polished
+            by SLSQP on x ↦ s_λ(f(x)) (:func:`~botorch_mtucb.utils.optimum.polish_maxima`);
+            ``None`` on a finite domain (the grid maximum is exact).
+
+    Returns:
+        ``K`` values, each ≥ the grid maximum and ≤ the true maximum.
+    """
+    with torch.no_grad():
+        V = scalarized_values(f(X_ref).to(torch.float64), weights, kind, ref_point)  # K x M
+    best, idx = V.max(dim=-1)
+    if bounds is None:
+        return best
+    W = weights.to(torch.float64)
+
+    polished = torch.empty_like(best)
+    for k in range(W.shape[0]):  # one λ at a time: each evaluation of f is then on one point
+
+        def pieces(X: Tensor, w: Tensor = W[k : k + 1]) -> Tensor:  # 1 x P (linear: P = 1)
+            return _rowwise_pieces(f(X).to(torch.float64), w, kind, ref_point)
+
+        polished[k] = polish_maxima(pieces, X_ref[idx[k]].unsqueeze(0), bounds)[1][0]
+    return torch.maximum(best, polished)
+
+
 def bayes_regret(
     F_ref: Tensor,
     F_query: Tensor,
     weights: Tensor,
     kind: str = "chebyshev",
     ref_point: Tensor | None = None,
+    optima: Tensor | None = None,
 ) -> Tensor:
     """Monte-Carlo Bayes regret R_B(t) = mean_m [max_x s_{λ_m}(f(x)) − max_{s ≤ t} s_{λ_m}(f(x_s))].
 
@@ -171,6 +221,9 @@ def bayes_regret(
         weights: ``K x n`` Monte-Carlo sample λ_1, …, λ_K ~ P_λ (fixed across algorithms).
         kind: Scalarization kind.
         ref_point: Chebyshev reference point.
+        optima: ``K`` values max_x s_{λ_m}(f(x)) when known better than the reference set
+            gives them (e.g. :func:`scalarized_optima` with a polish on a continuous domain);
+            the larger of the two is used.
 
     Returns:
         ``T`` non-increasing, non-negative values R_B(1), …, R_B(T).
@@ -180,6 +233,14 @@ def bayes_regret(
         return F_query.new_zeros(0, dtype=torch.float64)
     W = weights.to(torch.float64)
     best = scalarized_values(F_ref.to(torch.float64), W, kind, ref_point).max(dim=-1).values
+    if optima is not None:
+        if optima.shape != best.shape:
+            raise ValueError(
+                f"`optima` must hold one value per weight vector ({best.shape[0]}), got "
+                f"shape {tuple(optima.shape)}."
+            )
+        check_finite(optima, "optima")
+        best = torch.maximum(best, optima.to(best))
     S = scalarized_values(F_query.to(torch.float64), W, kind, ref_point)  # K x T
     running = S.cummax(dim=-1).values
     return (torch.maximum(best[:, None], running) - running).mean(dim=0)

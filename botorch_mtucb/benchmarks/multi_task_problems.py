@@ -226,7 +226,11 @@ def branin_problem(
         bounds=bounds if continuous else None,
         notes=(
             "shift i% along x1 (odd i) / x2 (even i); -Branin standardised; SE l = 0.2; "
-            + ("continuous, x*_lambda over a dense grid" if continuous else f"{grid_size}^2 grid")
+            + (
+                "continuous, x*_lambda = dense grid + SLSQP polish"
+                if continuous
+                else f"{grid_size}^2 grid"
+            )
         ),
     )
 

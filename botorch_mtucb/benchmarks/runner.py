@@ -42,6 +42,7 @@ from botorch_mtucb.benchmarks.metrics import (
     MAX_HYPERVOLUME_OBJECTIVES,
     bayes_regret,
     hypervolume_curve,
+    scalarized_optima,
     time_average_regret,
 )
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
@@ -207,6 +208,7 @@ def run_trial(
             scalarization_sampler=sampler,
             true_f=true_f,
             regret_X=regret_X,
+            regret_bounds=None if not is_mt or problem.is_finite else problem.bounds,
             generator=lam_gen,
             progress=progress,
         )
@@ -221,7 +223,12 @@ def run_trial(
             problem.num_objectives, BAYES_SAMPLES, scalarization,
             torch.Generator().manual_seed(seed + 4),
         )
-        bayes = bayes_regret(F_ref, F_q, W, scalarization, problem.ref_point)
+        optima = None
+        if not problem.is_finite:  # grid maximiser of each Monte-Carlo λ, polished
+            optima = scalarized_optima(
+                true_f, regret_X, W, scalarization, problem.ref_point, problem.bounds
+            )
+        bayes = bayes_regret(F_ref, F_q, W, scalarization, problem.ref_point, optima)
         if problem.num_objectives <= MAX_HYPERVOLUME_OBJECTIVES:
             hv = hypervolume_curve(F_q, problem.ref_point)
     return TrialResult(

@@ -13,6 +13,7 @@ from botorch_mtucb.acquisition import (
     ChebyshevScalarization,
     LinearScalarization,
     TheoremTwoBeta,
+    sample_scalarization_weights,
 )
 from botorch_mtucb.benchmarks.algorithms import ALGORITHMS, RunConfig, get_algorithm
 from botorch_mtucb.benchmarks.baselines import (
@@ -22,8 +23,9 @@ from botorch_mtucb.benchmarks.baselines import (
     srinivas_beta,
 )
 from botorch_mtucb.benchmarks.heavy_tailed_problems import synthetic_heavy_tailed_problem
-from botorch_mtucb.benchmarks.multi_task_problems import rkhs_problem
-from botorch_mtucb.benchmarks.runner import run_trial
+from botorch_mtucb.benchmarks.metrics import bayes_regret, instantaneous_regret
+from botorch_mtucb.benchmarks.multi_task_problems import branin_problem, rkhs_problem
+from botorch_mtucb.benchmarks.runner import BAYES_SAMPLES, run_trial
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP
 
@@ -110,6 +112,30 @@ def test_every_multi_task_algorithm_runs():
     f = run_trial(problem, "IT-KB-fair", 2, seed=0).history
     assert a.rounds[0].beta > f.rounds[0].beta
     assert "n <= 4" in get_algorithm("qLogNEHVI").available(rkhs_problem(20, 0))
+
+
+def test_continuous_regrets_use_polished_optima():
+    # Branin on the unit square, x*_λ from a deliberately coarse 11 x 11 grid + polish
+    problem = branin_problem(continuous=True, regret_grid_size=11)
+    tr = run_trial(problem, "MT-KB", 3, seed=0)
+    h = tr.history
+    W = torch.stack([r.weights for r in h.rounds])
+    F_q, z = problem.f(h.X), problem.ref_point
+    coarse = instantaneous_regret(problem.f(problem.regret_X), F_q, W, "chebyshev", z)
+    lin = torch.linspace(0, 1, 201, dtype=DT)
+    dense = instantaneous_regret(
+        problem.f(torch.cartesian_prod(lin, lin)), F_q, W, "chebyshev", z
+    )
+    assert (tr.regret >= coarse - 1e-12).all()
+    assert (tr.regret - coarse).max() > 1e-4  # the coarse grid alone misses the optimum
+    assert (tr.regret >= dense - 1e-5).all()  # as good as a 201² grid, or better
+    # Bayes regret: the runner's Monte-Carlo λ (seed + 4), polished optima vs grid-only
+    W_mc = sample_scalarization_weights(
+        9, BAYES_SAMPLES, "chebyshev", torch.Generator().manual_seed(0 + 4)
+    )
+    coarse_b = bayes_regret(problem.f(problem.regret_X), F_q, W_mc, "chebyshev", z)
+    assert tr.bayes is not None and (tr.bayes >= coarse_b - 1e-12).all()
+    assert (tr.bayes - coarse_b)[-1] > 1e-6
 
 
 def test_every_heavy_tailed_algorithm_runs():

@@ -12,6 +12,7 @@ from botorch_mtucb.benchmarks.metrics import (
     hypervolume_curve,
     instantaneous_regret,
     make_scalarization,
+    scalarized_optima,
     scalarized_values,
     time_average_regret,
 )
@@ -78,6 +79,42 @@ def test_bayes_regret_by_hand():
     # λ2: best 0.9, values (0.1, 0.4, 0.9), running 0.1, 0.4, 0.9 -> regret 0.8, 0.5, 0
     torch.testing.assert_close(rb, torch.tensor([0.4, 0.25, 0.0], dtype=DT))
     assert (rb[1:] <= rb[:-1]).all()
+
+
+def test_bayes_regret_with_known_optima():
+    W = torch.tensor([[0.5, 0.5], [0.9, 0.1]], dtype=DT)
+    F_q = torch.tensor([[0.0, 1.0], [0.4, 0.4], [1.0, 0.0]], dtype=DT)
+    # optima above the reference set's (0.5, 0.9) shift every regret up; below them are ignored
+    rb = bayes_regret(F_REF, F_q, W, "linear", optima=torch.tensor([0.6, 1.0], dtype=DT))
+    torch.testing.assert_close(rb, torch.tensor([0.5, 0.35, 0.1], dtype=DT))
+    rb0 = bayes_regret(F_REF, F_q, W, "linear", optima=torch.tensor([0.0, 0.0], dtype=DT))
+    torch.testing.assert_close(rb0, bayes_regret(F_REF, F_q, W, "linear"))
+    with pytest.raises(ValueError, match="optima"):
+        bayes_regret(F_REF, F_q, W, "linear", optima=torch.zeros(3, dtype=DT))
+
+
+def test_scalarized_optima_polish_against_closed_form():
+    # f(x) = (x, 1 - x) on [0, 1], z = 0: max_x min(λ1 x, λ2 (1 - x)) = λ1 λ2 / (λ1 + λ2)
+    def f(X):
+        return torch.cat([X, 1.0 - X], dim=-1)
+
+    W = torch.tensor([[0.5, 0.5], [0.9, 0.1], [0.3, 0.7], [0.62, 0.38]], dtype=DT)
+    exact = W[:, 0] * W[:, 1] / W.sum(-1)
+    grid = torch.linspace(0, 1, 6, dtype=DT).unsqueeze(-1)
+    z = torch.zeros(2, dtype=DT)
+    on_grid = scalarized_optima(f, grid, W, "chebyshev", z)
+    torch.testing.assert_close(on_grid, scalarized_values(f(grid), W, "chebyshev", z).amax(-1))
+    assert (exact - on_grid).max() > 1e-2  # the 6-point grid misses the kinks
+    bounds = torch.tensor([[0.0], [1.0]], dtype=DT)
+    polished = scalarized_optima(f, grid, W, "chebyshev", z, bounds=bounds)
+    assert (polished >= on_grid).all() and (polished <= exact + 1e-12).all()
+    torch.testing.assert_close(polished, exact, atol=1e-6, rtol=0.0)
+    # linear weights on a smooth problem: the maximum of 1 - (x - 0.37)² is 1
+    lin = scalarized_optima(
+        lambda X: 1.0 - (X - 0.37).square(), grid, torch.ones(1, 1, dtype=DT), "linear",
+        bounds=bounds,
+    )
+    torch.testing.assert_close(lin, torch.ones(1, dtype=DT), atol=1e-10, rtol=0.0)
 
 
 def test_hypervolume_curve_by_hand():
