@@ -62,6 +62,8 @@ class RoundRecord:
         regret: Instantaneous scalarized regret r_t (``None`` when f is unknown).
         beta: β used by the acquisition, when it exposes one.
         wall_time: Seconds spent on the round's algorithm steps (not the regret metric).
+        dictionary_size: Size m_t of a Nyström dictionary after the update, when the model
+            exposes one (``dictionary_size``: MT-BKB; ``None`` otherwise).
     """
 
     t: int
@@ -71,6 +73,7 @@ class RoundRecord:
     regret: float | None
     beta: float | None
     wall_time: float
+    dictionary_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (tensors become lists)."""
@@ -82,6 +85,7 @@ class RoundRecord:
             "regret": self.regret,
             "beta": self.beta,
             "wall_time": self.wall_time,
+            "dictionary_size": self.dictionary_size,
         }
 
 
@@ -383,10 +387,21 @@ def run_bo_loop(
                 regret=regret,
                 beta=None if beta is None else float(beta),
                 wall_time=wall,
+                dictionary_size=_dictionary_size(model),
             )
         )
     history.model = model
     return history
+
+
+def _dictionary_size(model: Model | None) -> int | None:
+    """m_t of a Nyström model (also inside a ModelListGP: the sum over its members)."""
+    models = getattr(model, "models", None)
+    if models is not None:
+        sizes = [_dictionary_size(m) for m in models]
+        return None if any(s is None for s in sizes) else sum(sizes)
+    size = getattr(model, "dictionary_size", None)
+    return None if size is None else int(size)
 
 
 def _instant_regret(

@@ -86,6 +86,7 @@ class TrialResult:
             out["y"] = h.Y.tolist()
             out["weights"] = [None if r.weights is None else r.weights.tolist() for r in h.rounds]
             out["beta"] = [r.beta for r in h.rounds]
+            out["dictionary_size"] = [r.dictionary_size for r in h.rounds]
         return out
 
 
@@ -116,7 +117,8 @@ class ExperimentResult:
         return out
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """Per algorithm: final time-average regret mean / std, trials, wall time per round."""
+        """Per algorithm: final time-average regret mean / std, trials, wall time per round,
+        final Bayes regret and hypervolume (multi-task), final Nyström dictionary size m_T."""
         out = {}
         for alg, curve in self.curves().items():
             final = curve[:, -1] if curve.shape[-1] else curve.new_zeros(curve.shape[0])
@@ -134,6 +136,13 @@ class ExperimentResult:
             hv = self.curves("hypervolume").get(alg)
             if hv is not None and hv.shape[-1]:
                 entry["final_hypervolume_mean"] = float(hv[:, -1].mean())
+            sizes = [
+                tr.history.rounds[-1].dictionary_size
+                for tr in self.trials
+                if tr.algorithm == alg and tr.history is not None and tr.history.rounds
+            ]
+            if sizes and all(m is not None for m in sizes):
+                entry["final_dictionary_size_mean"] = sum(sizes) / len(sizes)
             out[alg] = entry
         return out
 

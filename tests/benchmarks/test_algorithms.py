@@ -107,6 +107,11 @@ def test_every_multi_task_algorithm_runs():
         tr = run_trial(problem, name, T, seed=0)
         assert tr.regret.shape == (T,) and (tr.regret >= 0).all(), name
         assert tr.hypervolume is not None and tr.bayes is not None
+        sizes = [r.dictionary_size for r in tr.history.rounds]
+        if "BKB" in name:  # m_t is recorded; at most t + 1 points per task exist
+            assert all(1 <= m <= 2 * (t + 2) for t, m in enumerate(sizes)), (name, sizes)
+        else:
+            assert sizes == [None] * T, name
     # IT-KB's Appendix-E radius is the larger one (√n blow-up), by construction
     a = run_trial(problem, "IT-KB", 2, seed=0).history
     f = run_trial(problem, "IT-KB-fair", 2, seed=0).history
