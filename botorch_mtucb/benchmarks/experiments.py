@@ -30,7 +30,7 @@ MT_ALGORITHMS = (
     "MT-KB", "MT-BKB", "IT-KB", "IT-KB-fair", "IT-BKB", "IT-BKB-fair", "MOBO",
     "qLogNParEGO", "qLogNEHVI",
 )
-MT_FAST = ("MT-KB", "IT-KB", "MOBO")
+MT_FAST = ("MT-KB", "MT-BKB", "IT-KB", "MOBO")
 HT_ALGORITHMS = ("TGP-UCB", "ATA-GP-UCB-QFF", "ATA-GP-UCB-Nystrom", "GP-UCB")
 HT_FAST = ("TGP-UCB", "ATA-GP-UCB-Nystrom")
 

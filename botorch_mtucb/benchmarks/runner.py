@@ -10,7 +10,8 @@ is seeded with ``s_k`` too.
 Files written to ``out_dir`` (one folder per run):
 
 * ``trial<k>_<algorithm>.json`` — settings and per-round arrays (x, y, λ_t, β, regret,
-  cumulative and time-average regret, Bayes regret, hypervolume, wall time);
+  cumulative and time-average regret, Bayes regret, hypervolume, wall time, Nyström
+  dictionary size m_t of MT-BKB / IT-BKB);
 * ``rounds.csv`` — one row per (algorithm, trial, round) (every ``csv_stride``-th round);
 * ``summary.json`` — final time-average regret mean ± std per algorithm, wall time per round;
 * ``time_average_regret.png`` — mean ± std of R_C(t)/t vs t, one line per algorithm.
@@ -65,6 +66,7 @@ class TrialResult:
     wall_time: Tensor
     bayes: Tensor | None = None
     hypervolume: Tensor | None = None
+    dictionary_size: Tensor | None = None
     history: LoopHistory | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -79,6 +81,9 @@ class TrialResult:
             "wall_time": self.wall_time.tolist(),
             "bayes_regret": None if self.bayes is None else self.bayes.tolist(),
             "hypervolume": None if self.hypervolume is None else self.hypervolume.tolist(),
+            "dictionary_size": (
+                None if self.dictionary_size is None else self.dictionary_size.tolist()
+            ),
         }
         if h is not None:
             out["initial_X"] = h.initial_X.tolist()
@@ -86,7 +91,6 @@ class TrialResult:
             out["y"] = h.Y.tolist()
             out["weights"] = [None if r.weights is None else r.weights.tolist() for r in h.rounds]
             out["beta"] = [r.beta for r in h.rounds]
-            out["dictionary_size"] = [r.dictionary_size for r in h.rounds]
         return out
 
 
@@ -136,13 +140,9 @@ class ExperimentResult:
             hv = self.curves("hypervolume").get(alg)
             if hv is not None and hv.shape[-1]:
                 entry["final_hypervolume_mean"] = float(hv[:, -1].mean())
-            sizes = [
-                tr.history.rounds[-1].dictionary_size
-                for tr in self.trials
-                if tr.algorithm == alg and tr.history is not None and tr.history.rounds
-            ]
-            if sizes and all(m is not None for m in sizes):
-                entry["final_dictionary_size_mean"] = sum(sizes) / len(sizes)
+            sizes = self.curves("dictionary_size").get(alg)
+            if sizes is not None and sizes.shape[-1]:
+                entry["final_dictionary_size_mean"] = float(sizes[:, -1].mean())
             out[alg] = entry
         return out
 
@@ -240,6 +240,10 @@ def run_trial(
         bayes = bayes_regret(F_ref, F_q, W, scalarization, problem.ref_point, optima)
         if problem.num_objectives <= MAX_HYPERVOLUME_OBJECTIVES:
             hv = hypervolume_curve(F_q, problem.ref_point)
+    sizes = [r.dictionary_size for r in history.rounds]
+    dict_size = None
+    if sizes and all(m is not None for m in sizes):
+        dict_size = torch.tensor(sizes, dtype=torch.float64)
     return TrialResult(
         algorithm=spec.name,
         trial=trial,
@@ -249,6 +253,7 @@ def run_trial(
         wall_time=wall,
         bayes=bayes,
         hypervolume=hv,
+        dictionary_size=dict_size,
         history=history if keep_history else None,
     )
 
@@ -370,6 +375,7 @@ def _write_outputs(result: ExperimentResult, out: Path, csv_stride: int | None) 
         w.writerow([
             "experiment", "algorithm", "trial", "t", "regret", "cumulative_regret",
             "time_average_regret", "bayes_regret", "hypervolume", "wall_time_s",
+            "dictionary_size",
         ])
         for tr in result.trials:
             cum = tr.regret.cumsum(0)
@@ -380,6 +386,7 @@ def _write_outputs(result: ExperimentResult, out: Path, csv_stride: int | None) 
                     "" if tr.bayes is None else _fmt(tr.bayes[i]),
                     "" if tr.hypervolume is None else _fmt(tr.hypervolume[i]),
                     _fmt(tr.wall_time[i]),
+                    "" if tr.dictionary_size is None else int(tr.dictionary_size[i]),
                 ])
 
 

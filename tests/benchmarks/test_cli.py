@@ -59,6 +59,17 @@ def test_cli_fast_multi_task(tmp_path, capsys):
         rows = list(csv.DictReader(fh))
     assert len(rows) == T * len(exp.fast_algorithms)
     assert "results in" in capsys.readouterr().out
+    # the Nyström dictionary size is recorded for the BKB algorithms only
+    for name, blob in trials.items():
+        sizes = blob["dictionary_size"]
+        if "BKB" in name:
+            assert len(sizes) == T and all(1 <= m <= t + 2 for t, m in enumerate(sizes))
+            entry = summary["results"][blob["algorithm"]]
+            assert entry["final_dictionary_size_mean"] == sizes[-1]  # one trial
+            alg = blob["algorithm"]
+            assert [int(r["dictionary_size"]) for r in rows if r["algorithm"] == alg] == sizes
+        else:
+            assert sizes is None
 
 
 def test_cli_fast_heavy_tailed(tmp_path):
