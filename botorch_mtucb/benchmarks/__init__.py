@@ -1,7 +1,8 @@
 """Benchmarks: the papers' experiments, baselines, regret metrics, runner and CLI.
 
 ``python -m botorch_mtucb.benchmarks list`` shows the experiments; ``run <experiment>`` runs
-one (see :mod:`botorch_mtucb.benchmarks.cli`).
+one, ``summarize <run dirs>`` tabulates finished runs or merges them (see
+:mod:`botorch_mtucb.benchmarks.cli`).
 """
 
 from botorch_mtucb.benchmarks.algorithms import ALGORITHMS, AlgorithmSpec, RunConfig, get_algorithm
@@ -21,6 +22,7 @@ from botorch_mtucb.benchmarks.metrics import (
 )
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
 from botorch_mtucb.benchmarks.runner import ExperimentResult, run_experiment, run_trial
+from botorch_mtucb.benchmarks.summarize import format_results_table, load_run, merge_runs
 
 __all__ = [
     "ALGORITHMS",
@@ -34,10 +36,13 @@ __all__ = [
     "RunConfig",
     "bayes_regret",
     "cumulative_regret",
+    "format_results_table",
     "get_algorithm",
     "get_experiment",
     "hypervolume_curve",
     "instantaneous_regret",
+    "load_run",
+    "merge_runs",
     "run_experiment",
     "run_trial",
     "scalarized_optima",

@@ -1,10 +1,12 @@
-"""Command line: ``python -m botorch_mtucb.benchmarks {list,run,table} ...``.
+"""Command line: ``python -m botorch_mtucb.benchmarks {list,run,summarize,table} ...``.
 
 Examples::
 
     python -m botorch_mtucb.benchmarks list
     python -m botorch_mtucb.benchmarks run rkhs-n2 --trials 5 --horizon 100 --out runs/rkhs2
     python -m botorch_mtucb.benchmarks run se-student --fast --out /tmp/ht
+    python -m botorch_mtucb.benchmarks summarize runs/rkhs2 runs/sine
+    python -m botorch_mtucb.benchmarks summarize runs/rkhs20_a runs/rkhs20_b --merge runs/rkhs20
     python -m botorch_mtucb.benchmarks table --seeds 5 --horizon 100 --out runs/table
 """
 
@@ -49,6 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=int, default=1,
                    help="torch threads (default 1: the problems are small, threads only contend)")
 
+    m = sub.add_parser("summarize", help="Markdown table of finished runs; merge runs")
+    m.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders written by `run`")
+    m.add_argument("--algorithms", nargs="+", default=None, metavar="ALG",
+                   help="table columns (default: every algorithm found)")
+    m.add_argument("--merge", default=None, metavar="OUT",
+                   help="pool the runs (same experiment, seed, horizon, options) into OUT")
+
     t = sub.add_parser("table", help="directional vs spectral UCB table (issue 8)")
     t.add_argument("--problems", nargs="+", default=None)
     t.add_argument("--scalarizations", nargs="+", default=["chebyshev", "linear"],
@@ -87,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "list":
         _list()
         return 0
+    if args.command == "summarize":
+        return _summarize(args)
     import torch
 
     previous = torch.get_num_threads()
@@ -95,6 +106,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args)
     finally:
         torch.set_num_threads(previous)
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    from botorch_mtucb.benchmarks.summarize import format_results_table, load_run, merge_runs
+
+    try:
+        if args.merge:
+            results = [merge_runs(args.runs, out_dir=args.merge)]
+        else:
+            results = [load_run(p) for p in args.runs]
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_results_table(results, args.algorithms))
+    if args.merge:
+        print(f"merged run in {args.merge}")
+    return 0
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -49,7 +49,7 @@ from botorch_mtucb.benchmarks.metrics import (
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
 from botorch_mtucb.loop import BoxOptimizer, FiniteArmOptimizer, LoopHistory, run_bo_loop
 
-__all__ = ["ExperimentResult", "TrialResult", "run_experiment", "run_trial"]
+__all__ = ["ExperimentResult", "TrialResult", "run_experiment", "run_trial", "write_outputs"]
 
 BAYES_SAMPLES = 256
 
@@ -354,18 +354,14 @@ def run_experiment(
         bar.close()
     settings["total_wall_time_s"] = time.perf_counter() - start
     if out is not None:
-        _write_outputs(result, out, csv_stride)
-        if plot and result.trials:
-            from botorch_mtucb.benchmarks.plotting import plot_time_average_regret
-
-            plot_time_average_regret(
-                result.curves(), out / "time_average_regret.png",
-                title=f"{exp.name} ({exp.paper}), {N} trial(s)",
-            )
+        write_outputs(result, out, csv_stride, plot)
     return result
 
 
-def _write_outputs(result: ExperimentResult, out: Path, csv_stride: int | None) -> None:
+def write_outputs(
+    result: ExperimentResult, out: Path, csv_stride: int | None = None, plot: bool = True
+) -> None:
+    """Write ``summary.json``, ``rounds.csv`` and (``plot``) the PNG of a run into ``out``."""
     summary = {"settings": result.settings, "skipped": result.skipped, "results": result.summary()}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     T = result.settings["horizon"]
@@ -388,6 +384,15 @@ def _write_outputs(result: ExperimentResult, out: Path, csv_stride: int | None) 
                     _fmt(tr.wall_time[i]),
                     "" if tr.dictionary_size is None else int(tr.dictionary_size[i]),
                 ])
+    if plot and result.trials:
+        from botorch_mtucb.benchmarks.plotting import plot_time_average_regret
+
+        st = result.settings
+        n = len({tr.trial for tr in result.trials})
+        plot_time_average_regret(
+            result.curves(), out / "time_average_regret.png",
+            title=f"{result.experiment} ({st.get('paper', '')}), {n} trial(s), T = {T}",
+        )
 
 
 def _fmt(x: Tensor | float) -> str:

@@ -1,0 +1,90 @@
+"""Reloading, merging and tabulating finished benchmark runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from botorch_mtucb.benchmarks.cli import main
+from botorch_mtucb.benchmarks.runner import run_experiment
+from botorch_mtucb.benchmarks.summarize import format_results_table, load_run, merge_runs
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.InputDataWarning",
+    "ignore::linear_operator.utils.warnings.NumericalWarning",
+)
+KW = dict(trials=2, horizon=3, seed=0, progress=False)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    run_experiment("rkhs-n2", algorithms=["MT-KB"], out_dir=root / "a", **KW)
+    run_experiment("rkhs-n2", algorithms=["IT-KB"], out_dir=root / "b", **KW)
+    both = run_experiment("rkhs-n2", algorithms=["MT-KB", "IT-KB"], out_dir=root / "ab", **KW)
+    return root, both
+
+
+def test_load_run_round_trips_the_summary(runs):
+    root, both = runs
+    loaded = load_run(root / "ab")
+    assert loaded.summary() == json.loads((root / "ab" / "summary.json").read_text())["results"]
+    assert [(tr.trial, tr.algorithm) for tr in loaded.trials] == [
+        (0, "MT-KB"), (0, "IT-KB"), (1, "MT-KB"), (1, "IT-KB")
+    ]
+    for a, b in zip(loaded.trials, both.trials, strict=True):
+        torch.testing.assert_close(a.regret, b.regret)
+        torch.testing.assert_close(a.bayes, b.bayes)
+
+
+def test_merge_equals_one_run_of_everything(runs):
+    root, both = runs
+    merged = merge_runs([root / "a", root / "b"], out_dir=root / "merged")
+    assert merged.summary().keys() == both.summary().keys()
+    for alg, entry in both.summary().items():
+        for key in ("final_time_average_regret_mean", "final_time_average_regret_std",
+                    "final_bayes_regret_mean", "trials"):
+            assert merged.summary()[alg][key] == pytest.approx(entry[key], rel=1e-12), key
+    assert merged.settings["algorithms"] == ["MT-KB", "IT-KB"]
+    assert merged.settings["trials"] == 2
+    files = sorted(p.name for p in (root / "merged").glob("trial*.json"))
+    assert files == sorted(p.name for p in (root / "ab").glob("trial*.json"))
+    assert (root / "merged" / "time_average_regret.png").stat().st_size > 1000
+    # an identical re-run of the same trials is counted once
+    again = merge_runs([root / "a", root / "ab"])
+    assert len(again.trials) == 4
+
+
+def test_merge_refuses_mismatched_runs(runs, tmp_path):
+    root, _ = runs
+    run_experiment("rkhs-n2", algorithms=["MOBO"], out_dir=tmp_path / "h4",
+                   **{**KW, "horizon": 4})
+    with pytest.raises(ValueError, match="'horizon'"):
+        merge_runs([root / "a", tmp_path / "h4"])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    blob = json.loads((root / "a" / "trial00_MT-KB.json").read_text())
+    blob["regret"][0] += 1.0
+    (bad / "trial00_MT-KB.json").write_text(json.dumps(blob))
+    with pytest.raises(ValueError, match="differs"):
+        merge_runs([root / "a", bad])
+    with pytest.raises(FileNotFoundError, match="trial"):
+        load_run(tmp_path / "nothing-here")
+
+
+def test_table_and_cli(runs, capsys):
+    root, both = runs
+    table = format_results_table([both], algorithms=["MT-KB", "IT-KB", "MOBO"])
+    lines = table.splitlines()
+    assert lines[0] == "| experiment | T | trials | MT-KB | IT-KB | MOBO |"
+    s = both.summary()["MT-KB"]
+    cell = f"{s['final_time_average_regret_mean']:.3g} ± {s['final_time_average_regret_std']:.2g}"
+    assert lines[2].startswith(f"| rkhs-n2 | 3 | 2 | {cell} | ") and lines[2].endswith(" – |")
+    assert main(["summarize", str(root / "a"), str(root / "b")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| rkhs-n2 | 3 | 2 |") == 2
+    assert main(["summarize", str(root / "a"), "--merge", str(root / "m2")]) == 0
+    assert (root / "m2" / "summary.json").is_file()
+    assert main(["summarize", str(root / "missing")]) == 2
