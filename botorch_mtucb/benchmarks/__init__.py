@@ -22,7 +22,12 @@ from botorch_mtucb.benchmarks.metrics import (
 )
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
 from botorch_mtucb.benchmarks.runner import ExperimentResult, run_experiment, run_trial
-from botorch_mtucb.benchmarks.summarize import format_results_table, load_run, merge_runs
+from botorch_mtucb.benchmarks.summarize import (
+    format_results_table,
+    load_run,
+    merge_runs,
+    paired_comparison,
+)
 
 __all__ = [
     "ALGORITHMS",
@@ -43,6 +48,7 @@ __all__ = [
     "instantaneous_regret",
     "load_run",
     "merge_runs",
+    "paired_comparison",
     "run_experiment",
     "run_trial",
     "scalarized_optima",

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="table columns (default: every algorithm found)")
     m.add_argument("--merge", default=None, metavar="OUT",
                    help="pool the runs (same experiment, seed, horizon, options) into OUT")
+    m.add_argument("--paired", nargs=2, default=None, metavar=("A", "B"),
+                   help="also compare A and B trial by trial (common random numbers)")
 
     t = sub.add_parser("table", help="directional vs spectral UCB table (issue 8)")
     t.add_argument("--problems", nargs="+", default=None)
@@ -109,7 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from botorch_mtucb.benchmarks.summarize import format_results_table, load_run, merge_runs
+    from botorch_mtucb.benchmarks.summarize import (
+        format_results_table,
+        load_run,
+        merge_runs,
+        paired_comparison,
+    )
 
     try:
         if args.merge:
@@ -120,6 +127,19 @@ def _summarize(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(format_results_table(results, args.algorithms))
+    if args.paired:
+        a, b = args.paired
+        for res in results:
+            try:
+                c = paired_comparison(res, a, b)
+            except ValueError as err:
+                print(f"{res.experiment}: {err}")
+                continue
+            print(
+                f"{res.experiment}: {a} lower than {b} in {c['first_better']}/{c['trials']} "
+                f"trials; final R_C(T)/T difference {a} - {b} = {c['mean_difference']:.3g} "
+                f"± {c['std_difference']:.2g} (mean ± std over trials)"
+            )
     if args.merge:
         print(f"merged run in {args.merge}")
     return 0

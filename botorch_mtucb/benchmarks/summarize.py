@@ -21,7 +21,7 @@ import torch
 
 from botorch_mtucb.benchmarks.runner import ExperimentResult, TrialResult, write_outputs
 
-__all__ = ["format_results_table", "load_run", "merge_runs"]
+__all__ = ["format_results_table", "load_run", "merge_runs", "paired_comparison"]
 
 #: Settings that must agree for runs to be pooled.
 MERGE_KEYS = (
@@ -189,3 +189,35 @@ def format_results_table(
         row = f"| {res.experiment} | {res.settings.get('horizon')} | {n} | "
         lines.append(row + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def paired_comparison(result: ExperimentResult, first: str, second: str) -> dict[str, float]:
+    """Trial-by-trial comparison of two algorithms' final R_C(T)/T (same instance per trial).
+
+    Common random numbers make the per-trial difference the informative statistic: the spread
+    over problem instances (the papers' error bars) cancels.
+
+    Args:
+        result: A run holding both algorithms.
+        first: Algorithm A.
+        second: Algorithm B.
+
+    Returns:
+        ``trials`` (paired trials), ``first_better`` (trials where A's final time-average
+        regret is lower), ``mean_difference`` and ``std_difference`` of A − B.
+    """
+    finals: dict[str, dict[int, float]] = {first: {}, second: {}}
+    for tr in result.trials:
+        if tr.algorithm in finals and tr.time_average.numel():
+            finals[tr.algorithm][tr.trial] = float(tr.time_average[-1])
+    for name, vals in finals.items():
+        if not vals:
+            raise ValueError(f"Algorithm {name!r} is not in the run of {result.experiment!r}.")
+    common = sorted(set(finals[first]) & set(finals[second]))
+    diff = torch.tensor([finals[first][k] - finals[second][k] for k in common], dtype=torch.float64)
+    return {
+        "trials": len(common),
+        "first_better": int((diff < 0).sum()),
+        "mean_difference": float(diff.mean()) if len(common) else float("nan"),
+        "std_difference": float(diff.std()) if len(common) > 1 else 0.0,
+    }

@@ -9,7 +9,12 @@ import torch
 
 from botorch_mtucb.benchmarks.cli import main
 from botorch_mtucb.benchmarks.runner import run_experiment
-from botorch_mtucb.benchmarks.summarize import format_results_table, load_run, merge_runs
+from botorch_mtucb.benchmarks.summarize import (
+    format_results_table,
+    load_run,
+    merge_runs,
+    paired_comparison,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::botorch.exceptions.warnings.InputDataWarning",
@@ -88,3 +93,17 @@ def test_table_and_cli(runs, capsys):
     assert main(["summarize", str(root / "a"), "--merge", str(root / "m2")]) == 0
     assert (root / "m2" / "summary.json").is_file()
     assert main(["summarize", str(root / "missing")]) == 2
+
+
+def test_paired_comparison_by_hand(runs, capsys):
+    root, both = runs
+    fin = {(tr.algorithm, tr.trial): float(tr.time_average[-1]) for tr in both.trials}
+    diff = torch.tensor([fin["MT-KB", k] - fin["IT-KB", k] for k in (0, 1)], dtype=torch.float64)
+    c = paired_comparison(both, "MT-KB", "IT-KB")
+    assert c["trials"] == 2 and c["first_better"] == int((diff < 0).sum())
+    assert c["mean_difference"] == pytest.approx(float(diff.mean()), abs=1e-15)
+    assert c["std_difference"] == pytest.approx(float(diff.std()), abs=1e-15)
+    with pytest.raises(ValueError, match="MOBO"):
+        paired_comparison(both, "MOBO", "IT-KB")
+    assert main(["summarize", str(root / "ab"), "--paired", "MT-KB", "IT-KB"]) == 0
+    assert f"MT-KB lower than IT-KB in {c['first_better']}/2 trials" in capsys.readouterr().out
