@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trials", type=int, default=None)
     r.add_argument("--horizon", type=int, default=None)
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--first-trial", type=int, default=0,
+                   help="index of the first trial (split a protocol; pool with summarize --merge)")
     r.add_argument("--out", default=None, help="output folder (default: benchmark-runs/<exp>)")
     r.add_argument("--fast", action="store_true", help="reduced version (CI)")
     r.add_argument("--bound", choices=("spectral", "directional"), default="spectral",
@@ -154,7 +156,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         try:
             res = run_experiment(
                 args.experiment, algorithms=args.algorithms, trials=args.trials,
-                horizon=args.horizon, seed=args.seed, out_dir=out, fast=args.fast,
+                horizon=args.horizon, seed=args.seed, first_trial=args.first_trial,
+                out_dir=out, fast=args.fast,
                 bound=args.bound, scalarization=args.scalarization, constants=args.constants,
                 options=opts, progress=not args.no_progress,
             )

@@ -262,6 +262,7 @@ def run_experiment(
     experiment: str,
     algorithms: list[str] | None = None,
     trials: int | None = None,
+    first_trial: int = 0,
     horizon: int | None = None,
     seed: int = 0,
     out_dir: str | Path | None = None,
@@ -282,6 +283,9 @@ def run_experiment(
         trials: Number of trials (default: the paper's, or 1 with ``fast``).
         horizon: Rounds T (default: the paper's, or the fast horizon).
         seed: Base seed; trial k uses 1000·seed + k.
+        first_trial: Index of the first trial: trials ``first_trial, …, first_trial + N − 1``
+            are run, so a long protocol can be split over processes or machines and pooled
+            with ``summarize --merge`` (trial k is the same whichever run it is in).
         out_dir: Folder for the files (nothing written when ``None``).
         fast: Reduced version (CI).
         bound: ``"spectral"`` (paper 000 eq. (2)) or ``"directional"`` for MT-* / IT-*.
@@ -308,9 +312,15 @@ def run_experiment(
     N = int(trials if trials is not None else (exp.fast_trials if fast else exp.trials))
     if T < 1 or N < 1:
         raise ValueError(f"`horizon` and `trials` must be >= 1, got {T} and {N}.")
+    if not isinstance(first_trial, int) or first_trial < 0 or first_trial + N > 1000:
+        raise ValueError(
+            f"`first_trial` must be an integer >= 0 with first_trial + trials <= 1000 (trial "
+            f"seeds 1000·seed + k), got {first_trial!r} with {N} trials."
+        )
     settings = {
         "experiment": exp.name, "paper": exp.paper, "algorithms": [s.name for s in specs],
-        "trials": N, "horizon": T, "seed": seed, "fast": fast, "bound": bound,
+        "trials": N, "first_trial": first_trial, "horizon": T, "seed": seed, "fast": fast,
+        "bound": bound,
         "scalarization": scalarization if exp.kind == "multi_task" else None,
         "constants": constants if exp.kind == "heavy_tailed" else None,
     }
@@ -325,7 +335,7 @@ def run_experiment(
 
         bar = tqdm(total=N * len(specs), desc=exp.name)
     start = time.perf_counter()
-    for k in range(N):
+    for k in range(first_trial, first_trial + N):
         trial_seed = 1000 * seed + k
         problem = exp.make_problem(trial_seed, options)
         settings.setdefault("problem_notes", getattr(problem, "notes", ""))

@@ -107,3 +107,21 @@ def test_paired_comparison_by_hand(runs, capsys):
         paired_comparison(both, "MOBO", "IT-KB")
     assert main(["summarize", str(root / "ab"), "--paired", "MT-KB", "IT-KB"]) == 0
     assert f"MT-KB lower than IT-KB in {c['first_better']}/2 trials" in capsys.readouterr().out
+
+
+def test_split_trials_merge_into_the_whole_run(runs, tmp_path):
+    root, both = runs
+    for k in (0, 1):
+        run_experiment("rkhs-n2", algorithms=["MT-KB", "IT-KB"], out_dir=tmp_path / f"t{k}",
+                       **{**KW, "trials": 1}, first_trial=k)
+    merged = merge_runs([tmp_path / "t1", tmp_path / "t0"])
+    assert [(tr.trial, tr.algorithm) for tr in merged.trials] == [
+        (tr.trial, tr.algorithm) for tr in both.trials
+    ]
+    for a, b in zip(merged.trials, both.trials, strict=True):
+        assert torch.equal(a.regret, b.regret) and a.seed == b.seed
+    with pytest.raises(ValueError, match="first_trial"):
+        run_experiment("rkhs-n2", algorithms=["MT-KB"], **{**KW, "trials": 2}, first_trial=999)
+    assert main(["run", "rkhs-n2", "--algorithms", "MT-KB", "--trials", "1", "--horizon", "2",
+                 "--first-trial", "3", "--out", str(tmp_path / "cli"), "--no-progress"]) == 0
+    assert (tmp_path / "cli" / "trial03_MT-KB.json").is_file()
