@@ -139,6 +139,11 @@ def _polish_row(
 
 def _jacobian(P: Tensor, x: Tensor) -> Tensor:
     """``P x d`` Jacobian of the pieces: one batched backward pass, one per piece as fallback."""
+    if not P.requires_grad:
+        raise ValueError(
+            "`pieces` must be differentiable in X with torch autograd (the true objective is "
+            "polished by a gradient method); got values without a gradient path."
+        )
     if P.numel() == 1:
         return torch.autograd.grad(P.sum(), x)[0].unsqueeze(0)
     eye = torch.eye(P.numel(), dtype=P.dtype, device=P.device)

@@ -63,6 +63,8 @@ def test_polish_bad_input_raises():
         polish_maxima(lambda X: X[:, 0], torch.zeros(3, 1, dtype=DT), bounds.flip(0))
     with pytest.raises(ValueError, match="pieces"):
         polish_maxima(lambda X: X.sum(), torch.zeros(3, 1, dtype=DT), bounds)
+    with pytest.raises(ValueError, match="differentiable"):
+        polish_maxima(lambda X: X.detach()[:, 0] ** 2, torch.zeros(1, 1, dtype=DT), bounds)
     with pytest.raises(ValueError, match="maxiter"):
         polish_maxima(lambda X: X, torch.zeros(3, 1, dtype=DT), bounds, maxiter=0)
     with pytest.raises(ValueError, match="X0"):
