@@ -100,23 +100,7 @@ class TheoremTwoBeta(BetaSchedule):
         self.delta = float(delta)
 
     def __call__(self, model: Model) -> Tensor:
-        noise = model_noise(model)
-        if self.eta is None:
-            if noise is None:
-                raise ValueError(
-                    "`eta` could not be read from the model (its noise is not a single scalar); "
-                    "pass `eta` to TheoremTwoBeta explicitly."
-                )
-            eta = noise
-        else:
-            eta = torch.tensor(self.eta, dtype=torch.float64)
-            if noise is not None and not torch.isclose(
-                noise.to(torch.float64), eta, rtol=1e-6, atol=0.0
-            ):
-                raise ValueError(
-                    f"`eta`={self.eta} differs from the model's noise {float(noise):.6g}; the "
-                    "Lemma-4 log-determinant must be taken at the model's own regulariser."
-                )
+        eta = resolve_eta(model, self.eta, "TheoremTwoBeta", "the Lemma-4 log-determinant")
         logdet = log_det_information(model)
         eta = eta.to(logdet)
         inner = 2.0 * math.log(1.0 / self.delta) + logdet
@@ -127,6 +111,37 @@ class TheoremTwoBeta(BetaSchedule):
             f"TheoremTwoBeta(b={self.b}, sigma={self.sigma}, eta={self.eta}, "
             f"delta={self.delta})"
         )
+
+
+def resolve_eta(model: Model, eta: float | None, owner: str, what: str) -> Tensor:
+    """The regulariser η of a radius: the model's noise, or ``eta`` checked against it.
+
+    Args:
+        model: The model the radius is evaluated on.
+        eta: The user's η, or ``None`` to read it from the model.
+        owner: Name of the β schedule (for the error messages).
+        what: The quantity that must be taken at the model's own η (for the messages).
+
+    Returns:
+        η as a float64 scalar tensor.
+    """
+    noise = model_noise(model)
+    if eta is None:
+        if noise is None:
+            raise ValueError(
+                "`eta` could not be read from the model (its noise is not a single scalar); "
+                f"pass `eta` to {owner} explicitly."
+            )
+        return noise.to(torch.float64)
+    value = torch.tensor(eta, dtype=torch.float64)
+    if noise is not None and not torch.isclose(
+        noise.to(torch.float64), value, rtol=1e-6, atol=0.0
+    ):
+        raise ValueError(
+            f"`eta`={eta} differs from the model's noise {float(noise):.6g}; {what} must be "
+            "taken at the model's own regulariser."
+        )
+    return value
 
 
 def model_noise(model: Model) -> Tensor | None:

@@ -17,7 +17,7 @@ import torch
 from botorch.models.model import Model
 from torch import Tensor
 
-from botorch_mtucb.acquisition.beta import BetaSchedule, log_det_information, model_noise
+from botorch_mtucb.acquisition.beta import BetaSchedule, log_det_information, resolve_eta
 
 __all__ = ["TheoremThreeBeta"]
 
@@ -79,23 +79,7 @@ class TheoremThreeBeta(BetaSchedule):
     def __call__(self, model: Model) -> Tensor:
         eps = self._param(model, "epsilon")
         delta = self._param(model, "delta")
-        noise = model_noise(model)
-        if self.eta is None:
-            if noise is None:
-                raise ValueError(
-                    "`eta` could not be read from the model (its noise is not a single scalar); "
-                    "pass `eta` to TheoremThreeBeta explicitly."
-                )
-            eta = noise.to(torch.float64)
-        else:
-            eta = torch.tensor(self.eta, dtype=torch.float64)
-            if noise is not None and not torch.isclose(
-                noise.to(torch.float64), eta, rtol=1e-6, atol=0.0
-            ):
-                raise ValueError(
-                    f"`eta`={self.eta} differs from the model's noise {float(noise):.6g}; the "
-                    "log-det sum must be taken at the model's own regulariser."
-                )
+        eta = resolve_eta(model, self.eta, "TheoremThreeBeta", "the log-det sum")
         log_det_sum = getattr(model, "log_det_variance_sum", None)
         if log_det_sum is None:
             log_det_sum = log_det_information(model)
