@@ -37,6 +37,10 @@ from gpytorch.kernels import RBFKernel
 from tqdm import tqdm
 
 from botorch_mtucb.acquisition import HeavyTailedUCB
+from botorch_mtucb.benchmarks.heavy_tailed_problems import (
+    authors_code_synthetic,
+    sample_student_t,
+)
 from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
 from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
 
@@ -46,28 +50,14 @@ DT = torch.float64
 ALGORITHMS = ("tgp", "ata-qff", "ata-nystrom")
 
 
-def synthetic_problem(seed: int, num_arms: int = 100, lengthscale: float = 0.2):
-    """Arms (``A x 1``), f (``A``), generator; as in the authors' ``main_synthetic.m``."""
-    g = torch.Generator().manual_seed(seed)
-    arms = torch.linspace(0.01, 1.0, num_arms, dtype=DT).unsqueeze(-1)
-    support = torch.rand(100, 1, dtype=DT, generator=g)
-    a = 2 * torch.rand(100, dtype=DT, generator=g) - 1
-    k = _rbf(lengthscale)
-    with torch.no_grad():
-        f = k(arms, support).to_dense() @ a
-    return arms, f / f.abs().max(), g
+#: Arms (``A x 1``), f (``A``), generator; as in the authors' ``main_synthetic.m``.
+synthetic_problem = authors_code_synthetic
 
 
 def _rbf(lengthscale: float = 0.2) -> RBFKernel:
     k = RBFKernel().to(DT)
     k.lengthscale = lengthscale
     return k
-
-
-def _student_t3(n: int, g: torch.Generator) -> torch.Tensor:
-    z = torch.randn(n, dtype=DT, generator=g)
-    chi2 = torch.randn(n, 3, dtype=DT, generator=g).square().sum(-1)
-    return z / (chi2 / 3).sqrt()
 
 
 def _make_model(algo: str, arms: torch.Tensor, T: int, g: torch.Generator, fast: bool):
@@ -105,7 +95,7 @@ def run_trial(algo: str, T: int, seed: int, fast: bool = True, progress: bool = 
     """One full run; returns wall and CPU seconds and the time-average regret."""
     torch.set_num_threads(1)
     arms, f, g = synthetic_problem(seed)
-    noise = _student_t3(T, g)
+    noise = sample_student_t((T,), 3, g)
     f_max = float(f.max())
     cand = arms.unsqueeze(-2)
     regret = 0.0

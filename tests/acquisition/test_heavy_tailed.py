@@ -10,6 +10,7 @@ from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from gpytorch.kernels import RBFKernel
 
 from botorch_mtucb.acquisition import HeavyTailedUCB
+from botorch_mtucb.benchmarks.heavy_tailed_problems import authors_code_synthetic, sample_student_t
 from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
 from botorch_mtucb.kernels import PrecomputedKernel
 from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
@@ -113,27 +114,8 @@ def test_optimize_acqf_discrete_on_arms() -> None:
 
 
 # --------------------------------------------------------------------- end-to-end regret
-def _synthetic(seed: int, num_arms: int = 100, lengthscale: float = 0.2):
-    """Paper 001 §6 (authors' code): f = Σ_{i≤100} a_i k(·, x_i), a ~ U[-1,1], x_i ~ U[0,1]."""
-    g = torch.Generator().manual_seed(seed)
-    arms = torch.linspace(0.01, 1.0, num_arms, dtype=DT).unsqueeze(-1)
-    support = torch.rand(100, 1, dtype=DT, generator=g)
-    a = 2 * torch.rand(100, dtype=DT, generator=g) - 1
-    k = _rbf(lengthscale)
-    with torch.no_grad():
-        f = k(arms, support).to_dense() @ a
-        K = k(arms, arms).to_dense()
-    return arms, K, f / f.abs().max(), g
-
-
-def _student_t3(n: int, g: torch.Generator) -> torch.Tensor:
-    z = torch.randn(n, dtype=DT, generator=g)
-    chi2 = torch.randn(n, 3, dtype=DT, generator=g).square().sum(-1)
-    return z / (chi2 / 3).sqrt()
-
-
 def _run(model, arms, f, T, g):
-    noise = _student_t3(T, g)
+    noise = sample_student_t((T,), 3, g)
     cand = arms.unsqueeze(-2)
     regret = 0.0
     for t in range(T):
@@ -156,7 +138,7 @@ def test_synthetic_student_t_beats_random_play(name: str) -> None:
     """
     T, seeds, algo, rand = 1000, range(5), [], []
     for seed in seeds:
-        arms, K, f, g = _synthetic(seed)
+        arms, f, g = authors_code_synthetic(seed)
         B, v = 1.0, 1.0 + 3.0  # B = max|f| = 1, v = B² + Var(t₃)
         empty_X, empty_Y = arms[:0], torch.zeros(0, 1, dtype=DT)
         kw = dict(lam=1.0, B=B, constants="authors")

@@ -11,6 +11,7 @@ import torch
 
 from botorch_mtucb.benchmarks.data import default_data_dir
 from botorch_mtucb.benchmarks.heavy_tailed_problems import (
+    authors_code_synthetic,
     correlation_matrix,
     light_sensor_problem,
     sample_pareto,
@@ -117,3 +118,17 @@ def test_light_sensor_problem_on_real_data():
     assert float(p.qff.arms.min()) == 0.0 and float(p.qff.arms.max()) == 1.0
     # both arm representations give the same regret values
     torch.testing.assert_close(p.true_f("qff")(p.qff.arms), p.true_f()(p.arms))
+
+
+def test_authors_code_synthetic_by_hand():
+    # f = Σ a_i exp(−(x − x_i)² / (2 l²)) over the same draws, normalised by max|f|
+    arms, f, g = authors_code_synthetic(3, num_arms=50, lengthscale=0.3)
+    ref = torch.Generator().manual_seed(3)
+    support = torch.rand(100, 1, dtype=DT, generator=ref)
+    a = 2 * torch.rand(100, dtype=DT, generator=ref) - 1
+    x = torch.linspace(0.01, 1.0, 50, dtype=DT)
+    raw = (torch.exp(-((x[:, None] - support[:, 0]) ** 2) / (2 * 0.3**2)) * a).sum(-1)
+    torch.testing.assert_close(f, raw / raw.abs().max())
+    assert arms.shape == (50, 1) and float(f.abs().max()) == 1.0
+    # the returned generator continues the stream after the draw
+    assert torch.equal(torch.rand(3, generator=g), torch.rand(3, generator=ref))
