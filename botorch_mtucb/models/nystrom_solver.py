@@ -42,13 +42,16 @@ or O(n r) (ICM), independent of ``t``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel, kron_interleaved
+from botorch_mtucb.linalg.nystrom import (
+    default_pinv_rtol,
+    pivoted_cholesky,
+    reduced_pinv_sqrt,
+)
 from botorch_mtucb.models.solvers import MultiTaskSolver, cross_kernel, interleave_blocks
 
 __all__ = [
@@ -58,88 +61,6 @@ __all__ = [
     "pivoted_cholesky",
     "reduced_pinv_sqrt",
 ]
-
-
-def default_pinv_rtol(dtype: torch.dtype) -> float:
-    """Default relative cutoff, ``1000 · machine eps`` of ``dtype`` (≈2.2e-13 in float64).
-
-    Directions dropped by the cutoff are lost to the posterior (for smooth kernels they are
-    O(1) features whose Gram eigenvalue is tiny), while the DTC form stays stable down to
-    round-off; so the cutoff is kept small. Measured against the exact posterior on random
-    SE-kernel problems, ``1e-8`` lost up to ``1e-4`` in the mean, ``1e-13`` about ``1e-9``.
-    """
-    return 1000.0 * float(torch.finfo(dtype).eps)
-
-
-def reduced_pinv_sqrt(gram: Tensor, rtol: float) -> Tensor:
-    """Reduced pseudo-inverse square root ``diag(λ_r^{-1/2}) Q_rᵀ`` of a PSD matrix.
-
-    For ``gram = Q diag(λ) Qᵀ`` keeps the ``r`` eigenvalues with ``λ > rtol · λ_max`` (and
-    ``λ > 0``); then ``(gram^{1/2})⁺ = Q_r · reduced_pinv_sqrt(gram)``.
-
-    Args:
-        gram: ``m x m`` symmetric PSD matrix (``m`` may be 0).
-        rtol: Relative eigenvalue cutoff.
-
-    Returns:
-        ``r x m`` matrix (``r = 0`` when nothing survives the cutoff).
-    """
-    m = gram.shape[-1]
-    if m == 0:
-        return gram.new_zeros(0, 0)
-    evals, evecs = torch.linalg.eigh(0.5 * (gram + gram.transpose(-1, -2)))
-    lam_max = evals.max()
-    if not bool(lam_max > 0):
-        return gram.new_zeros(0, m)
-    keep = evals > rtol * lam_max
-    return (evecs[:, keep] * evals[keep].rsqrt()).transpose(-1, -2)
-
-
-def pivoted_cholesky(
-    diag: Tensor, column: Callable[[int], Tensor], rtol: float
-) -> tuple[Tensor, Tensor]:
-    """Greedy pivoted Cholesky of a PSD matrix given by its diagonal and columns.
-
-    Stops when every residual diagonal entry is at most ``rtol · max(diag)``, so it costs
-    O(N r²) arithmetic and ``r`` column evaluations for a matrix of numerical rank ``r``
-    (the loop runs over the rank, never over the ``N`` points).
-
-    Args:
-        diag: ``N`` diagonal of the matrix.
-        column: ``column(i)`` returns column ``i`` (an ``N`` tensor).
-        rtol: Relative stopping tolerance on the residual diagonal.
-
-    Returns:
-        ``(pivots, L)``: ``r`` LongTensor and the ``r x r`` lower-triangular factor with
-        ``L Lᵀ = A[pivots][:, pivots]``.
-    """
-    N = diag.numel()
-    if N == 0:
-        return torch.zeros(0, dtype=torch.long, device=diag.device), diag.new_zeros(0, 0)
-    d = diag.clone()
-    stop = rtol * float(d.detach().max())
-    cap = min(N, 64)
-    F = diag.new_zeros(cap, N)  # row j = j-th column of the factor (contiguous)
-    pivots: list[int] = []
-    for j in range(N):
-        i = int(torch.argmax(d.detach()))
-        dii = float(d[i].detach())
-        if dii <= stop or dii <= 0.0:
-            break
-        if j == cap:
-            cap = min(N, 2 * cap)
-            F = torch.cat([F, F.new_zeros(cap - F.shape[0], N)], dim=0)
-        c = column(i)
-        if j:
-            c = c - F[:j, i] @ F[:j]
-        col = c / d[i].sqrt()
-        F[j] = col
-        d = (d - col**2).clamp_min(0.0)
-        d[i] = 0.0
-        pivots.append(i)
-    piv = torch.tensor(pivots, dtype=torch.long, device=diag.device)
-    r = len(pivots)
-    return piv, F[:r, piv].transpose(0, 1).tril()
 
 
 def _dense(x) -> Tensor:

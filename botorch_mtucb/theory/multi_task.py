@@ -1,0 +1,128 @@
+"""Theory constants of MT-KB and MT-BKB (paper 000) as pure functions.
+
+Every schedule and model of the multi-task half reads its constants from here, so each
+formula has one place:
+
+* :func:`rho` — ρ = (1+ε)/(1−ε), the Nyström accuracy factor (Theorem 3, Lemma 6);
+* :func:`c_epsilon` — c_ε = 1 + 1/√(1−ε), the RKHS-norm inflation of β̃_t (Theorem 3);
+* :func:`theorem3_q` — the oversampling q = 6ρ log(4T/δ)/ε² of the dictionary (Theorem 3);
+* :func:`theorem2_beta` — β_t of MT-KB (Theorem 2, via Lemma 4);
+* :func:`theorem3_beta` — β̃_t of MT-BKB (Theorem 3, Appendix D.1).
+
+The heavy-tailed constants (paper 001) live in :mod:`botorch_mtucb.theory.heavy_tailed`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+__all__ = ["c_epsilon", "check_epsilon_delta", "rho", "theorem2_beta", "theorem3_beta",
+           "theorem3_q"]
+
+
+def check_epsilon_delta(epsilon: float, delta: float) -> None:
+    """Validate a Nyström accuracy ε ∈ (0, 1) and a confidence δ ∈ (0, 1]."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (
+        0.0 < float(epsilon) < 1.0
+    ):
+        raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not (
+        0.0 < float(delta) <= 1.0
+    ):
+        raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
+
+
+def rho(epsilon: float) -> float:
+    """ρ = (1+ε)/(1−ε): the factor between Nyström and exact variances (paper 000, Thm. 3).
+
+    Args:
+        epsilon: Accuracy ε ∈ (0, 1).
+    """
+    if not 0.0 < float(epsilon) < 1.0:
+        raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
+    return (1.0 + epsilon) / (1.0 - epsilon)
+
+
+def c_epsilon(epsilon: float) -> float:
+    """c_ε = 1 + 1/√(1−ε): the RKHS-norm factor of β̃_t (paper 000, Theorem 3).
+
+    Args:
+        epsilon: Accuracy ε ∈ (0, 1).
+    """
+    if not 0.0 < float(epsilon) < 1.0:
+        raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
+    return 1.0 + 1.0 / math.sqrt(1.0 - epsilon)
+
+
+def theorem3_q(epsilon: float, delta: float, horizon: int) -> float:
+    """Theorem 3's oversampling parameter q = 6ρ log(4T/δ)/ε² (paper 000).
+
+    Args:
+        epsilon: Accuracy ε ∈ (0, 1).
+        delta: Confidence δ ∈ (0, 1].
+        horizon: Time horizon T ≥ 1.
+    """
+    check_epsilon_delta(epsilon, delta)
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+        raise ValueError(f"`horizon` must be a positive integer, got {horizon!r}.")
+    return 6.0 * rho(epsilon) * math.log(4.0 * horizon / delta) / epsilon**2
+
+
+def theorem2_beta(
+    b: float, sigma: float, eta: Tensor | float, delta: float, log_det: Tensor | float
+) -> Tensor:
+    """β_t of MT-KB (paper 000, Theorem 2 with Lemma 4).
+
+    β_t = b + (σ/√η) √(2 log(1/δ) + log det(I_{nt} + η⁻¹ G_t)), where by Lemma 4
+    log det(I_{nt} + η⁻¹ G_t) = Σ_{s≤t} log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)).
+
+    Args:
+        b: RKHS-norm bound ‖f‖_Γ ≤ b.
+        sigma: Sub-Gaussian noise parameter σ.
+        eta: Regulariser η > 0.
+        delta: Confidence δ ∈ (0, 1].
+        log_det: log det(I_{nt} + η⁻¹ G_t) (a 0-dim tensor or number).
+
+    Returns:
+        β_t as a 0-dim tensor (dtype of ``log_det``, float64 for numbers).
+    """
+    log_det = torch.as_tensor(log_det, dtype=torch.float64) if not torch.is_tensor(
+        log_det
+    ) else log_det
+    eta = torch.as_tensor(eta).to(log_det)
+    inner = 2.0 * math.log(1.0 / delta) + log_det
+    return b + sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()
+
+
+def theorem3_beta(
+    b: float,
+    sigma: float,
+    eta: Tensor | float,
+    delta: float,
+    epsilon: float,
+    log_det_sum: Tensor | float,
+) -> Tensor:
+    """β̃_t of MT-BKB (paper 000, Theorem 3 and Appendix D.1).
+
+    β̃_t = c_ε b + (σ/√η) √(2 log(2/δ) + ρ Σ_{s≤t} log det(I_n + η⁻¹ Γ̃_{s−1}(x_s, x_s))).
+
+    Args:
+        b: RKHS-norm bound.
+        sigma: Sub-Gaussian noise parameter σ.
+        eta: Regulariser η > 0.
+        delta: Confidence δ ∈ (0, 1] (shared by the dictionary and the radius).
+        epsilon: Nyström accuracy ε ∈ (0, 1).
+        log_det_sum: The accumulated Σ_s log det(I_n + η⁻¹ Γ̃_{s−1}(x_s, x_s)).
+
+    Returns:
+        β̃_t as a 0-dim tensor.
+    """
+    s = torch.as_tensor(log_det_sum, dtype=torch.float64) if not torch.is_tensor(
+        log_det_sum
+    ) else log_det_sum
+    eta = torch.as_tensor(eta).to(s)
+    inner = 2.0 * math.log(2.0 / delta) + rho(epsilon) * s
+    return c_epsilon(epsilon) * b + sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()
