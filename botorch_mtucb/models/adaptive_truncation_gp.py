@@ -34,7 +34,7 @@ from botorch_mtucb.models.heavy_tailed_base import (
     HeavyTailedModel,
     check_training_data,
 )
-from botorch_mtucb.models.heavy_tailed_schedules import (
+from botorch_mtucb.theory.heavy_tailed import (
     Constants,
     ata_beta,
     ata_log_term,

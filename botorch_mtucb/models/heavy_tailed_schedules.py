@@ -1,33 +1,24 @@
-"""Truncation levels ``b_t``, confidence widths ``β_t`` and Nyström ``q`` for heavy-tailed BO.
+"""Deprecated location of the heavy-tailed schedules: see :mod:`botorch_mtucb.theory.heavy_tailed`.
 
-Two sets of constants (paper 001 and ``../shared/papers/README.md``):
-
-``"theory"`` (default of the models)
-    TGP-UCB, Theorem 1:   ``b_t = v^{1/(1+α)} t^{1/(2(1+α))}``,
-    ``β_{t+1} = B + (3/√λ) b_t √(ln det(I_t + λ⁻¹K_t) + 2 ln(1/δ))``.
-    ATA-GP-UCB + QFF, Lemma 1 / Theorem 3 (``m`` = feature dimension = number of directions):
-    ``b_t = (v / ln(2mT/δ))^{1/(1+α)} t^{(1−α)/(2(1+α))}``,
-    ``β_{t+1} = B + 4 √(m/λ) v^{1/(1+α)} (ln(2mT/δ))^{α/(1+α)} t^{(1−α)/(2(1+α))}``.
-    ATA-GP-UCB + Nyström, Theorem 4 (``ρ = (1+ε)/(1−ε)``): ``q = 6ρ ln(4T/δ)/ε²``,
-    ``b_t = (v / ln(4 m_t T/δ))^{1/(1+α)} t^{(1−α)/(2(1+α))}``,
-    ``β_{t+1} = B(1 + 1/√(1−ε))``
-    ``+ 4 √(m_t/λ) v^{1/(1+α)} (ln(4 m_t T/δ))^{α/(1+α)} t^{(1−α)/(2(1+α))}``.
-    (``m_t`` is replaced by ``max(m_t, 1)`` inside the logarithm so an empty dictionary works.)
-
-``"authors"`` (the authors' public MATLAB code; δ dropped, ``t`` = index of the next round)
-    TGP-UCB: same ``b_t``; ``β_{t+1} = B√λ + b_{t+1} √(ln(t+1))``.
-    ATA-GP-UCB: ``b_t = t^{(1−α)/(2(1+α))} (v / ln(m'T))^{1/(1+α)}``,
-    ``β_{t+1} = B√λ + √m v^{1/(1+α)} (ln(m'T))^{α/(1+α)} (t+1)^{(1−α)/(2(1+α))}``, with
-    ``m' = m`` for QFF and ``m' = m + 1`` for Nyström; Nyström ``q = ln(T)/ε²``.
-
-Here ``t`` is the number of observations so far; ``β_{t+1}`` is the width used to choose the
-next point. When no horizon ``T`` is given, ``T = max(t, 1)`` (an anytime surrogate).
+Kept as a thin re-export so that ``from botorch_mtucb.models.heavy_tailed_schedules import …``
+keeps working; new code imports from :mod:`botorch_mtucb.theory.heavy_tailed`.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Literal
+from botorch_mtucb.theory.heavy_tailed import (
+    Constants,
+    FeatureKind,
+    ata_beta,
+    ata_log_term,
+    ata_truncation_level,
+    check_constants,
+    check_heavy_tailed_params,
+    effective_horizon,
+    nystrom_q,
+    tgp_beta,
+    tgp_truncation_level,
+)
 
 __all__ = [
     "Constants",
@@ -42,170 +33,3 @@ __all__ = [
     "tgp_beta",
     "tgp_truncation_level",
 ]
-
-Constants = Literal["theory", "authors"]
-FeatureKind = Literal["qff", "nystrom"]
-
-
-def check_constants(constants: str) -> str:
-    """Validate the ``constants`` option (``"theory"`` or ``"authors"``)."""
-    if constants not in ("theory", "authors"):
-        raise ValueError(f"`constants` must be 'theory' or 'authors', got {constants!r}.")
-    return constants
-
-
-def _positive_finite(value: float, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"`{name}` must be a real number, got {value!r}.") from err
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"`{name}` must be positive and finite, got {value!r}.")
-    return value
-
-
-def check_heavy_tailed_params(
-    alpha: float, v: float, lam: float, delta: float, B: float
-) -> tuple[float, float, float, float, float]:
-    """Validate the moment and regularisation parameters shared by TGP-UCB and ATA-GP-UCB.
-
-    Args:
-        alpha: Moment order, ``E|y|^{1+α} ≤ v`` with ``α ∈ (0, 1]``.
-        v: Moment bound ``v > 0``.
-        lam: Regulariser ``λ > 0``.
-        delta: Confidence level ``δ ∈ (0, 1]``.
-        B: RKHS-norm bound ``B ≥ 0``.
-
-    Returns:
-        The five values as floats.
-    """
-    try:
-        alpha = float(alpha)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"`alpha` must be a real number in (0, 1], got {alpha!r}.") from err
-    if not 0.0 < alpha <= 1.0:
-        raise ValueError(f"`alpha` must lie in (0, 1], got {alpha!r}.")
-    v = _positive_finite(v, "v")
-    lam = _positive_finite(lam, "lam")
-    delta = float(delta)
-    if not 0.0 < delta <= 1.0:
-        raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
-    B = float(B)
-    if not (math.isfinite(B) and B >= 0):
-        raise ValueError(f"`B` must be non-negative and finite, got {B!r}.")
-    return alpha, v, lam, delta, B
-
-
-def effective_horizon(horizon: int | None, t: int) -> int:
-    """The horizon ``T`` entering the schedules: ``horizon``, or ``max(t, 1)`` if ``None``."""
-    return max(int(t), 1) if horizon is None else int(horizon)
-
-
-# ----------------------------------------------------------------------------- TGP-UCB
-def tgp_truncation_level(t: int, alpha: float, v: float) -> float:
-    """``b_t = v^{1/(1+α)} t^{1/(2(1+α))}`` (paper 001, Theorem 1); ``b_0 = 0``."""
-    return v ** (1.0 / (1.0 + alpha)) * float(t) ** (1.0 / (2.0 * (1.0 + alpha)))
-
-
-def tgp_beta(
-    t: int,
-    alpha: float,
-    v: float,
-    lam: float,
-    delta: float,
-    B: float,
-    log_det: float,
-    constants: Constants = "theory",
-) -> float:
-    """Confidence width ``β_{t+1}`` of TGP-UCB after ``t`` observations.
-
-    Args:
-        t: Number of observations so far.
-        alpha, v, lam, delta, B: See :func:`check_heavy_tailed_params`.
-        log_det: ``ln det(I_t + λ⁻¹ K_t)`` (only used by the theory constants).
-        constants: ``"theory"`` (Theorem 1) or ``"authors"`` (public code).
-
-    Returns:
-        ``β_{t+1}`` as a float.
-    """
-    if check_constants(constants) == "theory":
-        b_t = tgp_truncation_level(t, alpha, v)
-        return B + 3.0 / math.sqrt(lam) * b_t * math.sqrt(log_det + 2.0 * math.log(1.0 / delta))
-    b_next = tgp_truncation_level(t + 1, alpha, v)
-    return B * math.sqrt(lam) + b_next * math.sqrt(math.log(t + 1))
-
-
-# ----------------------------------------------------------------------------- ATA-GP-UCB
-def ata_log_term(
-    m: int, T: int, delta: float, kind: FeatureKind, constants: Constants = "theory"
-) -> float:
-    """The logarithm inside ``b_t`` and ``β_t`` of ATA-GP-UCB.
-
-    ``ln(2mT/δ)`` (QFF, Lemma 1), ``ln(4 max(m,1) T/δ)`` (Nyström, Theorem 4); authors' code:
-    ``ln(mT)`` (QFF) and ``ln((m+1)T)`` (Nyström).
-    """
-    if check_constants(constants) == "theory":
-        if kind == "qff":
-            return math.log(2.0 * m * T / delta)
-        return math.log(4.0 * max(m, 1) * T / delta)
-    return math.log((m if kind == "qff" else m + 1) * T)
-
-
-def _time_exponent(alpha: float) -> float:
-    return (1.0 - alpha) / (2.0 * (1.0 + alpha))
-
-
-def ata_truncation_level(t: int, alpha: float, v: float, log_term: float) -> float:
-    """``b_t = (v / L)^{1/(1+α)} t^{(1−α)/(2(1+α))}`` with ``L`` from :func:`ata_log_term`.
-
-    Returns ``inf`` (no truncation) when ``L ≤ 0`` (only possible with the authors' constants
-    at ``m'T = 1``).
-    """
-    if log_term <= 0:
-        return math.inf
-    return (v / log_term) ** (1.0 / (1.0 + alpha)) * float(t) ** _time_exponent(alpha)
-
-
-def ata_beta(
-    t: int,
-    alpha: float,
-    v: float,
-    lam: float,
-    B: float,
-    m: int,
-    log_term: float,
-    kind: FeatureKind,
-    constants: Constants = "theory",
-    epsilon: float = 0.1,
-) -> float:
-    """Confidence width ``β_{t+1}`` of ATA-GP-UCB after ``t`` observations.
-
-    Args:
-        t: Number of observations so far.
-        alpha, v, lam, B: See :func:`check_heavy_tailed_params`.
-        m: Feature dimension ``m`` (QFF) or dictionary size ``m_t`` (Nyström).
-        log_term: From :func:`ata_log_term`.
-        kind: ``"qff"`` (Lemma 1) or ``"nystrom"`` (Theorem 4).
-        constants: ``"theory"`` or ``"authors"``.
-        epsilon: Nyström accuracy ``ε`` (Theorem 4's ``B(1 + 1/√(1−ε))``).
-
-    Returns:
-        ``β_{t+1}`` as a float.
-    """
-    L = max(log_term, 0.0)
-    moment = v ** (1.0 / (1.0 + alpha)) * L ** (alpha / (1.0 + alpha))
-    if check_constants(constants) == "theory":
-        head = B if kind == "qff" else B * (1.0 + 1.0 / math.sqrt(1.0 - epsilon))
-        return head + 4.0 * math.sqrt(m / lam) * moment * float(t) ** _time_exponent(alpha)
-    return B * math.sqrt(lam) + math.sqrt(m) * moment * float(t + 1) ** _time_exponent(alpha)
-
-
-def nystrom_q(T: int, delta: float, epsilon: float, constants: Constants = "theory") -> float:
-    """Nyström oversampling ``q``: ``6ρ ln(4T/δ)/ε²`` (Theorem 4) or ``ln(T)/ε²`` (authors).
-
-    The authors' value is floored at ``1/ε²`` (``T = 1`` would otherwise give ``q = 0``).
-    """
-    if check_constants(constants) == "theory":
-        rho = (1.0 + epsilon) / (1.0 - epsilon)
-        return 6.0 * rho * math.log(4.0 * T / delta) / epsilon**2
-    return max(math.log(T), 1.0) / epsilon**2

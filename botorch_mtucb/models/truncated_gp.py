@@ -31,12 +31,13 @@ from botorch_mtucb.models.heavy_tailed_base import (
     HeavyTailedModel,
     check_training_data,
 )
-from botorch_mtucb.models.heavy_tailed_schedules import (
+from botorch_mtucb.theory.heavy_tailed import (
     Constants,
     check_constants,
     check_heavy_tailed_params,
     tgp_beta,
     tgp_truncation_level,
+    tgp_truncation_levels,
 )
 
 __all__ = ["TruncatedGP"]
@@ -163,8 +164,7 @@ class TruncatedGP(HeavyTailedModel):
             b = tgp_truncation_level(first_round_offset + 1, self.alpha, self.v)
         else:
             s = torch.arange(1, y.shape[0] + 1, dtype=y.dtype, device=y.device)
-            s = s + first_round_offset
-            b = self.v ** (1.0 / (1.0 + self.alpha)) * s.pow(1.0 / (2.0 * (1.0 + self.alpha)))
+            b = tgp_truncation_levels(s + first_round_offset, self.alpha, self.v)
         return torch.where(y.abs() <= b, y, torch.zeros_like(y))
 
     # ------------------------------------------------------------------ dense path
