@@ -28,13 +28,15 @@ from typing import Any, Literal
 import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.models import ModelListGP
-from botorch.models.model import Model
+from botorch.models.model import Model, ModelList
 from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.models.protocols import DictionaryModel
 from botorch_mtucb.utils.optimum import polish_maxima
 from botorch_mtucb.utils.validation import check_finite
 
@@ -319,7 +321,7 @@ def run_bo_loop(
     if not isinstance(refit_every, int) or refit_every < 0:
         raise ValueError(f"`refit_every` must be an integer >= 0, got {refit_every!r}.")
     if true_f is not None and regret_X is None:
-        regret_X = getattr(optimizer, "choices", None)
+        regret_X = optimizer.choices if isinstance(optimizer, FiniteArmOptimizer) else None
         if regret_X is None:
             raise ValueError(
                 "`regret_X` (a dense set of points to approximate max_x s_λ(f(x))) is needed to "
@@ -375,7 +377,7 @@ def run_bo_loop(
             cum_regret += regret
             if bar is not None:
                 bar.set_postfix(avg_regret=f"{cum_regret / t:.4g}")
-        beta = getattr(acqf, "beta", None)
+        beta = acqf.beta if isinstance(acqf, ConfidenceWidthAcquisition) else None
         if beta is not None and torch.as_tensor(beta).numel() != 1:
             beta = None
         history.rounds.append(
@@ -396,12 +398,10 @@ def run_bo_loop(
 
 def _dictionary_size(model: Model | None) -> int | None:
     """m_t of a Nyström model (also inside a ModelListGP: the sum over its members)."""
-    models = getattr(model, "models", None)
-    if models is not None:
-        sizes = [_dictionary_size(m) for m in models]
+    if isinstance(model, ModelList):
+        sizes = [_dictionary_size(m) for m in model.models]
         return None if any(s is None for s in sizes) else sum(sizes)
-    size = getattr(model, "dictionary_size", None)
-    return None if size is None else int(size)
+    return int(model.dictionary_size) if isinstance(model, DictionaryModel) else None
 
 
 def _instant_regret(

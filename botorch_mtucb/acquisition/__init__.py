@@ -9,6 +9,7 @@ from botorch_mtucb.acquisition.beta import (
 from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
 from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     LinearScalarization,
@@ -20,6 +21,7 @@ from botorch_mtucb.acquisition.scalarization import (
 __all__ = [
     "BetaSchedule",
     "ChebyshevScalarization",
+    "ConfidenceWidthAcquisition",
     "ConstantBeta",
     "HeavyTailedUCB",
     "LinearScalarization",

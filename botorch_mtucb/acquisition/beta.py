@@ -24,10 +24,14 @@ from abc import ABC, abstractmethod
 
 import torch
 from botorch.models import ModelListGP
+from botorch.models.gpytorch import GPyTorchModel
 from botorch.models.model import Model
 from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihood
 from gpytorch.models import ExactGP
 from torch import Tensor
+
+from botorch_mtucb.models.protocols import InformationGainModel, RegularisedModel
+from botorch_mtucb.theory.multi_task import theorem2_beta
 
 __all__ = [
     "BetaSchedule",
@@ -102,9 +106,7 @@ class TheoremTwoBeta(BetaSchedule):
     def __call__(self, model: Model) -> Tensor:
         eta = resolve_eta(model, self.eta, "TheoremTwoBeta", "the Lemma-4 log-determinant")
         logdet = log_det_information(model)
-        eta = eta.to(logdet)
-        inner = 2.0 * math.log(1.0 / self.delta) + logdet
-        return (self.b + self.sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()).detach()
+        return theorem2_beta(self.b, self.sigma, eta, self.delta, logdet).detach()
 
     def __repr__(self) -> str:
         return (
@@ -147,11 +149,11 @@ def resolve_eta(model: Model, eta: float | None, owner: str, what: str) -> Tenso
 def model_noise(model: Model) -> Tensor | None:
     """The model's regulariser η as a 0-dim tensor, or ``None`` when it is not one scalar.
 
-    Reads ``model.noise`` if present (the package's models), else the homoskedastic Gaussian
-    likelihood noise of an exact GPyTorch model; a ``ModelListGP`` qualifies when all its
-    sub-models share one noise value.
+    Reads ``model.noise`` of a :class:`~botorch_mtucb.models.protocols.RegularisedModel` (the
+    package's models), else the homoskedastic Gaussian likelihood noise of a GPyTorch model; a
+    ``ModelListGP`` qualifies when all its sub-models share one noise value.
     """
-    if hasattr(model, "noise") and not isinstance(model, ModelListGP):
+    if isinstance(model, RegularisedModel) and not isinstance(model, ModelListGP):
         noise = torch.as_tensor(model.noise)
         return noise.detach().reshape(()) if noise.numel() == 1 else None
     if isinstance(model, ModelListGP):
@@ -162,7 +164,7 @@ def model_noise(model: Model) -> Tensor | None:
         if all(torch.isclose(v, first, rtol=1e-6, atol=0.0) for v in noises):
             return first
         return None
-    lik = getattr(model, "likelihood", None)
+    lik = model.likelihood if isinstance(model, GPyTorchModel | ExactGP) else None
     if isinstance(lik, GaussianLikelihood) and not isinstance(lik, FixedNoiseGaussianLikelihood):
         noise = lik.noise.detach()
         return noise.reshape(()) if noise.numel() == 1 else None
@@ -174,7 +176,8 @@ def log_det_information(model: Model) -> Tensor:
 
     Equal to twice the information gain of the data held by ``model``.
 
-    * Models with ``information_gain()`` (½ log det(I + G_t/η)): ``2 * information_gain()``.
+    * :class:`~botorch_mtucb.models.protocols.InformationGainModel` models
+      (``information_gain()`` = ½ log det(I + G_t/η)): ``2 * information_gain()``.
     * ``ModelListGP``: the sum over its sub-models (independent tasks: G_t is block diagonal).
     * Single-output exact GPyTorch models (e.g. ``SingleTaskGP``):
       log det(I_t + N^{-1/2} K_t N^{-1/2}) with K_t the prior kernel matrix on the (transformed)
@@ -186,11 +189,11 @@ def log_det_information(model: Model) -> Tensor:
     Returns:
         0-dim tensor.
     """
-    if hasattr(model, "information_gain"):
+    if isinstance(model, InformationGainModel):
         val = 2.0 * torch.as_tensor(model.information_gain())
     elif isinstance(model, ModelListGP):
         val = sum(log_det_information(m) for m in model.models)
-    elif isinstance(model, ExactGP) and getattr(model, "num_outputs", 1) == 1:
+    elif isinstance(model, ExactGP) and _single_output(model):
         val = _exact_gp_log_det(model)
     else:
         raise ValueError(
@@ -203,6 +206,11 @@ def log_det_information(model: Model) -> Tensor:
             f"has shape {tuple(val.shape)})."
         )
     return val
+
+
+def _single_output(model: ExactGP) -> bool:
+    """Whether an exact GPyTorch model has one output (a plain GPyTorch ExactGP has)."""
+    return model.num_outputs == 1 if isinstance(model, Model) else True
 
 
 def _exact_gp_log_det(model: ExactGP) -> Tensor:

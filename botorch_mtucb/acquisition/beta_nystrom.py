@@ -18,6 +18,8 @@ from botorch.models.model import Model
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule, log_det_information, resolve_eta
+from botorch_mtucb.models.protocols import NystromRadiusModel
+from botorch_mtucb.theory.multi_task import theorem3_beta
 
 __all__ = ["TheoremThreeBeta"]
 
@@ -25,12 +27,14 @@ __all__ = ["TheoremThreeBeta"]
 class TheoremThreeBeta(BetaSchedule):
     """Theorem-3 radius of MT-BKB, evaluated on the current model.
 
-    The log-det sum is read from ``model.log_det_variance_sum`` (the Nyström model). A model
-    without it (e.g. ``ExactMultiTaskGP``) has Γ̃ = Γ, and the sum is the exact Lemma-4 value
+    The log-det sum is read from ``model.log_det_variance_sum`` of a
+    :class:`~botorch_mtucb.models.protocols.NystromRadiusModel` (the Nyström model). Any other
+    model (e.g. ``ExactMultiTaskGP``) has Γ̃ = Γ, and the sum is the exact Lemma-4 value
     ``log det(I + G_t/η)`` from :func:`~botorch_mtucb.acquisition.log_det_information`.
 
-    ε and δ default to the model's own (``model.epsilon``, ``model.delta``), so that the
+    ε and δ default to a Nyström model's own (``model.epsilon``, ``model.delta``), so that the
     dictionary's accuracy and the radius agree; Theorem 3 uses one δ for both (each gets δ/2).
+    The formula itself is :func:`botorch_mtucb.theory.multi_task.theorem3_beta`.
     """
 
     def __init__(
@@ -65,29 +69,25 @@ class TheoremThreeBeta(BetaSchedule):
         self.delta = None if delta is None else float(delta)
         self.eta = None if eta is None else float(eta)
 
-    def _param(self, model: Model, name: str) -> float:
-        value = getattr(self, name)
-        if value is None:
-            value = getattr(model, name, None)
-            if value is None:
-                raise ValueError(
-                    f"`{name}` could not be read from a {type(model).__name__}; pass it to "
-                    "TheoremThreeBeta explicitly."
-                )
-        return float(value)
-
     def __call__(self, model: Model) -> Tensor:
-        eps = self._param(model, "epsilon")
-        delta = self._param(model, "delta")
+        nystrom = isinstance(model, NystromRadiusModel)
+        eps, delta = self.epsilon, self.delta
+        for name, value in (("epsilon", eps), ("delta", delta)):
+            if value is None and not nystrom:
+                raise ValueError(
+                    f"`{name}` could not be read from a {type(model).__name__} (not a Nyström "
+                    "model with `epsilon`, `delta`); pass it to TheoremThreeBeta explicitly."
+                )
+        if nystrom:
+            eps = float(model.epsilon) if eps is None else eps
+            delta = float(model.delta) if delta is None else delta
         eta = resolve_eta(model, self.eta, "TheoremThreeBeta", "the log-det sum")
-        log_det_sum = getattr(model, "log_det_variance_sum", None)
-        if log_det_sum is None:
+        if nystrom:
+            log_det_sum = torch.as_tensor(model.log_det_variance_sum)
+        else:
             log_det_sum = log_det_information(model)
-        log_det_sum = torch.as_tensor(log_det_sum).detach().to(torch.float64)
-        rho = (1.0 + eps) / (1.0 - eps)
-        inner = 2.0 * math.log(2.0 / delta) + rho * log_det_sum
-        c_eps = 1.0 + 1.0 / math.sqrt(1.0 - eps)
-        return c_eps * self.b + self.sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()
+        log_det_sum = log_det_sum.detach().to(torch.float64)
+        return theorem3_beta(self.b, self.sigma, eta, delta, eps, log_det_sum)
 
     def __repr__(self) -> str:
         return (

@@ -12,15 +12,20 @@ from botorch.models.model import Model
 from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
+from botorch_mtucb.models.protocols import MarginalMomentsModel, WidthScheduleModel
+
 __all__ = ["HeavyTailedUCB"]
 
 
 class HeavyTailedUCB(AnalyticAcquisitionFunction):
     """``UCB(x) = μ(x) + β σ(x)`` for a single-output model (``q = 1``).
 
-    Works with any single-output BoTorch model; with ``beta=None`` the model must provide
-    ``beta()`` (as :class:`TruncatedGP` and :class:`AdaptiveTruncationGP` do), evaluated once
-    here: the theory (or authors') width ``β_{t+1}`` for the next round.
+    Works with any single-output BoTorch model; with ``beta=None`` the model must be a
+    :class:`~botorch_mtucb.models.protocols.WidthScheduleModel` (``beta()``, as
+    :class:`TruncatedGP` and :class:`AdaptiveTruncationGP` are), evaluated once here: the
+    theory (or authors') width ``β_{t+1}`` for the next round. A
+    :class:`~botorch_mtucb.models.protocols.MarginalMomentsModel` is evaluated through
+    ``mean_and_variance`` (no posterior object); any other model through its posterior.
 
     Example:
         >>> acqf = HeavyTailedUCB(model)
@@ -38,10 +43,10 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             ValueError: if ``beta`` is negative / non-finite, or ``None`` with a model that has
                 no ``beta()`` method, or the model has more than one output.
         """
-        if getattr(model, "num_outputs", 1) != 1:
+        if model.num_outputs != 1:
             raise ValueError(f"`model` must have a single output, got {model.num_outputs}.")
         if beta is None:
-            if not callable(getattr(model, "beta", None)):
+            if not (isinstance(model, WidthScheduleModel) and callable(model.beta)):
                 raise ValueError(
                     "`beta=None` needs a model with a `beta()` schedule (TruncatedGP, "
                     f"AdaptiveTruncationGP); {type(model).__name__} has none."
@@ -54,7 +59,7 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         self.register_buffer("beta", beta_t.clone())  # scalar or batch; read by the loop
         self._beta_float = float(beta_t) if beta_t.numel() == 1 else None
         # Models of this package give marginal moments without building a posterior object.
-        self._fast = callable(getattr(model, "mean_and_variance", None))
+        self._fast = isinstance(model, MarginalMomentsModel)
 
     @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:

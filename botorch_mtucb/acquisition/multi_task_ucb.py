@@ -59,12 +59,13 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.models import KroneckerMultiTaskGP, ModelListGP
 from botorch.models.model import Model
-from botorch.posteriors import Posterior, PosteriorList
+from botorch.posteriors import GPyTorchPosterior, Posterior, PosteriorList
 from gpytorch.distributions import MultivariateNormal
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.models.protocols import TaskPosteriorModel
 
 __all__ = ["ScalarizedMultiTaskUCB", "spectral_norm_psd", "task_mean_and_covariance"]
 
@@ -191,15 +192,15 @@ def spectral_norm_psd(covar: Tensor) -> Tensor:
 def task_mean_and_covariance(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
     """Posterior mean and per-point n × n task covariance at ``batch_shape x q x d`` inputs.
 
-    Uses ``model.task_posterior`` if present, otherwise the MVN of ``model.posterior(X)``
-    (only for q = 1, where the whole covariance is the task block).
+    Uses ``model.task_posterior`` for a
+    :class:`~botorch_mtucb.models.protocols.TaskPosteriorModel`, otherwise the MVN of
+    ``model.posterior(X)`` (only for q = 1, where the whole covariance is the task block).
 
     Returns:
         ``(mean, covar)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x n x n``.
     """
-    task_posterior = getattr(model, "task_posterior", None)
-    if callable(task_posterior):
-        return task_posterior(X)
+    if isinstance(model, TaskPosteriorModel):
+        return model.task_posterior(X)
     if X.shape[-2] != 1:
         raise ValueError(
             f"Per-point task blocks need q = 1 for a {type(model).__name__}, got "
@@ -215,7 +216,7 @@ def _block_from_posterior(posterior: Posterior) -> tuple[Tensor, Tensor]:
         parts = [_block_from_posterior(p) for p in posterior.posteriors]
         mean = torch.cat([m for m, _ in parts], dim=-1)
         return mean, _block_diag([c for _, c in parts])
-    dist = getattr(posterior, "distribution", None)
+    dist = posterior.distribution if isinstance(posterior, GPyTorchPosterior) else None
     if not isinstance(dist, MultivariateNormal):
         raise ValueError(
             f"The model's posterior ({type(posterior).__name__}) carries no Gaussian task "

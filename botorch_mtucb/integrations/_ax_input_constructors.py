@@ -27,6 +27,7 @@ from botorch.acquisition.input_constructors import (
 from botorch.acquisition.objective import PosteriorTransform, ScalarizedPosteriorTransform
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
+from gpytorch.models import ExactGP
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
@@ -51,6 +52,8 @@ from botorch_mtucb.integrations._ax_pending import (
     check_pending,
     hallucinate_mean,
 )
+from botorch_mtucb.models.heavy_tailed_base import HeavyTailedModel
+from botorch_mtucb.models.protocols import WidthScheduleModel
 
 __all__ = ["construct_inputs_heavy_tailed_ucb", "construct_inputs_scalarized_mtucb"]
 
@@ -73,11 +76,17 @@ def _refuse_constraints(
 def _input_dim(stacked: tuple[Tensor, Tensor] | None, model: Model) -> int | None:
     if stacked is not None:
         return stacked[0].shape[-1]
-    train_inputs = getattr(model, "train_inputs", None)
-    if train_inputs:
-        return train_inputs[0].shape[-1]
-    train_X = getattr(model, "train_X", None)
+    train_X = _train_X(model)
     return None if train_X is None else train_X.shape[-1]
+
+
+def _train_X(model: Model) -> Tensor | None:
+    """Training inputs of an exact GPyTorch model or a heavy-tailed model, else ``None``."""
+    if isinstance(model, ExactGP) and model.train_inputs:
+        return model.train_inputs[0]
+    if isinstance(model, HeavyTailedModel):
+        return model.train_X
+    return None
 
 
 def _num_observations(
@@ -88,10 +97,8 @@ def _num_observations(
         return training_data.X.shape[0]
     if isinstance(training_data, dict) and training_data:
         return sum(ds.X.shape[0] for ds in training_data.values())
-    train_inputs = getattr(model, "train_inputs", None)
-    if train_inputs:
-        return train_inputs[0].shape[-2]
-    return getattr(model, "train_X", torch.empty(0, 0)).shape[0]
+    train_X = _train_X(model)
+    return 0 if train_X is None else train_X.shape[-2]
 
 
 def _pending(X_pending: Tensor | None, d: int | None) -> Tensor | None:
@@ -236,7 +243,7 @@ def construct_inputs_heavy_tailed_ucb(
             raise ValueError(f"Expected one non-zero objective weight, got {w.tolist()}.")
         sign = 1.0 if float(w) > 0 else -1.0
     if beta is None:
-        if not callable(getattr(model, "beta", None)):
+        if not (isinstance(model, WidthScheduleModel) and callable(model.beta)):
             raise ValueError(
                 f"`beta=None` needs a model with a `beta()` schedule; {type(model).__name__} "
                 "has none. Pass `beta` explicitly."

@@ -29,6 +29,7 @@ from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 from torch import Tensor
 
+from botorch_mtucb.models.protocols import MarginalMomentsModel
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["SignedHallucinatedModel", "check_pending", "hallucinate_mean"]
@@ -71,9 +72,8 @@ def hallucinate_mean(model: Model, X_pending: Tensor) -> Model:
 
 def _marginal_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
     """Mean and variance (``batch x q``) of a single-output model."""
-    fast = getattr(model, "mean_and_variance", None)
-    if callable(fast):
-        return fast(X)
+    if isinstance(model, MarginalMomentsModel):
+        return model.mean_and_variance(X)
     post = model.posterior(X)
     return post.mean.squeeze(-1), post.variance.squeeze(-1)
 
