@@ -19,37 +19,39 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_mtucb.linalg.nystrom import psd_pinv_sqrt_factor as _linalg_pinv_sqrt_factor
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["NystromFeatures", "psd_pinv_sqrt", "psd_pinv_sqrt_factor", "unique_rows"]
 
 
-def psd_pinv_sqrt_factor(matrix: Tensor, rtol: float = 1e-10) -> tuple[Tensor, Tensor]:
+def psd_pinv_sqrt_factor(matrix: Tensor, rtol: float | None = None) -> tuple[Tensor, Tensor]:
     """Factor ``(M^{1/2})⁺ = Q diag(s) Qᵀ`` of a symmetric PSD matrix, kept eigenpairs only.
 
-    Eigenvalues ``e`` below ``rtol · max(e_max, 1e-300)`` are treated as zero and dropped.
+    The package's one implementation, :func:`botorch_mtucb.linalg.nystrom.psd_pinv_sqrt_factor`
+    (paper 001, §5.1 (b): the embedding ``φ(x) = (K_D^{1/2})⁺ k_D(x)``): eigenvalues
+    ``e ≤ rtol · e_max`` (and non-positive ones) are treated as zero and dropped.
 
     Args:
         matrix: ``m x m`` symmetric PSD matrix.
-        rtol: Relative eigenvalue cut-off.
+        rtol: Relative eigenvalue cut-off; ``None`` (default) uses the dtype-aware
+            :func:`~botorch_mtucb.linalg.nystrom.default_pinv_rtol` (≈2.2e-13 in float64,
+            ≈1.2e-5 in float32).
 
     Returns:
         ``(Q, s)``: ``m x r`` orthonormal eigenvectors of the kept eigenvalues and the ``r``
         values ``s = e^{-1/2}``.
     """
-    if matrix.shape[-1] == 0:
-        return matrix.new_zeros(0, 0), matrix.new_zeros(0)
-    evals, evecs = torch.linalg.eigh(matrix)
-    keep = evals > rtol * evals.max().clamp_min(1e-300)
-    return evecs[:, keep], evals[keep].rsqrt()
+    return _linalg_pinv_sqrt_factor(matrix, rtol)
 
 
-def psd_pinv_sqrt(matrix: Tensor, rtol: float = 1e-10) -> Tensor:
+def psd_pinv_sqrt(matrix: Tensor, rtol: float | None = None) -> Tensor:
     """Pseudo-inverse of the symmetric square root of a PSD matrix, ``(M^{1/2})⁺``.
 
     Args:
         matrix: ``m x m`` symmetric PSD matrix.
-        rtol: Relative eigenvalue cut-off (see :func:`psd_pinv_sqrt_factor`).
+        rtol: Relative eigenvalue cut-off (see :func:`psd_pinv_sqrt_factor`; ``None``: the
+            dtype-aware default).
 
     Returns:
         ``m x m`` symmetric matrix ``Q diag(e^{-1/2}) Qᵀ`` over the kept eigenpairs.
@@ -80,7 +82,7 @@ class NystromFeatures:
         q: float | None = None,
         epsilon: float = 0.1,
         generator: torch.Generator | None = None,
-        rtol: float = 1e-10,
+        rtol: float | None = None,
     ) -> None:
         """
         Args:
@@ -91,11 +93,14 @@ class NystromFeatures:
                 code: ``ln(T)/ε²``).
             epsilon: Accuracy ``ε ∈ (0, 1)`` of the embedding (enters ``q`` and ``β``).
             generator: Random generator for the Bernoulli draws (reproducibility).
-            rtol: Relative eigenvalue cut-off of the pseudo-inverse square root.
+            rtol: Relative eigenvalue cut-off of the pseudo-inverse square root; ``None``
+                (default) uses the dtype-aware
+                :func:`~botorch_mtucb.linalg.nystrom.default_pinv_rtol` of the dictionary's
+                kernel matrix.
 
         Raises:
-            ValueError: on a kernel that is not a GPyTorch ``Kernel``, ``q ≤ 0`` or
-                ``ε ∉ (0, 1)``.
+            ValueError: on a kernel that is not a GPyTorch ``Kernel``, ``q ≤ 0``,
+                ``ε ∉ (0, 1)`` or ``rtol ∉ (0, 1)``.
         """
         if not isinstance(base_kernel, Kernel):
             raise ValueError(
@@ -105,6 +110,8 @@ class NystromFeatures:
             raise ValueError(f"`q` must be positive and finite (or None), got {q!r}.")
         if not 0.0 < float(epsilon) < 1.0:
             raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
+        if rtol is not None and not 0.0 < float(rtol) < 1.0:
+            raise ValueError(f"`rtol` must lie in (0, 1) (or be None), got {rtol!r}.")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise ValueError(
                 f"`generator` must be a torch.Generator or None, got {type(generator).__name__}."
@@ -113,7 +120,7 @@ class NystromFeatures:
         self.q = None if q is None else float(q)
         self.epsilon = float(epsilon)
         self.generator = generator
-        self.rtol = float(rtol)
+        self.rtol = None if rtol is None else float(rtol)
         self.dictionary: Tensor | None = None
         self._transform: Tensor | None = None  # (K_D^{1/2})⁺, m x m
         self._basis: Tensor | None = None  # m x r eigenvectors of K_D (kept)
@@ -139,7 +146,7 @@ class NystromFeatures:
         new.dictionary = dictionary
         with torch.no_grad():
             K_D = self.base_kernel(dictionary, dictionary).to_dense()
-        Q, scale = psd_pinv_sqrt_factor(0.5 * (K_D + K_D.transpose(-1, -2)), self.rtol)
+        Q, scale = psd_pinv_sqrt_factor(K_D, self.rtol)  # symmetrised inside
         new._basis, new._scale = Q, scale
         new._transform = (Q * scale) @ Q.transpose(-1, -2)
         return new

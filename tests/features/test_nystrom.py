@@ -7,7 +7,8 @@ import torch
 from gpytorch.kernels import RBFKernel
 
 from botorch_mtucb.features import NystromFeatures
-from botorch_mtucb.features.nystrom import psd_pinv_sqrt, unique_rows
+from botorch_mtucb.features.nystrom import psd_pinv_sqrt, psd_pinv_sqrt_factor, unique_rows
+from botorch_mtucb.linalg.nystrom import psd_pinv_sqrt_factor as linalg_factor
 
 DT = torch.float64
 
@@ -48,6 +49,31 @@ def test_psd_pinv_sqrt_identities() -> None:
     e = torch.tensor([2.0, 0.5, 0.01], dtype=DT)
     P2 = psd_pinv_sqrt(Q @ torch.diag(e) @ Q.T)
     torch.testing.assert_close(P2, Q @ torch.diag(e.rsqrt()) @ Q.T, atol=1e-9, rtol=0)
+
+
+def test_default_cut_off_is_dtype_aware_and_explicit_rtol_still_works() -> None:
+    """One implementation (linalg.nystrom): default cut-off 1000 eps (f64) / 100 eps (f32)."""
+    g = torch.Generator().manual_seed(2)
+    Q = torch.linalg.qr(torch.randn(5, 5, dtype=DT, generator=g)).Q
+    e = torch.tensor([1.0, 0.3, 1e-3, 1e-11, 1e-15], dtype=DT)  # 1e-15 < 1000 eps < 1e-11
+    M = (Q * e) @ Q.T
+    Qk, s = psd_pinv_sqrt_factor(M)
+    assert s.numel() == 4  # the old fixed rtol = 1e-10 dropped the 1e-11 direction
+    torch.testing.assert_close(s.sort().values, e[:4].rsqrt().sort().values, rtol=1e-4, atol=0)
+    assert psd_pinv_sqrt_factor(M, rtol=1e-10)[1].numel() == 3
+    Ql, sl = linalg_factor(M)
+    torch.testing.assert_close(sl, s, rtol=0, atol=0)
+    torch.testing.assert_close(Ql, Qk, rtol=0, atol=0)
+    # float32: 1e-3 is kept, 1e-11 (below 100 eps ≈ 1.2e-5) dropped.
+    assert psd_pinv_sqrt_factor(M.float())[1].numel() == 3
+    # NystromFeatures uses the same default, and an explicit rtol.
+    D = torch.linspace(0, 1, 30, dtype=DT).unsqueeze(-1)  # smooth kernel: rank-deficient K_D
+    with torch.no_grad():
+        K_D = _kernel()(D, D).to_dense()
+    r_default = NystromFeatures(_kernel()).with_dictionary(D).factor[1].numel()
+    r_loose = NystromFeatures(_kernel(), rtol=1e-6).with_dictionary(D).factor[1].numel()
+    assert r_default == psd_pinv_sqrt_factor(K_D)[1].numel()
+    assert r_loose == psd_pinv_sqrt_factor(K_D, 1e-6)[1].numel() < r_default
 
 
 def test_resample_all_points_when_p_is_one_and_duplicates_collapse() -> None:
@@ -94,6 +120,8 @@ def test_empty_dictionary() -> None:
         (dict(epsilon=0.0), "epsilon"),
         (dict(epsilon=1.0), "epsilon"),
         (dict(generator=1), "generator"),
+        (dict(rtol=0.0), "rtol"),
+        (dict(rtol=2.0), "rtol"),
     ],
 )
 def test_nystrom_bad_input(kwargs: dict, match: str) -> None:
