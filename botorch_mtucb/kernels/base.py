@@ -16,8 +16,14 @@ from abc import abstractmethod
 
 import torch
 from gpytorch.kernels import Kernel
-from linear_operator.operators import KroneckerProductLinearOperator, to_linear_operator
+from linear_operator.operators import (
+    KroneckerProductLinearOperator,
+    LinearOperator,
+    to_linear_operator,
+)
 from torch import Tensor
+
+from botorch_mtucb.linalg.icm_likelihood import ICMKroneckerLinearOperator, icm_likelihood_enabled
 
 __all__ = ["MultiTaskKernel", "kron_interleaved"]
 
@@ -79,19 +85,36 @@ class MultiTaskKernel(Kernel):
 
         Returns:
             ``batch_shape x (N1·n) x (N2·n)`` kernel matrix (a ``LinearOperator``), or its
-            diagonal.
+            diagonal. For a single separable term (ICM, after merging terms that share one
+            scalar kernel) an :class:`~botorch_mtucb.linalg.ICMKroneckerLinearOperator`, whose
+            sum with the likelihood's homoscedastic noise evaluates the marginal likelihood
+            from ``eigh(K)`` and ``eigh(B)`` (see :mod:`botorch_mtucb.linalg.icm_likelihood`;
+            switched off by ``use_icm_likelihood(False)``).
         """
-        batch_shape = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+        comps = self.separable_components()
+        if not diag and icm_likelihood_enabled():
+            kernel = comps[0][0]
+            if all(k is kernel for k, _ in comps):  # ICM: one (merged) Kronecker term
+                B = sum(B for _, B in comps)
+                return ICMKroneckerLinearOperator(*self._kron_factors(kernel, B, x1, x2, params))
         res = None
-        for k, B in self.separable_components():
+        for k, B in comps:
             if diag:
                 kd = k.forward(x1, x2, diag=True, **params)
                 term = (kd[..., :, None] * torch.diagonal(B)).reshape(*kd.shape[:-1], -1)
             else:
-                kx = to_linear_operator(k.forward(x1, x2, **params))
-                if kx.shape[:-2] != batch_shape:
-                    kx = kx.expand(*batch_shape, *kx.shape[-2:])
-                Bb = B.expand(*batch_shape, *B.shape) if len(batch_shape) else B
-                term = KroneckerProductLinearOperator(kx, to_linear_operator(Bb))
+                term = KroneckerProductLinearOperator(*self._kron_factors(k, B, x1, x2, params))
             res = term if res is None else res + term
         return res
+
+    @staticmethod
+    def _kron_factors(
+        k: Kernel, B: Tensor, x1: Tensor, x2: Tensor, params: dict
+    ) -> tuple[LinearOperator, LinearOperator]:
+        """``(k(x1, x2), B)`` as linear operators expanded to the common batch shape."""
+        batch_shape = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+        kx = to_linear_operator(k.forward(x1, x2, **params))
+        if kx.shape[:-2] != batch_shape:
+            kx = kx.expand(*batch_shape, *kx.shape[-2:])
+        Bb = B.expand(*batch_shape, *B.shape) if len(batch_shape) else B
+        return kx, to_linear_operator(Bb)

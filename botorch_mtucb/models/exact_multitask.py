@@ -162,10 +162,16 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
 
     # ------------------------------------------------------------------ GPyTorch
     def forward(self, x: Tensor) -> MultitaskMultivariateNormal:
-        """Prior ``MultitaskMultivariateNormal`` at ``x: batch x N x d`` (used for fitting)."""
+        """Prior ``MultitaskMultivariateNormal`` at ``x: batch x N x d`` (used for fitting).
+
+        An ``ICMMultitaskMultivariateNormal``: for ICM kernels with the homoscedastic noise its
+        ``log_prob`` (the exact MLL) costs one ``eigh`` of the ``N x N`` kernel matrix.
+        """
+        from botorch_mtucb.linalg.icm_likelihood import ICMMultitaskMultivariateNormal
+
         if self.training:
             x = self.transform_inputs(x)
-        return MultitaskMultivariateNormal(self.mean_module(x), self.covar_module(x))
+        return ICMMultitaskMultivariateNormal(self.mean_module(x), self.covar_module(x))
 
     # ------------------------------------------------------------------ properties
     @property
