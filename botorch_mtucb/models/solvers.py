@@ -1,18 +1,29 @@
-"""Posterior solvers for multi-task kernel regression (paper 000, §3.1, §3.3, Appendix A).
+r"""Posterior solvers for multi-task kernel regression (paper 000, §3.1, §3.3, Appendix A).
 
 A solver holds the factorisation of one training set under one set of hyperparameters and
 answers three questions: the posterior mean, the posterior covariance (joint over ``q``
 points and ``n`` tasks, or only the ``n x n`` block of each point) and the information gain.
 The BoTorch model chooses the solver from the kernel's structure and caches it.
 
-* :class:`DenseSolver` — any multi-task kernel: one Cholesky factor of the ``nt x nt`` matrix
-  ``G_t + ηI`` (paper 000, eq. (1) and §3.1).
-* :class:`ICMSolver` — Γ = k·B: one eigendecomposition ``K_t = W diag(a) Wᵀ`` of the ``t x t``
-  scalar kernel matrix and ``B = U diag(ξ) Uᵀ`` serve all ``n`` problems (§3.3):
+* :class:`DenseSolver` — any multi-task kernel: one :class:`~botorch_mtucb.linalg.CholeskyFactor`
+  of the ``nt x nt`` matrix ``G_t + ηI`` (paper 000, eq. (1) and §3.1); conditioning extends
+  the factor by a block row.
+* :class:`ICMSolver` — Γ = k·B: the ICM rotation (:class:`~botorch_mtucb.linalg.ICMRotation`)
+  of one eigendecomposition ``K_t = W diag(a) Wᵀ``, which serves all ``n`` eigen-directions of
+  ``B`` (§3.3), plus an optional *appended block* of ``m`` points added by conditioning.
+  Direction ``i`` of the appended block is one scalar GP update of the eigen part:
 
-      μ_t(x)     = Σ_i ξ_i k_t(x)ᵀ(ξ_i K_t + ηI)⁻¹ Y_t u_i · u_i
-      Γ_t(x, x') = Σ_i ξ_i (k(x, x') − ξ_i k_t(x)ᵀ(ξ_i K_t + ηI)⁻¹ k_t(x')) u_i u_iᵀ
-      ½ log det(I_{nt} + η⁻¹G_t) = ½ Σ_i Σ_j log(1 + ξ_i a_j / η).
+  .. math::
+      S_i = ξ_i K_{11} + ηI − P_1 \mathrm{diag}(w_i) P_1^T, \quad
+      k^{(0)}_i(x, X_1) = ξ_i k(x, X_1) − F(x) \mathrm{diag}(w_i) P_1^T,
+
+      m_i(x) = m^{(0)}_i(x) + k^{(0)}_i(x, X_1) S_i^{-1} (Y_1 u_i − m^{(0)}_i(X_1)), \quad
+      s_i(x) = s^{(0)}_i(x) − k^{(0)}_i(x, X_1) S_i^{-1} k^{(0)}_i(X_1, x),
+
+  with ``P_1 = k(X_1, X_0) W`` and ``w_i = ξ_i² / (ξ_i a + η)``. Each appended point costs
+  O(n t²) (one row of ``P_1`` and a block extension of the ``n`` Cholesky factors of ``S_i``)
+  instead of a new ``t x t`` eigendecomposition; once the block outgrows the eigen part the
+  model rebuilds from scratch (amortised O(t³) per doubling).
 
 All tensors follow GPyTorch's interleaved multi-task order (index ``point·n + task``).
 """
@@ -23,24 +34,27 @@ from abc import ABC, abstractmethod
 
 import torch
 from gpytorch.kernels import Kernel
+from linear_operator.operators import LinearOperator
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
+from botorch_mtucb.linalg.factor import CholeskyFactor
+from botorch_mtucb.linalg.icm import ICMRotation, interleave_blocks
 
 __all__ = [
     "DenseSolver",
     "ICMSolver",
     "MultiTaskSolver",
     "cross_kernel",
+    "dense",
     "extend_solver",
     "interleave_blocks",
 ]
 
 
-def interleave_blocks(cov: Tensor) -> Tensor:
-    """Reshape ``batch x q x n x q x n`` into the interleaved ``batch x (q·n) x (q·n)``."""
-    q, n = cov.shape[-4], cov.shape[-3]
-    return cov.reshape(*cov.shape[:-4], q * n, q * n)
+def dense(x: Tensor | LinearOperator) -> Tensor:
+    """A kernel output as a dense tensor (kernels return tensors or ``LinearOperator``\\ s)."""
+    return x.to_dense() if isinstance(x, LinearOperator) else x
 
 
 class MultiTaskSolver(ABC):
@@ -54,23 +68,26 @@ class MultiTaskSolver(ABC):
     """
 
     num_tasks: int
+    train_X: Tensor
 
-    @abstractmethod
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype the solver computes in (inputs are cast to it by the model)."""
+        return self.train_X.dtype
+
     def mean(self, X: Tensor) -> Tensor:
         """Posterior mean minus prior mean, ``batch x q x n`` for ``X: batch x q x d``."""
+        return self.predict(X, full_cov=False)[0]
 
-    @abstractmethod
     def covariance(self, X: Tensor) -> Tensor:
         """Joint posterior covariance, interleaved ``batch x (q·n) x (q·n)``."""
+        return self.predict(X, full_cov=True)[1]
 
-    @abstractmethod
     def task_blocks(self, X: Tensor) -> Tensor:
         """Per-point ``n x n`` posterior covariances Γ_t(x, x), ``batch x q x n x n``."""
+        return self.predict(X, full_cov=False)[1]
 
     @abstractmethod
-    def information_gain(self) -> Tensor:
-        """½ log det(I_{nt} + η⁻¹ G_t), a scalar tensor."""
-
     def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
         """Mean and covariance in one call (implementations share the cross-kernel work).
 
@@ -79,8 +96,10 @@ class MultiTaskSolver(ABC):
             full_cov: Joint interleaved ``batch x (q·n) x (q·n)`` covariance if ``True``,
                 else the per-point blocks ``batch x q x n x n``.
         """
-        cov = self.covariance(X) if full_cov else self.task_blocks(X)
-        return self.mean(X), cov
+
+    @abstractmethod
+    def information_gain(self) -> Tensor:
+        """½ log det(I_{nt} + η⁻¹ G_t), a scalar tensor."""
 
 
 def cross_kernel(kernel: Kernel, X: Tensor, train_X: Tensor) -> Tensor:
@@ -91,11 +110,9 @@ def cross_kernel(kernel: Kernel, X: Tensor, train_X: Tensor) -> Tensor:
     training inputs over the batch. Returns ``batch x (q·o) x (t·o)`` with ``o`` outputs per
     input.
     """
-    if len(getattr(kernel, "batch_shape", torch.Size())) > 0:
-        out = kernel.forward(X, train_X)
-        return out.to_dense() if hasattr(out, "to_dense") else out
-    out = kernel.forward(X.reshape(-1, X.shape[-1]), train_X)
-    out = out.to_dense() if hasattr(out, "to_dense") else out
+    if len(kernel.batch_shape) > 0:
+        return dense(kernel.forward(X, train_X))
+    out = dense(kernel.forward(X.reshape(-1, X.shape[-1]), train_X))
     return out.reshape(*X.shape[:-2], -1, out.shape[-1])
 
 
@@ -111,7 +128,7 @@ class DenseSolver(MultiTaskSolver):
         train_X: Tensor,
         train_resid: Tensor,
         noise: Tensor,
-        chol: Tensor | None = None,
+        chol: Tensor | CholeskyFactor | None = None,
     ) -> None:
         self.kernel = kernel
         self.train_X = train_X
@@ -119,53 +136,53 @@ class DenseSolver(MultiTaskSolver):
         self.num_tasks = n = train_resid.shape[-1]
         t = train_X.shape[-2]
         if chol is None:
-            G = kernel.forward(train_X, train_X).to_dense()
+            G = dense(kernel.forward(train_X, train_X))
             G = G + noise * torch.eye(n * t, dtype=G.dtype, device=G.device)
-            chol = torch.linalg.cholesky(G)
-        self.chol = chol
-        y = train_resid.reshape(n * t, 1)
-        self.alpha = torch.cholesky_solve(y, chol)  # (G + ηI)⁻¹ vec(Y)
+            chol = CholeskyFactor.from_matrix(G)
+        elif not isinstance(chol, CholeskyFactor):
+            chol = CholeskyFactor(chol)
+        self.factor = chol
+        self.alpha = chol.solve(train_resid.reshape(n * t, 1))  # (G + ηI)⁻¹ vec(Y)
 
-    def _cross(self, X: Tensor) -> Tensor:
-        return cross_kernel(self.kernel, X, self.train_X)  # batch x (q·n) x (t·n)
+    @property
+    def chol(self) -> Tensor:
+        """The lower Cholesky factor of ``G_t + ηI``."""
+        return self.factor.L
 
     def _solve(self, cross: Tensor) -> Tensor:
         """``L⁻¹ crossᵀ`` as ``batch x (t·n) x (q·n)``, with one flat triangular solve."""
         flat = cross.reshape(-1, cross.shape[-1]).transpose(0, 1)
-        v = torch.linalg.solve_triangular(self.chol, flat, upper=False)
+        v = self.factor.solve_lower(flat)
         return v.transpose(0, 1).reshape(cross.shape).transpose(-1, -2)
-
-    def mean(self, X: Tensor) -> Tensor:
-        return self.predict(X, full_cov=False)[0]
-
-    def covariance(self, X: Tensor) -> Tensor:
-        return self.predict(X, full_cov=True)[1]
-
-    def task_blocks(self, X: Tensor) -> Tensor:
-        return self.predict(X, full_cov=False)[1]
 
     def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
         n = self.num_tasks
         if not full_cov:  # one point per block: batch x q x 1 x d
             mean, cov = self.predict(X.unsqueeze(-2), full_cov=True)
             return mean.squeeze(-2), cov.reshape(*X.shape[:-1], n, n)
-        cross = self._cross(X)
+        cross = cross_kernel(self.kernel, X, self.train_X)  # batch x (q·n) x (t·n)
         mean = (cross @ self.alpha).reshape(*X.shape[:-1], n)
-        prior = self.kernel.forward(X, X).to_dense()
+        prior = dense(self.kernel.forward(X, X))
         v = self._solve(cross)
         return mean, prior - v.transpose(-1, -2) @ v
 
     def information_gain(self) -> Tensor:
-        nt = self.chol.shape[-1]
-        logdet = 2 * torch.log(torch.diagonal(self.chol)).sum()
-        return 0.5 * (logdet - nt * torch.log(self.noise))
+        nt = self.factor.size
+        return 0.5 * (self.factor.logdet() - nt * torch.log(self.noise))
+
+    def extend(self, new_X: Tensor, train_X: Tensor, train_resid: Tensor) -> DenseSolver:
+        """Solver with ``new_X`` appended: one block row of the Cholesky factor."""
+        C = dense(self.kernel.forward(self.train_X, new_X))  # tn x mn
+        D = dense(self.kernel.forward(new_X, new_X))
+        D = D + self.noise * torch.eye(D.shape[-1], dtype=D.dtype, device=D.device)
+        return DenseSolver(self.kernel, train_X, train_resid, self.noise, self.factor.extend(C, D))
 
 
 class ICMSolver(MultiTaskSolver):
-    """ICM solver for Γ = k·B (paper 000, §3.3 and Appendix A).
+    """ICM solver for Γ = k·B (paper 000, §3.3 and Appendix A), see the module docstring.
 
     One ``t x t`` eigendecomposition of ``K_t`` and one ``n x n`` of ``B``; never forms the
-    ``nt x nt`` system.
+    ``nt x nt`` system. :meth:`extend` appends points in O(n t²) each.
     """
 
     def __init__(
@@ -178,80 +195,126 @@ class ICMSolver(MultiTaskSolver):
         K: Tensor | None = None,
     ) -> None:
         self.data_kernel = data_kernel
-        self.train_X = train_X
+        self.task_covar = task_covar
+        self.train_X = self.base_X = train_X
         self.noise = noise
         self.num_tasks = train_resid.shape[-1]
-        xi, U = torch.linalg.eigh(task_covar)
-        self.xi = xi.clamp_min(0.0)  # n
-        self.U = U  # n x n, columns u_i
         if K is None:
-            K = data_kernel.forward(train_X, train_X)
-            K = K.to_dense() if hasattr(K, "to_dense") else K
-        self.K = K  # t x t, kept so that conditioning can extend it
-        a, W = torch.linalg.eigh(K)
-        eig_K = (a.clamp_min(0.0), W)
-        self.a, self.W = eig_K  # t, t x t
-        # inv_diag[j, i] = 1 / (ξ_i a_j + η): the spectrum of (ξ_i K_t + ηI)⁻¹
-        self.inv_diag = 1.0 / (self.a[:, None] * self.xi[None, :] + noise)  # t x n
-        # Mean coefficients C (t x n): column i is ξ_i (ξ_i K + ηI)⁻¹ Y u_i, expressed in the
-        # eigenbasis of K (so that μ(x) = (k_t(x)ᵀ W) C Uᵀ).
-        proj = self.W.transpose(-1, -2) @ (train_resid @ U)  # t x n: Wᵀ Y u_i
-        self.coef = self.xi[None, :] * self.inv_diag * proj
+            K = dense(data_kernel.forward(train_X, train_X))
+        a, W = torch.linalg.eigh(0.5 * (K + K.transpose(-1, -2)))
+        self.a, self.W = a.clamp_min(0.0), W  # t, t x t
+        self.rotation = ICMRotation(task_covar, self.a, noise, W.transpose(-1, -2), train_resid,
+                                    normalized=False)
+        self.xi, self.U = self.rotation.xi, self.rotation.U
+        # appended block (empty until extend): inputs, P_1 = k(X_1, X_0) W, Cholesky of S_i
+        self.block_X = train_X[:0]
+        self.block_P = train_X.new_zeros(0, train_X.shape[-2])
+        self.block_factor: CholeskyFactor | None = None
+        self.block_coef: Tensor | None = None  # n x m: S_i⁻¹ (Y_1 u_i − m⁰_i(X_1))
 
-    def _proj(self, X: Tensor) -> Tensor:
-        """``k_t(X)ᵀ W``: ``batch x q x t``."""
-        return cross_kernel(self.data_kernel, X, self.train_X) @ self.W
+    @property
+    def block_size(self) -> int:
+        """Number of points appended by :meth:`extend` since the eigendecomposition."""
+        return self.block_X.shape[-2]
 
-    def _mean_from_proj(self, P: Tensor) -> Tensor:
-        flat = P.reshape(-1, P.shape[-1])  # one (batch·q) x t matmul, not batch tiny ones
-        return ((flat @ self.coef) @ self.U.transpose(-1, -2)).reshape(*P.shape[:-1], -1)
+    # ------------------------------------------------------------------ prediction
+    def _features(self, X: Tensor) -> Tensor:
+        """``F(X) = k(X, X_0) W``: ``batch x q x t_0``."""
+        return cross_kernel(self.data_kernel, X, self.base_X) @ self.W
 
-    def mean(self, X: Tensor) -> Tensor:
-        return self._mean_from_proj(self._proj(X))
+    def _block_cross(self, X: Tensor, F: Tensor) -> Tensor:
+        """``k⁰_i(X, X_1)``: ``batch x n x q x m``."""
+        kx1 = cross_kernel(self.data_kernel, X, self.block_X)  # batch x q x m
+        G = self.rotation.weights.transpose(-1, -2).unsqueeze(-1) * self.block_P.transpose(
+            -1, -2
+        )  # n x t0 x m
+        return self.xi[:, None, None] * kx1.unsqueeze(-3) - F.unsqueeze(-3) @ G
 
-    def eigen_variances(self, X: Tensor, P: Tensor | None = None) -> Tensor:
-        """Eigenvalues s_i(x) of Γ_t(x, x) along u_i, ``batch x q x n``.
+    def eigen_variances(self, X: Tensor) -> Tensor:
+        """Eigenvalues s_i(x) of Γ_t(x, x) along u_i, ``batch x q x n`` (clamped at 0).
 
-        s_i(x) = ξ_i (k(x, x) − ξ_i k_t(x)ᵀ(ξ_i K_t + ηI)⁻¹ k_t(x)); the spectral norm of
-        Γ_t(x, x) is max_i s_i(x) (paper 000, §3.3).
+        ‖Γ_t(x, x)‖ = max_i s_i(x) (paper 000, §3.3).
         """
-        P = self._proj(X) if P is None else P
-        kxx = self.data_kernel.forward(X, X, diag=True)
-        quad = ((P**2).reshape(-1, P.shape[-1]) @ self.inv_diag).reshape(*P.shape[:-1], -1)
-        s = self.xi * kxx.unsqueeze(-1) - self.xi**2 * quad
-        return s.clamp_min(0.0)
+        return self._moments(X, joint=False)[1]
 
-    def task_blocks(self, X: Tensor) -> Tensor:
-        return self.predict(X, full_cov=False)[1]
-
-    def covariance(self, X: Tensor) -> Tensor:
-        return self.predict(X, full_cov=True)[1]
+    def _moments(self, X: Tensor, joint: bool) -> tuple[Tensor, Tensor]:
+        """Rotated mean (``batch x q x n``) and ``s`` (``batch x q x n``) or ``S_i`` (joint)."""
+        rot = self.rotation
+        F = self._features(X)
+        mean = rot.rotated_mean(F)
+        if joint:
+            Kqq = dense(self.data_kernel.forward(X, X))
+            cov = rot.direction_covariances(F, Kqq)
+        else:
+            kxx = dense(self.data_kernel.forward(X, X, diag=True))
+            cov = rot.eigen_variances(F, kxx)
+        if self.block_factor is not None:
+            C = self._block_cross(X, F)  # batch x n x q x m
+            mean = mean + (C @ self.block_coef.unsqueeze(-1)).squeeze(-1).transpose(-1, -2)
+            V = self.block_factor.solve_lower(C.transpose(-1, -2))  # batch x n x m x q
+            if joint:
+                cov = cov - V.transpose(-1, -2) @ V
+            else:
+                cov = cov - V.pow(2).sum(-2).transpose(-1, -2)
+        if not joint:
+            cov = cov.clamp_min(0.0)
+        return mean, cov
 
     def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
-        P = self._proj(X)  # batch x q x t
-        mean = self._mean_from_proj(P)
-        if not full_cov or X.shape[-2] == 1:  # for q = 1 the joint covariance is the block
-            s = self.eigen_variances(X, P)  # batch x q x n
-            blocks = (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
-            if not full_cov:
-                return mean, blocks
-            return mean, blocks.squeeze(-3)
-        return mean, self._joint_covariance(X, P)
-
-    def _joint_covariance(self, X: Tensor, P: Tensor) -> Tensor:
-        Kqq = self.data_kernel.forward(X, X)
-        Kqq = Kqq.to_dense() if hasattr(Kqq, "to_dense") else Kqq
-        # S_i = ξ_i K_qq − ξ_i² P diag(1/(ξ_i a + η)) Pᵀ, stacked as batch x n x q x q
-        Pw = P.unsqueeze(-3) * self.inv_diag.transpose(-1, -2).unsqueeze(-2)
-        S = self.xi[:, None, None] * Kqq.unsqueeze(-3) - (self.xi**2)[:, None, None] * (
-            Pw @ P.unsqueeze(-3).transpose(-1, -2)
-        )
-        # cov[p, a, r, b] = Σ_i S_i[p, r] U[a, i] U[b, i]
-        cov = torch.einsum("...ipr,ai,bi->...parb", S, self.U, self.U)
-        return interleave_blocks(cov)
+        rot = self.rotation
+        joint = full_cov and X.shape[-2] > 1  # for q = 1 the joint covariance is the block
+        mean, cov = self._moments(X, joint=joint)
+        mean = rot.to_tasks(mean)
+        if joint:
+            return mean, rot.joint_from_directions(cov)
+        blocks = rot.blocks(cov)
+        return mean, (blocks.squeeze(-3) if full_cov else blocks)
 
     def information_gain(self) -> Tensor:
-        return 0.5 * torch.log1p(self.a[:, None] * self.xi[None, :] / self.noise).sum()
+        gain = self.rotation.information_gain()
+        if self.block_factor is not None:
+            m = self.block_size
+            gain = gain + 0.5 * (self.block_factor.logdet() - m * torch.log(self.noise)).sum()
+        return gain
+
+    # ------------------------------------------------------------------ conditioning
+    def extend(self, new_X: Tensor, train_X: Tensor, train_resid: Tensor) -> ICMSolver:
+        """Solver with ``new_X`` appended, in O(n t² m) (module docstring).
+
+        Falls back to a new eigendecomposition when the appended block would outgrow the
+        eigen part (``m > t_0``), reusing the already computed ``K_t``.
+
+        Args:
+            new_X: ``m x d`` appended inputs (input-transformed).
+            train_X: ``(t+m) x d`` all training inputs (the first ``t`` rows are this solver's).
+            train_resid: ``(t+m) x n`` all targets minus the prior mean.
+        """
+        k, t0 = self.data_kernel, self.base_X.shape[-2]
+        if self.block_size + new_X.shape[-2] > t0:
+            K = dense(k.forward(train_X, train_X))
+            return ICMSolver(k, self.task_covar, train_X, train_resid, self.noise, K=K)
+        new = ICMSolver.__new__(ICMSolver)
+        new.__dict__.update(self.__dict__)
+        w = self.rotation.weights.transpose(-1, -2).unsqueeze(-1)  # n x t0 x 1
+        P_new = cross_kernel(k, new_X, self.base_X) @ self.W  # m x t0
+        eye = torch.eye(new_X.shape[-2], dtype=new_X.dtype, device=new_X.device)
+        D = self.xi[:, None, None] * dense(k.forward(new_X, new_X)) - (P_new * w.transpose(
+            -1, -2)) @ P_new.transpose(-1, -2) + self.noise * eye  # n x m x m
+        if self.block_factor is None:
+            factor = CholeskyFactor.from_matrix(D)
+        else:
+            C = self.xi[:, None, None] * dense(k.forward(self.block_X, new_X)) - (
+                self.block_P * w.transpose(-1, -2)
+            ) @ P_new.transpose(-1, -2)  # n x m_old x m
+            factor = self.block_factor.extend(C, D)
+        new.block_X = torch.cat([self.block_X, new_X], dim=-2)
+        new.block_P = torch.cat([self.block_P, P_new], dim=-2)
+        new.block_factor = factor
+        new.train_X = train_X
+        r1 = train_resid[t0:] @ self.U  # m_all x n, rotated targets of the block
+        e = (r1 - self.rotation.rotated_mean(new.block_P)).transpose(-1, -2)  # n x m_all
+        new.block_coef = factor.solve(e.unsqueeze(-1)).squeeze(-1)
+        return new
 
 
 def extend_solver(
@@ -260,8 +323,7 @@ def extend_solver(
     """Solver for the training set extended by ``new_X``, reusing the old factorisation.
 
     The dense solver extends its Cholesky factor by one block row (O(n³t²m) instead of
-    O(n³t³)); the ICM solver reuses the old ``t x t`` block of ``K_t`` (the eigendecomposition
-    itself has to be recomputed).
+    O(n³t³)); the ICM solver appends a Schur block (O(n t² m), see :class:`ICMSolver`).
 
     Args:
         solver: Solver of the old training set (its ``train_X`` is the first ``t`` rows).
@@ -269,26 +331,6 @@ def extend_solver(
         train_X: ``(t+m) x d`` full training inputs.
         train_resid: ``(t+m) x n`` full targets minus the prior mean.
     """
-    if isinstance(solver, ICMSolver):
-        k = solver.data_kernel
-        K12 = k.forward(solver.train_X, new_X)
-        K22 = k.forward(new_X, new_X)
-        K12 = K12.to_dense() if hasattr(K12, "to_dense") else K12
-        K22 = K22.to_dense() if hasattr(K22, "to_dense") else K22
-        K = torch.cat(
-            [torch.cat([solver.K, K12], dim=-1), torch.cat([K12.transpose(-1, -2), K22], dim=-1)],
-            dim=-2,
-        )
-        B = (solver.U * solver.xi) @ solver.U.transpose(-1, -2)
-        return ICMSolver(k, B, train_X, train_resid, solver.noise, K=K)
-    if isinstance(solver, DenseSolver):
-        kern = solver.kernel
-        C = kern.forward(solver.train_X, new_X).to_dense()  # tn x mn
-        D = kern.forward(new_X, new_X).to_dense()
-        D = D + solver.noise * torch.eye(D.shape[-1], dtype=D.dtype, device=D.device)
-        S = torch.linalg.solve_triangular(solver.chol, C, upper=False).transpose(-1, -2)
-        L22 = torch.linalg.cholesky(D - S @ S.transpose(-1, -2))
-        top = torch.cat([solver.chol, torch.zeros_like(C)], dim=-1)
-        chol = torch.cat([top, torch.cat([S, L22], dim=-1)], dim=-2)
-        return DenseSolver(kern, train_X, train_resid, solver.noise, chol=chol)
+    if isinstance(solver, ICMSolver | DenseSolver):
+        return solver.extend(new_X, train_X, train_resid)
     raise NotImplementedError(f"Cannot extend a {type(solver).__name__}.")

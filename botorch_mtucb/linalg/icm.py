@@ -1,0 +1,111 @@
+r"""The ICM rotation: Γ = k·B as ``n`` scalar problems in the eigenbasis of ``B``.
+
+For Γ(x, x') = k(x, x') B with ``B = U diag(ξ) Uᵀ`` and Gaussian noise η, rotating the task
+outputs by ``U`` decouples the ``n`` tasks: direction ``i`` is a scalar kernel problem with
+kernel ``ξ_i k``, noise η and targets ``Y u_i`` (paper 000, §3.3 and Appendix A). If the
+``t`` training points are represented by features whose Gram has spectrum ``c_j`` (``r``
+directions), every direction shares the same features and only the diagonal
+``1/(ξ_i c_j + η)`` changes with ``i``:
+
+* exact (MT-KB): ``K_t = W diag(a) Wᵀ``, features ``F(x) = k_t(x)ᵀ W`` (unnormalised),
+  spectrum ``a``;
+* Nyström (MT-BKB): normalised features ``F(x) = Eᵀ φ̃_t(x)`` with ``ṽ_t = E diag(c) Eᵀ``
+  (eqs. (7)–(8)).
+
+Then, with ``inv_{ji} = 1/(ξ_i c_j + η)`` and ``g_j = 1`` (exact) or ``c_j`` (Nyström),
+
+.. math::
+    μ_t(x) = F(x) C Uᵀ, \quad C_{ji} = ξ_i\, inv_{ji}\, (F_{\rm train}^T Y U)_{ji}, \qquad
+    s_i(x) = ξ_i k(x, x) − Σ_j F_j(x)^2\, ξ_i^2 g_j\, inv_{ji},
+
+``Γ_t(x, x) = U diag(s(x)) Uᵀ`` and ``‖Γ_t(x, x)‖ = max_i s_i(x)``; the joint covariance over
+``q`` points has ``S_i = ξ_i K_{qq} − F diag(ξ_i^2 g\, inv_{·i}) Fᵀ`` in direction ``i``. The
+information gain is ``½ Σ_{i,j} log(1 + ξ_i c_j / η)``. :class:`ICMRotation` holds these
+quantities; the exact and the Nyström ICM solvers only build the features.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["ICMRotation", "interleave_blocks"]
+
+
+def interleave_blocks(cov: Tensor) -> Tensor:
+    """Reshape ``batch x q x n x q x n`` into the interleaved ``batch x (q·n) x (q·n)``."""
+    q, n = cov.shape[-4], cov.shape[-3]
+    return cov.reshape(*cov.shape[:-4], q * n, q * n)
+
+
+class ICMRotation:
+    """The ``n`` rotated scalar problems of an ICM posterior sharing ``r`` feature directions.
+
+    Args:
+        task_covar: ``n x n`` PSD task matrix ``B`` (its eigenvalues are clamped at 0).
+        spectrum: ``r`` eigenvalues ``c_j ≥ 0`` of the training features' Gram.
+        noise: Regulariser η > 0 (0-dim tensor).
+        train_features_t: ``r x t`` transposed training features (``Wᵀ`` for the exact
+            model, whose training features are ``K_t W = W diag(a)`` up to the spectrum).
+        train_resid: ``t x n`` training targets minus the prior mean.
+        normalized: ``False`` for the exact model's unnormalised features (``g = 1``), ``True``
+            for Nyström features (``g = c``).
+    """
+
+    def __init__(
+        self,
+        task_covar: Tensor,
+        spectrum: Tensor,
+        noise: Tensor,
+        train_features_t: Tensor,
+        train_resid: Tensor,
+        normalized: bool,
+    ) -> None:
+        xi, U = torch.linalg.eigh(0.5 * (task_covar + task_covar.transpose(-1, -2)))
+        self.xi = xi.clamp_min(0.0)  # n
+        self.U = U  # n x n, columns u_i
+        self.noise = noise
+        self.spectrum = spectrum.clamp_min(0.0)  # r
+        self.inv = 1.0 / (self.spectrum[:, None] * self.xi[None, :] + noise)  # r x n
+        proj = train_features_t @ (train_resid @ U)  # r x n
+        self.coef = self.xi * self.inv * proj  # r x n
+        gain = self.spectrum[:, None] if normalized else 1.0
+        self.weights = self.xi**2 * gain * self.inv  # r x n
+
+    @property
+    def num_tasks(self) -> int:
+        return self.U.shape[-1]
+
+    def rotated_mean(self, F: Tensor) -> Tensor:
+        """Mean in the rotated coordinates, ``batch x q x n``, for features ``batch x q x r``."""
+        flat = F.reshape(-1, F.shape[-1])  # one (batch·q) x r matmul
+        return (flat @ self.coef).reshape(*F.shape[:-1], -1)
+
+    def to_tasks(self, rotated: Tensor) -> Tensor:
+        """Rotate ``... x n`` values back to task coordinates (``· Uᵀ``)."""
+        return rotated @ self.U.transpose(-1, -2)
+
+    def eigen_variances(self, F: Tensor, kxx: Tensor) -> Tensor:
+        """``s_i(x)`` (unclamped), ``batch x q x n``, from ``F`` and ``k(x, x)`` (``batch x q``)."""
+        quad = (F.pow(2).reshape(-1, F.shape[-1]) @ self.weights).reshape(*F.shape[:-1], -1)
+        return self.xi * kxx.unsqueeze(-1) - quad
+
+    def blocks(self, s: Tensor) -> Tensor:
+        """Task blocks ``U diag(s) Uᵀ``: ``batch x q x n x n`` from ``batch x q x n``."""
+        return (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
+
+    def direction_covariances(self, F: Tensor, Kqq: Tensor) -> Tensor:
+        """``S_i = ξ_i K_qq − F diag(w_i) Fᵀ`` stacked as ``batch x n x q x q``."""
+        Fw = F.unsqueeze(-3) * self.weights.transpose(-1, -2).unsqueeze(-2)  # b x n x q x r
+        return self.xi[:, None, None] * Kqq.unsqueeze(-3) - Fw @ F.unsqueeze(-3).transpose(
+            -1, -2
+        )
+
+    def joint_from_directions(self, S: Tensor) -> Tensor:
+        """Interleaved ``batch x (q·n) x (q·n)`` covariance from ``batch x n x q x q`` ``S_i``."""
+        cov = torch.einsum("...ipr,ai,bi->...parb", S, self.U, self.U)
+        return interleave_blocks(cov)
+
+    def information_gain(self) -> Tensor:
+        """½ Σ_{i,j} log(1 + ξ_i c_j / η) = ½ log det(I + η⁻¹ G) of the represented Gram."""
+        return 0.5 * torch.log1p(self.spectrum[:, None] * self.xi[None, :] / self.noise).sum()
