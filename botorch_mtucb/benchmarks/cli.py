@@ -5,6 +5,9 @@ Examples::
     python -m botorch_mtucb.benchmarks list
     python -m botorch_mtucb.benchmarks run rkhs-n2 --trials 5 --horizon 100 --out runs/rkhs2
     python -m botorch_mtucb.benchmarks run se-student --fast --out /tmp/ht
+    python -m botorch_mtucb.benchmarks run se-pareto --trials 10 --workers 2 --out runs/sp
+    python -m botorch_mtucb.benchmarks run --resume --out runs/sp     # after a kill
+    python -m botorch_mtucb.benchmarks run rkhs-n20 --scheduler tcp://head:8786 --out runs/r20
     python -m botorch_mtucb.benchmarks summarize runs/rkhs2 runs/sine
     python -m botorch_mtucb.benchmarks summarize runs/rkhs20_a runs/rkhs20_b --merge runs/rkhs20
     python -m botorch_mtucb.benchmarks table --seeds 5 --horizon 100 --out runs/table
@@ -32,23 +35,37 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list experiments and algorithms")
 
-    r = sub.add_parser("run", help="run one experiment")
-    r.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    r = sub.add_parser(
+        "run", help="run one experiment",
+        description="Run one experiment into a run folder owned by its configuration "
+                    "(manifest.json): rerunning the same command continues it, skipping "
+                    "finished trials; another configuration is refused.",
+    )
+    r.add_argument("experiment", nargs="?", choices=sorted(EXPERIMENTS),
+                   help="experiment (optional with --resume)")
     r.add_argument("--algorithms", nargs="+", default=None, metavar="ALG",
-                   help="algorithms (default: the experiment's; see `list`)")
+                   help="algorithms, each once (default: the experiment's; see `list`)")
     r.add_argument("--trials", type=int, default=None)
     r.add_argument("--horizon", type=int, default=None)
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--first-trial", type=int, default=0,
-                   help="index of the first trial (split a protocol; pool with summarize --merge)")
+    r.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
+    r.add_argument("--first-trial", type=int, default=None,
+                   help="index of the first trial, default 0 (split a protocol by hand; pool "
+                        "with summarize --merge)")
     r.add_argument("--out", default=None, help="output folder (default: benchmark-runs/<exp>)")
     r.add_argument("--fast", action="store_true", help="reduced version (CI)")
-    r.add_argument("--bound", choices=("spectral", "directional"), default="spectral",
-                   help="scalarized UCB of MT-*/IT-* (spectral = paper 000 eq. (2))")
-    r.add_argument("--scalarization", choices=("chebyshev", "linear"), default="chebyshev")
-    r.add_argument("--constants", choices=("authors", "theory"), default="authors",
-                   help="heavy-tailed schedules: the authors' code or the theorems")
+    r.add_argument("--bound", choices=("spectral", "directional"), default=None,
+                   help="scalarized UCB of MT-*/IT-* (default spectral = paper 000 eq. (2))")
+    r.add_argument("--scalarization", choices=("chebyshev", "linear"), default=None,
+                   help="default chebyshev")
+    r.add_argument("--constants", choices=("authors", "theory"), default=None,
+                   help="heavy-tailed schedules: the authors' code (default) or the theorems")
     _data_args(r)
+    r.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="run the trials on N local processes (results identical to serial)")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the trials on a Dask cluster (pip install 'botorch-mtucb[dask]')")
+    r.add_argument("--resume", action="store_true",
+                   help="continue the run in --out with the configuration of its manifest")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--threads", type=int, default=1,
                    help="torch threads (default 1: the problems are small, threads only contend)")
@@ -58,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--algorithms", nargs="+", default=None, metavar="ALG",
                    help="table columns (default: every algorithm found)")
     m.add_argument("--merge", default=None, metavar="OUT",
-                   help="pool the runs (same experiment, seed, horizon, options) into OUT")
+                   help="pool the runs (same experiment, seed, horizon, options) into OUT, "
+                        "a new folder")
     m.add_argument("--paired", nargs=2, default=None, metavar=("A", "B"),
                    help="also compare A and B trial by trial (common random numbers)")
 
@@ -129,6 +147,14 @@ def _summarize(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(format_results_table(results, args.algorithms))
+    for res in results:
+        if res.missing:
+            k, alg = res.missing[0]
+            print(
+                f"note: {res.out_dir or res.experiment} is incomplete: {len(res.missing)} "
+                f"(trial, algorithm) pair(s) missing, e.g. trial {k} of {alg}; rerun its `run` "
+                f"command (or `run --resume --out DIR`) to finish it.", file=sys.stderr,
+            )
     if args.paired:
         a, b = args.paired
         for res in results:
@@ -149,26 +175,12 @@ def _summarize(args: argparse.Namespace) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
-        from botorch_mtucb.benchmarks.runner import run_experiment
-
-        opts = ExperimentOptions(args.data_dir, args.intel_data, args.intel_locs, args.continuous)
-        out = args.out or f"benchmark-runs/{args.experiment}"
         try:
-            res = run_experiment(
-                args.experiment, algorithms=args.algorithms, trials=args.trials,
-                horizon=args.horizon, seed=args.seed, first_trial=args.first_trial,
-                out_dir=out, fast=args.fast,
-                bound=args.bound, scalarization=args.scalarization, constants=args.constants,
-                options=opts, progress=not args.no_progress,
-            )
-        except (ValueError, FileNotFoundError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        print(json.dumps(res.summary(), indent=2))
-        for name, reason in res.skipped.items():
-            print(f"skipped {name}: {reason}", file=sys.stderr)
-        print(f"results in {out}")
-        return 0
+            return _run(args)
+        except KeyboardInterrupt:
+            print("interrupted: finished trials are kept; rerun the same command (or "
+                  "`run --resume --out DIR`) to continue.", file=sys.stderr)
+            return 130
     from botorch_mtucb.benchmarks.bound_table import TABLE_PROBLEMS, bound_table, format_bound_table
 
     rows = bound_table(
@@ -178,3 +190,82 @@ def _dispatch(args: argparse.Namespace) -> int:
     )
     print(format_bound_table(rows))
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from botorch_mtucb.benchmarks.runner import resume_experiment, run_experiment
+
+    if args.experiment is None and not args.resume:
+        print("error: name an experiment (see `list`), or use --resume --out DIR.",
+              file=sys.stderr)
+        return 2
+    execution = dict(workers=args.workers, scheduler=args.scheduler, threads=args.threads,
+                     progress=not args.no_progress)
+    try:
+        if args.resume:
+            if args.out is None and args.experiment is None:
+                print("error: --resume needs --out DIR (the run folder).", file=sys.stderr)
+                return 2
+            out = args.out or f"benchmark-runs/{args.experiment}"
+            _check_resume(args, out)
+            res = resume_experiment(out, **execution)
+        else:
+            out = args.out or f"benchmark-runs/{args.experiment}"
+            opts = ExperimentOptions(args.data_dir, args.intel_data, args.intel_locs,
+                                     args.continuous)
+            res = run_experiment(
+                args.experiment, algorithms=args.algorithms, trials=args.trials,
+                horizon=args.horizon, seed=args.seed or 0, first_trial=args.first_trial or 0,
+                out_dir=out, fast=args.fast, bound=args.bound or "spectral",
+                scalarization=args.scalarization or "chebyshev",
+                constants=args.constants or "authors", options=opts, **execution,
+            )
+    except (ValueError, FileNotFoundError, ImportError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(res.summary(), indent=2))
+    for name, reason in res.skipped.items():
+        print(f"skipped {name}: {reason}", file=sys.stderr)
+    if res.settings.get("resumed_trials"):
+        print(f"continued: {res.settings['resumed_trials']} finished trial(s) were kept",
+              file=sys.stderr)
+    print(f"results in {out}")
+    return 0
+
+
+def _check_resume(args: argparse.Namespace, out: str) -> None:
+    """With --resume, options given on the command line must agree with the manifest."""
+    from pathlib import Path
+
+    from botorch_mtucb.benchmarks.algorithms import get_algorithm
+    from botorch_mtucb.benchmarks.fileio import read_json
+    from botorch_mtucb.benchmarks.manifest import MANIFEST_FILE
+
+    path = Path(out) / MANIFEST_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"Nothing to resume: {str(path)!r} does not exist.")
+    m = read_json(path)
+    given = {
+        "experiment": args.experiment, "trials": args.trials, "horizon": args.horizon,
+        "seed": args.seed, "first_trial": args.first_trial, "bound": args.bound,
+        "scalarization": args.scalarization, "constants": args.constants,
+        "fast": True if args.fast else None,
+        "algorithms": None if args.algorithms is None else [
+            get_algorithm(a).name for a in args.algorithms
+        ],
+    }
+    opts = {"continuous": True if args.continuous else None, "data_dir": args.data_dir,
+            "intel_data": args.intel_data, "intel_locs": args.intel_locs}
+    bad = [f"{k} {v!r} (the run has {m.get(k)!r})" for k, v in given.items()
+           if v is not None and m.get(k) is not None and v != m.get(k)]
+    for k, v in opts.items():
+        theirs = m.get("options", {}).get(k)
+        if v is not None and k != "continuous":
+            v = str(Path(v).expanduser().resolve())
+        if v is not None and v != theirs:
+            bad.append(f"{k} {v!r} (the run has {theirs!r})")
+    if bad:
+        raise ValueError(
+            f"--resume continues the run in {out!r} as its {MANIFEST_FILE} records it; these "
+            f"options differ: {'; '.join(bad)}. Drop them, or choose another --out."
+        )

@@ -7,6 +7,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from botorch_mtucb.benchmarks.fileio import atomic_open
+
 __all__ = ["plot_time_average_regret"]
 
 
@@ -21,7 +23,7 @@ def plot_time_average_regret(
 
     Args:
         curves: ``algorithm -> trials x T`` tensors.
-        path: Output file (``.png``).
+        path: Output file (``.png``; the format follows the suffix), written atomically.
         title: Figure title.
         ylabel: Y-axis label.
         log_x: Logarithmic round axis (default: when T > 1000).
@@ -57,6 +59,9 @@ def plot_time_average_regret(
     ax.legend(fontsize=7, frameon=False)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
+    try:  # written to a temporary file and renamed: never a truncated figure
+        with atomic_open(path, "wb") as fh:
+            fig.savefig(fh, format=path.suffix.lstrip(".") or "png")
+    finally:
+        plt.close(fig)
     return path

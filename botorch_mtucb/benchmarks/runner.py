@@ -5,10 +5,14 @@ the same problem instance, the same initial point, the same λ_t sequence (a gen
 with ``s_k + 3``), the same noise stream (``s_k + 2``; noise draws are consumed one per round,
 so round t's noise is the same for all algorithms) and the same Monte-Carlo λ sample of the
 Bayes regret (``s_k + 4``). Algorithm-internal randomness (Nyström dictionaries, MC samplers)
-is seeded with ``s_k`` too.
+is seeded with ``s_k`` too. Every (trial, algorithm) unit therefore depends on nothing but its
+trial seed: units run serially, on local processes (``workers``) or on Dask (``scheduler``)
+give the same trial records (:mod:`.parallel`), and a killed run continues where it stopped.
 
-Files written to ``out_dir`` (one folder per run):
+Files written to ``out_dir`` (one folder per configuration, every file written atomically):
 
+* ``manifest.json`` — the configuration (written first; see :mod:`.manifest`): a later run
+  into the folder must have the same one, and then skips the finished trials;
 * ``trial<k>_<algorithm>.json`` — settings and per-round arrays (x, y, λ_t, β, regret,
   cumulative and time-average regret, Bayes regret, hypervolume, wall time, Nyström
   dictionary size m_t of MT-BKB / IT-BKB);
@@ -19,12 +23,8 @@ Files written to ``out_dir`` (one folder per run):
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,15 @@ from botorch_mtucb.acquisition.scalarization import (
 )
 from botorch_mtucb.benchmarks.algorithms import RunConfig, get_algorithm
 from botorch_mtucb.benchmarks.experiments import ExperimentOptions, get_experiment
+from botorch_mtucb.benchmarks.fileio import read_json, write_json
+from botorch_mtucb.benchmarks.manifest import (
+    MANIFEST_FILE,
+    claim_run_folder,
+    expected_units,
+    load_finished_trials,
+    make_manifest,
+    trial_file_name,
+)
 from botorch_mtucb.benchmarks.metrics import (
     MAX_HYPERVOLUME_OBJECTIVES,
     bayes_regret,
@@ -46,105 +55,22 @@ from botorch_mtucb.benchmarks.metrics import (
     scalarized_optima,
     time_average_regret,
 )
+from botorch_mtucb.benchmarks.outputs import write_outputs
+from botorch_mtucb.benchmarks.parallel import TrialUnit, UnitOutcome, execute
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
-from botorch_mtucb.loop import BoxOptimizer, FiniteArmOptimizer, LoopHistory, run_bo_loop
+from botorch_mtucb.benchmarks.results import ExperimentResult, TrialResult
+from botorch_mtucb.loop import BoxOptimizer, FiniteArmOptimizer, run_bo_loop
 
-__all__ = ["ExperimentResult", "TrialResult", "run_experiment", "run_trial", "write_outputs"]
+__all__ = [
+    "ExperimentResult",
+    "TrialResult",
+    "resume_experiment",
+    "run_experiment",
+    "run_trial",
+    "write_outputs",
+]
 
 BAYES_SAMPLES = 256
-
-
-@dataclass
-class TrialResult:
-    """Metrics of one (algorithm, trial) run; all arrays have one entry per round."""
-
-    algorithm: str
-    trial: int
-    seed: int
-    regret: Tensor
-    time_average: Tensor
-    wall_time: Tensor
-    bayes: Tensor | None = None
-    hypervolume: Tensor | None = None
-    dictionary_size: Tensor | None = None
-    history: LoopHistory | None = None
-
-    def to_json_dict(self) -> dict[str, Any]:
-        h = self.history
-        out: dict[str, Any] = {
-            "algorithm": self.algorithm,
-            "trial": self.trial,
-            "seed": self.seed,
-            "regret": self.regret.tolist(),
-            "cumulative_regret": self.regret.cumsum(0).tolist(),
-            "time_average_regret": self.time_average.tolist(),
-            "wall_time": self.wall_time.tolist(),
-            "bayes_regret": None if self.bayes is None else self.bayes.tolist(),
-            "hypervolume": None if self.hypervolume is None else self.hypervolume.tolist(),
-            "dictionary_size": (
-                None if self.dictionary_size is None else self.dictionary_size.tolist()
-            ),
-        }
-        if h is not None:
-            out["initial_X"] = h.initial_X.tolist()
-            out["x"] = h.X.tolist()
-            out["y"] = h.Y.tolist()
-            out["weights"] = [None if r.weights is None else r.weights.tolist() for r in h.rounds]
-            out["beta"] = [r.beta for r in h.rounds]
-        return out
-
-
-@dataclass
-class ExperimentResult:
-    """All trials of a run, the settings, and where the files went."""
-
-    experiment: str
-    settings: dict[str, Any]
-    trials: list[TrialResult] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
-    out_dir: Path | None = None
-
-    def algorithms(self) -> list[str]:
-        seen: list[str] = []
-        for tr in self.trials:
-            if tr.algorithm not in seen:
-                seen.append(tr.algorithm)
-        return seen
-
-    def curves(self, metric: str = "time_average") -> dict[str, Tensor]:
-        """``algorithm -> trials x T`` stacked metric curves."""
-        out = {}
-        for alg in self.algorithms():
-            rows = [getattr(tr, metric) for tr in self.trials if tr.algorithm == alg]
-            if all(r is not None for r in rows):
-                out[alg] = torch.stack(rows)
-        return out
-
-    def summary(self) -> dict[str, dict[str, float]]:
-        """Per algorithm: final time-average regret mean / std, trials, wall time per round,
-        final Bayes regret and hypervolume (multi-task), final Nyström dictionary size m_T."""
-        out = {}
-        for alg, curve in self.curves().items():
-            final = curve[:, -1] if curve.shape[-1] else curve.new_zeros(curve.shape[0])
-            walls = torch.cat([tr.wall_time for tr in self.trials if tr.algorithm == alg])
-            entry = {
-                "final_time_average_regret_mean": float(final.mean()),
-                "final_time_average_regret_std": float(final.std()) if len(final) > 1 else 0.0,
-                "trials": int(curve.shape[0]),
-                "horizon": int(curve.shape[-1]),
-                "wall_time_per_round_s": float(walls.mean()) if walls.numel() else 0.0,
-            }
-            bayes = self.curves("bayes").get(alg)
-            if bayes is not None and bayes.shape[-1]:
-                entry["final_bayes_regret_mean"] = float(bayes[:, -1].mean())
-            hv = self.curves("hypervolume").get(alg)
-            if hv is not None and hv.shape[-1]:
-                entry["final_hypervolume_mean"] = float(hv[:, -1].mean())
-            sizes = self.curves("dictionary_size").get(alg)
-            if sizes is not None and sizes.shape[-1]:
-                entry["final_dictionary_size_mean"] = float(sizes[:, -1].mean())
-            out[alg] = entry
-        return out
 
 
 def _initial_X(problem: MultiTaskProblem, seed: int) -> Tensor:
@@ -258,6 +184,8 @@ def run_trial(
     )
 
 
+
+
 def run_experiment(
     experiment: str,
     algorithms: list[str] | None = None,
@@ -274,12 +202,19 @@ def run_experiment(
     progress: bool = True,
     csv_stride: int | None = None,
     plot: bool = True,
+    workers: int = 0,
+    scheduler: Any = None,
+    threads: int | None = None,
 ) -> ExperimentResult:
     """Run ``experiment`` (see :data:`~botorch_mtucb.benchmarks.experiments.EXPERIMENTS`).
 
+    With ``out_dir``, the folder is claimed for this configuration first (``manifest.json``,
+    see :func:`~.manifest.claim_run_folder`): a folder of another configuration is refused; a
+    folder of the same one is continued, its finished trial files read back and not rewritten.
+
     Args:
         experiment: Experiment name.
-        algorithms: Algorithm names (default: the experiment's, or its fast subset).
+        algorithms: Algorithm names (default: the experiment's, or its fast subset); each once.
         trials: Number of trials (default: the paper's, or 1 with ``fast``).
         horizon: Rounds T (default: the paper's, or the fast horizon).
         seed: Base seed; trial k uses 1000·seed + k.
@@ -292,19 +227,34 @@ def run_experiment(
         scalarization: ``"chebyshev"`` (paper 000 §5) or ``"linear"`` (Appendix E).
         constants: ``"authors"`` or ``"theory"`` for the heavy-tailed models.
         options: Problem options (data paths, continuous Branin).
-        progress: tqdm progress bars.
+        progress: One tqdm bar over the (trial, algorithm) units.
         csv_stride: Write every k-th round to ``rounds.csv`` (default: 1 up to T = 2000,
             else T // 1000).
         plot: Write the PNG.
+        workers: Run the units on this many local processes (``0``: serially, here).
+        scheduler: Dask scheduler address or ``distributed.Client`` (instead of ``workers``).
+        threads: torch threads per unit (default: unchanged serially, 1 in workers). The
+            trial records do not depend on ``workers`` / ``scheduler``; keep ``threads``
+            equal (the CLI's default is 1) when comparing runs bit for bit.
+
+    Raises:
+        ValueError: Bad arguments (an algorithm listed twice, one of another kind, ...).
+        RunFolderError: ``out_dir`` holds another configuration (a ``ValueError``).
     """
     exp = get_experiment(experiment)
     if bound not in ("spectral", "directional"):
         raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
     if scalarization not in ("chebyshev", "linear"):
         raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
+    if constants not in ("authors", "theory"):
+        raise ValueError(f"`constants` must be 'authors' or 'theory', got {constants!r}.")
     options = options or ExperimentOptions()
     algs = list(algorithms) if algorithms else list(exp.fast_algorithms if fast else exp.algorithms)
     specs = [get_algorithm(a) for a in algs]
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"`algorithms` lists {', '.join(twice)} more than once: give each once.")
     for s in specs:
         if s.kind != exp.kind:
             raise ValueError(f"Algorithm {s.name!r} ({s.kind}) does not apply to {exp.name!r}.")
@@ -317,94 +267,104 @@ def run_experiment(
             f"`first_trial` must be an integer >= 0 with first_trial + trials <= 1000 (trial "
             f"seeds 1000·seed + k), got {first_trial!r} with {N} trials."
         )
-    settings = {
-        "experiment": exp.name, "paper": exp.paper, "algorithms": [s.name for s in specs],
-        "trials": N, "first_trial": first_trial, "horizon": T, "seed": seed, "fast": fast,
-        "bound": bound,
-        "scalarization": scalarization if exp.kind == "multi_task" else None,
-        "constants": constants if exp.kind == "heavy_tailed" else None,
-    }
-    result = ExperimentResult(experiment=exp.name, settings=settings)
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"`threads` must be an integer >= 1 or None, got {threads!r}.")
+    if not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"`workers` must be an integer >= 0, got {workers!r}.")
+    if workers and scheduler is not None:
+        raise ValueError("Give `workers` (local processes) or `scheduler` (Dask), not both.")
+    manifest = make_manifest(
+        experiment=exp.name, paper=exp.paper, algorithms=names, trials=N,
+        first_trial=first_trial, horizon=T, seed=seed, fast=fast, bound=bound,
+        scalarization=scalarization if exp.kind == "multi_task" else None,
+        constants=constants if exp.kind == "heavy_tailed" else None, options=options,
+    )
+    # build one instance before writing anything: missing data files fail here
+    problem = exp.make_problem(1000 * seed + first_trial, options)
+    settings = {**manifest, "problem_notes": getattr(problem, "notes", "")}
+    units = expected_units(manifest)
     out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        result.out_dir = out
+    done: dict[tuple[int, str], TrialResult] = {}
+    if out is not None and claim_run_folder(out, manifest):
+        done = load_finished_trials(out, settings, units)
+    parallel = bool(workers) or scheduler is not None
+    unit_threads = threads if threads is not None else (1 if parallel else None)
+    todo = [
+        TrialUnit(exp.name, k, 1000 * seed + k, alg, T, bound, scalarization, constants,
+                  options, unit_threads, progress and not parallel and T >= 1000)
+        for k, alg in units if (k, alg) not in done
+    ]
+    result = ExperimentResult(experiment=exp.name, settings=settings, out_dir=out)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=N * len(specs), desc=exp.name)
-    start = time.perf_counter()
-    for k in range(first_trial, first_trial + N):
-        trial_seed = 1000 * seed + k
-        problem = exp.make_problem(trial_seed, options)
-        settings.setdefault("problem_notes", getattr(problem, "notes", ""))
-        for spec in specs:
-            reason = spec.available(problem)
-            if reason is not None:
-                result.skipped[spec.name] = reason
-                warnings.warn(f"Skipping {spec.name}: {reason}.", stacklevel=2)
-                if bar is not None:
-                    bar.update(1)
-                continue
-            tr = run_trial(
-                problem, spec.name, T, trial_seed, trial=k, bound=bound,
-                scalarization=scalarization, constants=constants,
-                progress=progress and T >= 1000,
-            )
-            result.trials.append(tr)
+        bar = tqdm(total=len(units), initial=len(done), desc=exp.name, unit="trial")
+
+    def on_result(o: UnitOutcome) -> None:
+        if o.record is None:
+            if o.algorithm not in result.skipped:
+                warnings.warn(f"Skipping {o.algorithm}: {o.skipped}.", stacklevel=3)
+            result.skipped[o.algorithm] = str(o.skipped)
+        else:
             if out is not None:
-                path = out / f"trial{k:02d}_{spec.name}.json"
-                path.write_text(json.dumps({"settings": settings, **tr.to_json_dict()}))
-            tr.history = None  # keep memory flat over long runs
+                write_json(out / trial_file_name(o.trial, o.algorithm),
+                           {"settings": settings, **o.record})
+            tr = TrialResult.from_json_dict(o.record)
+            done[(o.trial, o.algorithm)] = tr
             if bar is not None:
-                bar.set_postfix(alg=spec.name, avg_regret=f"{float(tr.time_average[-1]):.4g}")
-                bar.update(1)
-    if bar is not None:
-        bar.close()
-    settings["total_wall_time_s"] = time.perf_counter() - start
+                bar.set_postfix(alg=o.algorithm, avg_regret=f"{float(tr.time_average[-1]):.4g}")
+        if bar is not None:
+            bar.update(1)
+
+    start = time.perf_counter()
+    try:
+        execute(todo, on_result, workers=workers, scheduler=scheduler)
+    finally:
+        if bar is not None:
+            bar.close()
+    result.trials = [done[u] for u in units if u in done]
+    result.settings = {
+        **settings, "total_wall_time_s": time.perf_counter() - start,
+        "resumed_trials": len(units) - len(todo), "workers": workers,
+        "scheduler": None if scheduler is None else str(scheduler), "threads": unit_threads,
+    }
     if out is not None:
         write_outputs(result, out, csv_stride, plot)
     return result
 
 
-def write_outputs(
-    result: ExperimentResult, out: Path, csv_stride: int | None = None, plot: bool = True
-) -> None:
-    """Write ``summary.json``, ``rounds.csv`` and (``plot``) the PNG of a run into ``out``."""
-    summary = {"settings": result.settings, "skipped": result.skipped, "results": result.summary()}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    T = result.settings["horizon"]
-    stride = csv_stride or (1 if T <= 2000 else max(T // 1000, 1))
-    with open(out / "rounds.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow([
-            "experiment", "algorithm", "trial", "t", "regret", "cumulative_regret",
-            "time_average_regret", "bayes_regret", "hypervolume", "wall_time_s",
-            "dictionary_size",
-        ])
-        for tr in result.trials:
-            cum = tr.regret.cumsum(0)
-            for i in range(0, tr.regret.numel(), stride):
-                w.writerow([
-                    result.experiment, tr.algorithm, tr.trial, i + 1,
-                    _fmt(tr.regret[i]), _fmt(cum[i]), _fmt(tr.time_average[i]),
-                    "" if tr.bayes is None else _fmt(tr.bayes[i]),
-                    "" if tr.hypervolume is None else _fmt(tr.hypervolume[i]),
-                    _fmt(tr.wall_time[i]),
-                    "" if tr.dictionary_size is None else int(tr.dictionary_size[i]),
-                ])
-    if plot and result.trials:
-        from botorch_mtucb.benchmarks.plotting import plot_time_average_regret
+def resume_experiment(out_dir: str | Path, **kwargs: Any) -> ExperimentResult:
+    """Continue the run recorded in ``out_dir/manifest.json`` with its own configuration.
 
-        st = result.settings
-        n = len({tr.trial for tr in result.trials})
-        plot_time_average_regret(
-            result.curves(), out / "time_average_regret.png",
-            title=f"{result.experiment} ({st.get('paper', '')}), {n} trial(s), T = {T}",
+    Args:
+        out_dir: A run folder written by :func:`run_experiment`.
+        **kwargs: Execution options only: ``progress``, ``csv_stride``, ``plot``, ``workers``,
+            ``scheduler``, ``threads``.
+
+    Raises:
+        FileNotFoundError: If ``out_dir`` has no manifest.
+        ValueError: If ``kwargs`` holds a configuration option.
+    """
+    allowed = {"progress", "csv_stride", "plot", "workers", "scheduler", "threads"}
+    bad = sorted(set(kwargs) - allowed)
+    if bad:
+        raise ValueError(
+            f"resume_experiment takes the configuration from the manifest; got {bad}, "
+            f"expected only {sorted(allowed)}."
         )
+    path = Path(out_dir) / MANIFEST_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"Nothing to resume: {str(path)!r} does not exist.")
+    m = read_json(path)
+    o = m.get("options", {})
+    return run_experiment(
+        m["experiment"], algorithms=m["algorithms"], trials=m["trials"], horizon=m["horizon"],
+        seed=m["seed"], first_trial=m["first_trial"], out_dir=out_dir, fast=m["fast"],
+        bound=m["bound"], scalarization=m.get("scalarization") or "chebyshev",
+        constants=m.get("constants") or "authors",
+        options=ExperimentOptions(o.get("data_dir"), o.get("intel_data"), o.get("intel_locs"),
+                                  bool(o.get("continuous", False))),
+        **kwargs,
+    )
 
-
-def _fmt(x: Tensor | float) -> str:
-    v = float(x)
-    return repr(v) if math.isfinite(v) else ""

@@ -12,71 +12,116 @@ Markdown table of final time-average regrets (mean ± std over trials) used in
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from botorch_mtucb.benchmarks.runner import ExperimentResult, TrialResult, write_outputs
+from botorch_mtucb.benchmarks.fileio import read_json, write_bytes, write_json
+from botorch_mtucb.benchmarks.manifest import MANIFEST_FILE, expected_units, trial_file_name
+from botorch_mtucb.benchmarks.results import ExperimentResult, TrialResult
+from botorch_mtucb.benchmarks.runner import write_outputs
 
 __all__ = ["format_results_table", "load_run", "merge_runs", "paired_comparison"]
 
-#: Settings that must agree for runs to be pooled.
+#: Settings that must agree for runs to be pooled (plus ``options.continuous`` and, when
+#: both runs record them, the package ``versions``).
 MERGE_KEYS = (
     "experiment", "horizon", "seed", "fast", "bound", "scalarization", "constants",
     "problem_notes",
 )
+#: Settings every trial file of a run folder must share with the run.
+TRIAL_KEYS = ("experiment", "horizon", "seed", "fast", "bound", "scalarization", "constants")
 
 
 def load_run(path: str | Path) -> ExperimentResult:
-    """Reload a run folder written by ``run`` (its ``trial*.json`` and ``summary.json``).
+    """Reload a run folder written by ``run`` (its trial JSONs, summary and manifest).
 
     Args:
         path: The run folder.
 
     Returns:
-        An :class:`~botorch_mtucb.benchmarks.runner.ExperimentResult` without histories.
+        An :class:`~botorch_mtucb.benchmarks.runner.ExperimentResult` without histories;
+        ``missing`` lists the (trial, algorithm) pairs of the manifest that have no trial file
+        yet (an interrupted run; a run without a manifest is checked against the settings of
+        its ``summary.json``).
+
+    Raises:
+        FileNotFoundError: If the folder has neither trial files nor a manifest.
+        ValueError: Naming the file, if a file is not valid JSON, or a trial file belongs to
+            another configuration (another experiment, seed, horizon, ...) than the run.
     """
     path = Path(path)
     files = sorted(path.glob("trial*_*.json"))
-    if not files:
-        raise FileNotFoundError(f"No trial*_<algorithm>.json files in {str(path)!r}.")
+    manifest = read_json(path / MANIFEST_FILE) if (path / MANIFEST_FILE).is_file() else None
+    if not files and manifest is None:
+        raise FileNotFoundError(
+            f"No trial*_<algorithm>.json files (and no {MANIFEST_FILE}) in {str(path)!r}."
+        )
     summary_file = path / "summary.json"
-    summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
-    trials, settings = [], dict(summary.get("settings", {}))
-    for f in files:
-        blob = json.loads(f.read_text())
-        settings = settings or dict(blob.get("settings", {}))
-        trials.append(_trial_from_json(blob))
+    summary = read_json(summary_file) if summary_file.is_file() else {}
+    source = "summary.json" if summary.get("settings") else MANIFEST_FILE
+    settings = dict(summary.get("settings") or manifest or {})
+    blobs = [(f, read_json(f)) for f in files]
+    if blobs and isinstance(blobs[0][1], dict):
+        theirs = blobs[0][1].get("settings", {})
+        if not settings:
+            source, settings = blobs[0][0].name, dict(theirs)
+        settings.setdefault("problem_notes", theirs.get("problem_notes"))  # run still going
     if "experiment" not in settings:
         raise ValueError(f"{str(path)!r} has no settings (summary.json or trial JSON).")
+    trials = [_trial(f, blob, settings, source) for f, blob in blobs]
     order = list(settings.get("algorithms", []))
     trials.sort(key=lambda tr: (tr.trial, _index(order, tr.algorithm)))
-    result = ExperimentResult(
+    skipped = dict(summary.get("skipped", {}))
+    missing: list[tuple[int, str]] = []
+    plan = manifest if manifest is not None else (
+        None if "merged_from" in settings else settings
+    )
+    if plan is not None:
+        expected = expected_units(plan)
+        have = {(tr.trial, tr.algorithm) for tr in trials}
+        if manifest is not None:
+            stray = sorted(trial_file_name(*u) for u in have - set(expected))
+            if stray:
+                raise ValueError(
+                    f"{str(path / stray[0])!r} is not part of the run's configuration "
+                    f"({MANIFEST_FILE}); move it away."
+                )
+        missing = [u for u in expected if u not in have and u[1] not in skipped]
+    return ExperimentResult(
         experiment=settings["experiment"], settings=settings, trials=trials,
-        skipped=dict(summary.get("skipped", {})), out_dir=path,
+        skipped=skipped, out_dir=path, missing=missing,
     )
-    return result
 
 
-def _trial_from_json(blob: dict) -> TrialResult:
-    def vec(key: str) -> torch.Tensor | None:
-        v = blob.get(key)
-        if v is None or any(x is None for x in v):  # absent, or not recorded every round
-            return None
-        return torch.tensor(v, dtype=torch.float64)
+def _trial(f: Path, blob: Any, settings: dict[str, Any], source: str) -> TrialResult:
+    if not isinstance(blob, dict):
+        raise ValueError(f"Cannot read {str(f)!r}: not a trial record (a JSON object).")
+    theirs = blob.get("settings", {})
+    for key in TRIAL_KEYS:
+        if key in theirs and theirs[key] != settings.get(key):
+            raise ValueError(
+                f"{str(f)!r} belongs to another run: its {key} is {theirs[key]!r}, the run's "
+                f"({source}) is {settings.get(key)!r}. Move it to its own folder."
+            )
+    try:
+        tr = TrialResult.from_json_dict(blob)
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"Cannot read {str(f)!r}: {err}") from None
+    T = settings.get("horizon")
+    if T is not None and tr.regret.numel() != T:
+        raise ValueError(
+            f"{str(f)!r} has {tr.regret.numel()} rounds, but the run's horizon is {T}."
+        )
+    return tr
 
-    regret = vec("regret")
-    if regret is None:
-        raise ValueError(f"Trial JSON of {blob.get('algorithm')!r} has no 'regret' array.")
-    return TrialResult(
-        algorithm=blob["algorithm"], trial=int(blob["trial"]), seed=int(blob["seed"]),
-        regret=regret, time_average=vec("time_average_regret"), wall_time=vec("wall_time"),
-        bayes=vec("bayes_regret"), hypervolume=vec("hypervolume"),
-        dictionary_size=vec("dictionary_size"),
-    )
+
+def _merge_config(settings: dict[str, Any]) -> dict[str, Any]:
+    cfg = {key: settings.get(key) for key in MERGE_KEYS}
+    cfg["options.continuous"] = bool((settings.get("options") or {}).get("continuous", False))
+    return cfg
 
 
 def merge_runs(
@@ -85,37 +130,61 @@ def merge_runs(
     """Pool the trials of several runs of one experiment (same seed, horizon and options).
 
     Args:
-        paths: Run folders.
-        out_dir: Folder for the merged run (trial JSONs copied, summary, CSV, figure);
-            nothing is written when ``None``.
+        paths: Run folders (each once).
+        out_dir: A new or empty folder for the merged run (manifest, trial JSONs copied,
+            summary, CSV, figure; all written atomically); nothing is written when ``None``.
+            It may not be, contain or lie inside an input folder.
         plot: Write the PNG.
 
     Returns:
-        The merged :class:`~botorch_mtucb.benchmarks.runner.ExperimentResult`.
+        The merged :class:`~botorch_mtucb.benchmarks.runner.ExperimentResult` (``missing``:
+        the pairs the inputs' manifests plan but none of them holds).
 
     Raises:
-        ValueError: If the runs differ in a setting of :data:`MERGE_KEYS` or hold the same
-            (trial, algorithm) pair twice with different regrets (identical re-runs are
-            counted once).
+        ValueError: If ``out_dir`` is an input folder or not empty, a folder is listed twice,
+            the runs differ in a setting of :data:`MERGE_KEYS` (or ``options.continuous``, or
+            the package versions), or they hold the same (trial, algorithm) pair twice with
+            different regrets (identical re-runs are counted once).
     """
     if not paths:
         raise ValueError("`paths` must name at least one run folder.")
+    resolved = [Path(p).resolve() for p in paths]
+    for i, r in enumerate(resolved):
+        if r in resolved[:i]:
+            raise ValueError(f"Run folder {str(paths[i])!r} is listed twice.")
+    out = None if out_dir is None else Path(out_dir)
+    if out is not None:
+        o = out.resolve()
+        for p, r in zip(paths, resolved, strict=True):
+            if o == r or r in o.parents or o in r.parents:
+                raise ValueError(
+                    f"--merge {str(out)!r} would write into the input run {str(p)!r}: "
+                    f"choose a new folder."
+                )
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise ValueError(f"--merge {str(out)!r} exists and is not empty: choose a new folder.")
     runs = [load_run(p) for p in paths]
     first = runs[0].settings
     for run, p in zip(runs[1:], paths[1:], strict=True):
-        for key in MERGE_KEYS:
-            if run.settings.get(key) != first.get(key):
+        mine, theirs = _merge_config(run.settings), _merge_config(first)
+        if "versions" in run.settings and "versions" in first:
+            mine["versions"], theirs["versions"] = run.settings["versions"], first["versions"]
+        for key in mine:
+            if mine[key] != theirs[key]:
                 raise ValueError(
-                    f"Cannot merge {str(p)!r}: setting {key!r} is {run.settings.get(key)!r}, "
-                    f"but {first.get(key)!r} in {str(paths[0])!r}."
+                    f"Cannot merge {str(p)!r}: setting {key!r} is {mine[key]!r}, "
+                    f"but {theirs[key]!r} in {str(paths[0])!r}."
                 )
     seen: dict[tuple[int, str], tuple[str, TrialResult]] = {}
     trials: list[TrialResult] = []
     skipped: dict[str, str] = {}
+    planned: set[tuple[int, str]] = set()
     for run, p in zip(runs, paths, strict=True):
         skipped.update(run.skipped)
+        planned |= set(run.missing)
         for tr in run.trials:
             key = (tr.trial, tr.algorithm)
+            planned.add(key)
             if key in seen:  # a re-run of the same trial must be identical (same seeds)
                 other_path, other = seen[key]
                 if not torch.equal(other.regret, tr.regret):
@@ -130,24 +199,30 @@ def merge_runs(
     for run in runs:
         algorithms += [a for a in run.settings.get("algorithms", []) if a not in algorithms]
     trials.sort(key=lambda tr: (tr.trial, _index(algorithms, tr.algorithm)))
+    expected: dict[str, list[int]] = {}
+    for k, a in sorted(planned):
+        expected.setdefault(a, []).append(k)
+    manifest = {
+        key: first[key] for key in ("format", "experiment", "paper", "horizon", "seed", "fast",
+                                    "bound", "scalarization", "constants", "options",
+                                    "versions") if key in first
+    }
+    manifest.update(algorithms=algorithms, expected=expected,
+                    merged_from=[str(p) for p in paths])
     settings = {
-        **first,
-        "algorithms": algorithms,
+        **first, **manifest,
         "trials": len({tr.trial for tr in trials}),
         "total_wall_time_s": sum(r.settings.get("total_wall_time_s", 0.0) for r in runs),
-        "merged_from": [str(p) for p in paths],
     }
-    result = ExperimentResult(first["experiment"], settings, trials, skipped)
-    if out_dir is not None:
-        out = Path(out_dir)
+    missing = [u for u in expected_units(manifest) if u not in seen and u[1] not in skipped]
+    result = ExperimentResult(first["experiment"], settings, trials, skipped, missing=missing)
+    if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         result.out_dir = out
-        copied: set[str] = set()
-        for run in runs:  # the first run holding a (trial, algorithm) file provides it
-            for f in sorted(Path(run.out_dir).glob("trial*_*.json")):
-                if f.name not in copied and f.resolve() != (out / f.name).resolve():
-                    shutil.copyfile(f, out / f.name)
-                copied.add(f.name)
+        write_json(out / MANIFEST_FILE, manifest, indent=2)
+        for (k, a), (src, _) in sorted(seen.items()):
+            name = trial_file_name(k, a)
+            write_bytes(out / name, (Path(src) / name).read_bytes())
         write_outputs(result, out, plot=plot)
     return result
 
@@ -167,7 +242,8 @@ def format_results_table(
 
     Returns:
         The table; ``n/a`` marks an algorithm the run skipped (with its reason in the run's
-        ``summary.json``), ``–`` one it did not run.
+        ``summary.json``), ``–`` one it did not run; an incomplete run (``missing`` pairs) is
+        marked ``(incomplete: k/m)`` after its name, with k of m trial files present.
     """
     if algorithms is None:
         algorithms = []
@@ -186,7 +262,11 @@ def format_results_table(
             else:
                 cells.append("n/a" if alg in res.skipped else "–")
         n = len({tr.trial for tr in res.trials})
-        row = f"| {res.experiment} | {res.settings.get('horizon')} | {n} | "
+        name = res.experiment
+        if res.missing:
+            have = len(res.trials)
+            name += f" (incomplete: {have}/{have + len(res.missing)})"
+        row = f"| {name} | {res.settings.get('horizon')} | {n} | "
         lines.append(row + " | ".join(cells) + " |")
     return "\n".join(lines)
 
