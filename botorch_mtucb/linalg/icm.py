@@ -78,7 +78,7 @@ class ICMRotation:
 
     def rotated_mean(self, F: Tensor) -> Tensor:
         """Mean in the rotated coordinates, ``batch x q x n``, for features ``batch x q x r``."""
-        flat = F.reshape(-1, F.shape[-1])  # one (batch·q) x r matmul
+        flat = F.reshape(F.shape[:-1].numel(), F.shape[-1])  # one (batch·q) x r matmul
         return (flat @ self.coef).reshape(*F.shape[:-1], -1)
 
     def to_tasks(self, rotated: Tensor) -> Tensor:
@@ -87,7 +87,8 @@ class ICMRotation:
 
     def eigen_variances(self, F: Tensor, kxx: Tensor) -> Tensor:
         """``s_i(x)`` (unclamped), ``batch x q x n``, from ``F`` and ``k(x, x)`` (``batch x q``)."""
-        quad = (F.pow(2).reshape(-1, F.shape[-1]) @ self.weights).reshape(*F.shape[:-1], -1)
+        flat = F.pow(2).reshape(F.shape[:-1].numel(), F.shape[-1])
+        quad = (flat @ self.weights).reshape(*F.shape[:-1], -1)
         return self.xi * kxx.unsqueeze(-1) - quad
 
     def blocks(self, s: Tensor) -> Tensor:

@@ -47,12 +47,13 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel, kron_interleaved
+from botorch_mtucb.linalg.icm import ICMRotation
 from botorch_mtucb.linalg.nystrom import (
     default_pinv_rtol,
     pivoted_cholesky,
     reduced_pinv_sqrt,
 )
-from botorch_mtucb.models.solvers import MultiTaskSolver, cross_kernel, interleave_blocks
+from botorch_mtucb.models.solvers import MultiTaskSolver, cross_kernel
 
 __all__ = [
     "ICMNystromSolver",
@@ -345,21 +346,18 @@ class ICMNystromSolver(_NystromBase):
         self.probs = probs
         self.rtol = default_pinv_rtol(train_X.dtype) if rtol is None else rtol
         self.method = _resolve_method(method, indices.numel())
-        xi, U = torch.linalg.eigh(task_covar)
-        self.xi = xi.clamp_min(0.0)
-        self.U = U
         self.basis_X, Mt = self._factor(train_X[indices], probs)  # Mt: s x r
         self.rank = r = Mt.shape[-1]
         Phi = self._features(train_X, Mt)  # t x r, rows φ̃(x_s) in reduced coordinates
         v = Phi.transpose(-1, -2) @ Phi
         c, E = torch.linalg.eigh(v) if r else (v.new_zeros(0), v)
-        self.c = c.clamp_min(0.0)  # r
         self.Mq = Mt @ E  # s x r: rotated features Z(x) = k(x, X_S) Mq = Eᵀφ̃(x)
         self.train_Z = Phi @ E  # t x r
-        # inv_diag[j, i] = 1 / (ξ_i c_j + η)
-        self.inv_diag = 1.0 / (self.c[:, None] * self.xi[None, :] + noise)  # r x n
-        proj = self.train_Z.transpose(-1, -2) @ (train_resid @ U)  # r x n: Eᵀ Σ_s φ̃(x_s) y_sᵀu_i
-        self.coef = self.xi[None, :] * self.inv_diag * proj
+        # the n rotated scalar problems (eqs. (7)-(8)), shared with the exact ICM solver
+        self.rotation = ICMRotation(
+            task_covar, c, noise, self.train_Z.transpose(-1, -2), train_resid, normalized=True
+        )
+        self.xi, self.U, self.c = self.rotation.xi, self.rotation.U, self.rotation.spectrum
 
     def _factor(self, dict_X: Tensor, probs: Tensor) -> tuple[Tensor, Tensor]:
         """Basis points ``X_S`` and ``Mt`` (``|S| x r``) with ``φ̃(x) ≅ Mtᵀ k(X_S, x)``."""
@@ -394,16 +392,11 @@ class ICMNystromSolver(_NystromBase):
         """Rotated embedding ``Eᵀφ̃_t(x)``: ``batch x q x r``."""
         return self._features(X, self.Mq)
 
-    def mean(self, X: Tensor) -> Tensor:
-        return (self._Z(X) @ self.coef) @ self.U.transpose(-1, -2)
-
     def eigen_variances(self, X: Tensor, Z: Tensor | None = None) -> Tensor:
         """Eigenvalues of Γ̃_t(x, x) along ``u_i`` (eq. (8) before the max), ``batch x q x n``."""
         Z = self._Z(X) if Z is None else Z
         kxx = _dense(self.data_kernel.forward(X, X, diag=True))
-        resid = kxx - (Z**2).sum(-1)  # k(x, x) − ‖φ̃(x)‖² (Nyström residual)
-        s = self.xi * (resid.unsqueeze(-1) + self.noise * ((Z**2) @ self.inv_diag))
-        return s.clamp_min(0.0)
+        return self.rotation.eigen_variances(Z, kxx).clamp_min(0.0)
 
     def _block_eigenvalues(self, X: Tensor) -> Tensor:
         return self.eigen_variances(X)
@@ -411,29 +404,15 @@ class ICMNystromSolver(_NystromBase):
     def _compute_train_summary(self) -> tuple[Tensor, Tensor]:
         return self._summary(self.eigen_variances(self.train_X, Z=self.train_Z))
 
-    def task_blocks(self, X: Tensor) -> Tensor:
-        s = self.eigen_variances(X)
-        return (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
-
     def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
-        if full_cov:
-            return self.mean(X), self.covariance(X)
-        Z = self._Z(X)  # shared by the mean and the blocks
-        s = self.eigen_variances(X, Z=Z)
-        mean = (Z @ self.coef) @ self.U.transpose(-1, -2)
-        return mean, (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
-
-    def covariance(self, X: Tensor) -> Tensor:
-        Z = self._Z(X)  # batch x q x r
+        rot = self.rotation
+        Z = self._Z(X)  # shared by the mean and the covariance
+        mean = rot.to_tasks(rot.rotated_mean(Z))
+        if not full_cov:
+            return mean, rot.blocks(self.eigen_variances(X, Z=Z))
         Kqq = _dense(self.data_kernel.forward(X, X))
-        base = Kqq - Z @ Z.transpose(-1, -2)  # batch x q x q
-        Zw = Z.unsqueeze(-3) * self.inv_diag.transpose(-1, -2).unsqueeze(-2)  # batch x n x q x r
-        S = self.xi[:, None, None] * (
-            base.unsqueeze(-3) + self.noise * (Zw @ Z.unsqueeze(-3).transpose(-1, -2))
-        )
-        cov = torch.einsum("...ipr,ai,bi->...parb", S, self.U, self.U)
-        return interleave_blocks(cov)
+        return mean, rot.joint_from_directions(rot.direction_covariances(Z, Kqq))
 
     def information_gain(self) -> Tensor:
         """½ log det(I + η⁻¹ Ṽ_t) = ½ Σ_i Σ_j log(1 + ξ_i c_j / η) (Nyström estimate)."""
-        return 0.5 * torch.log1p(self.c[:, None] * self.xi[None, :] / self.noise).sum()
+        return self.rotation.information_gain()
