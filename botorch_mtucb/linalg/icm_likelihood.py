@@ -134,16 +134,20 @@ class ICMInvQuadLogdet(torch.autograd.Function):
         WZ = W @ Z if (need[0] or need[3]) else None  # = A U
         if need[0]:
             c = (xi[..., None, :] * inv).sum(-1)  # batch x t
-            quad_part = _sum_to(gq * (WZ * xi[..., None, :]) @ WZ.mT, W.shape)
-            gK = _sum_to((W * (gl * c)[..., None, :]) @ W.mT - quad_part, K_shape)
+            # reduce each part to K's batch shape before combining (no double counting)
+            logdet_part = (W * _sum_to(gl * c, W.shape[:-1])[..., None, :]) @ W.mT
+            quad_part = _sum_to((gq * (WZ * xi[..., None, :])) @ WZ.mT, W.shape)
+            gK = _sum_to(logdet_part - quad_part, K_shape)
         if need[1]:
             e = (a[..., :, None] * inv).sum(-2)  # batch x n
-            inner = torch.diag_embed(gl * e) - gq * (Z.mT @ (a[..., :, None] * Z))
-            inner = _sum_to(inner, U.shape)
+            inner = torch.diag_embed(_sum_to(gl * e, U.shape[:-1])) - _sum_to(
+                gq * (Z.mT @ (a[..., :, None] * Z)), U.shape
+            )
             gB = _sum_to(U @ inner @ U.mT, B_shape)
         if need[2]:
-            geta = gl[..., 0] * inv.sum((-2, -1)) - gq[..., 0, 0] * Z.square().sum((-2, -1))
-            geta = _sum_to(geta, eta_shape)
+            geta = _sum_to(gl[..., 0] * inv.sum((-2, -1)), eta_shape) - _sum_to(
+                gq[..., 0, 0] * Z.square().sum((-2, -1)), eta_shape
+            )
         if need[3]:
             gr = (2.0 * gq * (WZ @ U.mT)).reshape(*WZ.shape[:-2], -1)
             gr = _sum_to(gr, r_shape)
