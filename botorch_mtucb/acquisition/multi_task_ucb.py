@@ -61,10 +61,11 @@ from botorch.models import KroneckerMultiTaskGP, ModelListGP
 from botorch.models.model import Model
 from botorch.posteriors import GPyTorchPosterior, Posterior, PosteriorList
 from gpytorch.distributions import MultivariateNormal
+from gpytorch.models import ExactGP
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
-from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.acquisition.scalarization import Scalarization, project_covariance
 from botorch_mtucb.models.protocols import TaskPosteriorModel
 
 __all__ = ["ScalarizedMultiTaskUCB", "spectral_norm_psd", "task_mean_and_covariance"]
@@ -130,7 +131,13 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             raise ValueError(f"`beta` must be a single finite number >= 0, got {beta!r}.")
         self.scalarization = scalarization
         self.bound = bound
-        self.register_buffer("beta", beta_t.reshape(()))
+        # Everything the hot path needs is decided and converted once, here: β in the model's
+        # dtype/device, the scalarization's constants, and how to get the task moments.
+        like = _model_like(model)
+        self.register_buffer("beta", beta_t.reshape(()).to(like))
+        self._task_posterior = isinstance(model, TaskPosteriorModel)
+        self._directions = scalarization.directions(like)
+        scalarization._constants(like)
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """Refuse pending points: this UCB has no notion of them (q = 1 only).
@@ -159,14 +166,33 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
                 "ScalarizedMultiTaskUCB supports q = 1 only: `X` must be batch_shape x 1 x d, "
                 f"got shape {tuple(X.shape)}."
             )
-        mean, covar = task_mean_and_covariance(self.model, X)
+        if self._task_posterior:
+            mean, covar = self.model.task_posterior(X)
+        else:
+            mean, covar = task_mean_and_covariance(self.model, X)
         mean, covar = mean[..., 0, :], covar[..., 0, :, :]
-        beta = self.beta.to(mean)
+        beta = self.beta if self.beta.dtype == mean.dtype else self.beta.to(mean)
         s = self.scalarization
         if self.bound == "directional":
-            return s.directional_ucb(mean, covar, beta)
+            directions = self._directions
+            if directions is not None and directions.dtype != mean.dtype:
+                directions = s.directions(mean)
+            var = project_covariance(covar, directions)
+            return s.directional_ucb_from_variances(mean, var, beta)
         width = spectral_norm_psd(covar).clamp_min(1e-30).sqrt()
         return s(mean) + s.lipschitz.to(mean) * beta * width
+
+
+def _model_like(model: Model) -> Tensor:
+    """A tensor with the model's dtype and device (its training inputs, else a parameter)."""
+    if isinstance(model, ExactGP) and model.train_inputs:
+        return model.train_inputs[0]
+    for tensor in model.parameters():
+        return tensor.detach()
+    for tensor in model.buffers():
+        if tensor.is_floating_point():
+            return tensor
+    return torch.empty(0, dtype=torch.float64)
 
 
 def _check_model(model: Model) -> None:

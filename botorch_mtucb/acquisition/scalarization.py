@@ -36,6 +36,7 @@ __all__ = [
     "LinearScalarization",
     "Scalarization",
     "ScalarizationSampler",
+    "project_covariance",
     "sample_scalarization_weights",
 ]
 
@@ -96,7 +97,27 @@ class Scalarization(ABC):
 
     def signs(self, like: Tensor) -> Tensor:
         """``n`` vector of ±1 (−1 for minimised objectives) with ``like``'s dtype/device."""
-        return (1.0 - 2.0 * self.minimize.to(torch.float64)).to(like)
+        return self._constants(like)["signs"]
+
+    def _constants(self, like: Tensor) -> dict[str, Tensor]:
+        """Weights, signs (and the Chebyshev reference point) on ``like``'s dtype and device.
+
+        Converted once per (dtype, device) and cached, so the acquisition's hot path does no
+        conversions.
+        """
+        key = (like.dtype, like.device)
+        cache = self.__dict__.setdefault("_constant_cache", {})
+        consts = cache.get(key)
+        if consts is None:
+            signs = (1.0 - 2.0 * self.minimize.to(torch.float64)).to(like)
+            consts = {"signs": signs, "weights": self.weights.to(like)}
+            consts.update(self._extra_constants(like, signs))
+            cache[key] = consts
+        return consts
+
+    def _extra_constants(self, like: Tensor, signs: Tensor) -> dict[str, Tensor]:
+        """Subclass constants for :meth:`_constants` (none by default)."""
+        return {}
 
     @property
     @abstractmethod
@@ -134,6 +155,28 @@ class Scalarization(ABC):
         """The ``... x P`` pieces on sign-corrected (all-maximised) ``... x n`` outcomes."""
 
     @abstractmethod
+    def directions(self, like: Tensor) -> Tensor | None:
+        """The ``n x k`` directions W whose variances wᵀΓ(x, x)w the directional bound needs.
+
+        ``None`` stands for the identity (the ``n`` marginal variances Γ_ii, Chebyshev); the
+        linear scalarization needs one direction (the signed weights, ``k = 1``). See
+        :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` (paper 000, App. B.1).
+        """
+
+    @abstractmethod
+    def directional_ucb_from_variances(self, mean: Tensor, var: Tensor, beta: Tensor) -> Tensor:
+        """The directional upper bound from the variances along :meth:`directions`.
+
+        Args:
+            mean: ``batch x n`` posterior mean μ(x) (original units).
+            var: ``batch x k`` variances wⱼᵀ Γ(x, x) wⱼ along the ``k`` directions
+                (``batch x n`` marginal variances when :meth:`directions` is ``None``).
+            beta: Confidence radius β (0-dim tensor, or a number).
+
+        Returns:
+            ``batch`` upper bounds.
+        """
+
     def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
         """The tighter (directional) upper bound on s_λ(f(x)); see ScalarizedMultiTaskUCB.
 
@@ -145,6 +188,9 @@ class Scalarization(ABC):
         Returns:
             ``batch`` upper bounds.
         """
+        return self.directional_ucb_from_variances(
+            mean, project_covariance(task_covar, self.directions(mean)), beta
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(weights={self.weights.tolist()})"
@@ -164,16 +210,23 @@ class LinearScalarization(Scalarization):
         return torch.linalg.vector_norm(self.weights)
 
     def _scalarize(self, Y: Tensor) -> Tensor:
-        return Y @ self.weights.to(Y)
+        return Y @ self._constants(Y)["weights"]
 
     def _pieces(self, Y: Tensor) -> Tensor:
         return self._scalarize(Y).unsqueeze(-1)
 
-    def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
-        """λᵀμ + β √(wᵀΓw), w = λ with the signs of minimised objectives flipped."""
-        w = self.weights.to(mean) * self.signs(mean)
-        var = ((task_covar @ w) * w).sum(dim=-1)
-        return mean @ w + beta * _safe_sqrt(var)
+    def _extra_constants(self, like: Tensor, signs: Tensor) -> dict[str, Tensor]:
+        w = self.weights.to(like) * signs
+        return {"signed_weights": w, "directions": w.unsqueeze(-1)}
+
+    def directions(self, like: Tensor) -> Tensor:
+        """``n x 1``: w = λ with the signs of minimised objectives flipped."""
+        return self._constants(like)["directions"]
+
+    def directional_ucb_from_variances(self, mean: Tensor, var: Tensor, beta: Tensor) -> Tensor:
+        """λᵀμ + β √(wᵀΓw) (signed w), from ``var = wᵀΓw`` of shape ``batch x 1``."""
+        w = self._constants(mean)["signed_weights"]
+        return mean @ w + beta * _safe_sqrt(var[..., 0])
 
 
 class ChebyshevScalarization(Scalarization):
@@ -217,19 +270,38 @@ class ChebyshevScalarization(Scalarization):
         return self.weights.max()
 
     def _pieces(self, Y: Tensor) -> Tensor:
-        z = self.ref_point.to(Y) * self.signs(Y)
-        return self.weights.to(Y) * (Y - z)
+        c = self._constants(Y)
+        return c["weights"] * (Y - c["signed_ref"])
 
-    def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
-        """min_i λ_i (μ̃_i + β σ_i − z̃_i), σ_i² = Γ_ii, tildes: sign-corrected."""
-        sigma = _safe_sqrt(torch.diagonal(task_covar, dim1=-2, dim2=-1))
-        return self._scalarize(mean * self.signs(mean) + beta * sigma)
+    def _extra_constants(self, like: Tensor, signs: Tensor) -> dict[str, Tensor]:
+        return {"signed_ref": self.ref_point.to(like) * signs}
+
+    def directions(self, like: Tensor) -> None:
+        """``None``: the marginal variances Γ_ii (one direction e_i per objective)."""
+        return None
+
+    def directional_ucb_from_variances(self, mean: Tensor, var: Tensor, beta: Tensor) -> Tensor:
+        """min_i λ_i (μ̃_i + β σ_i − z̃_i), σ_i² = Γ_ii (``var``: ``batch x n``), tildes:
+        sign-corrected."""
+        c = self._constants(mean)
+        pieces = c["weights"] * (mean * c["signs"] + beta * _safe_sqrt(var) - c["signed_ref"])
+        return pieces.min(dim=-1).values
 
     def __repr__(self) -> str:
         return (
             f"ChebyshevScalarization(weights={self.weights.tolist()}, "
             f"ref_point={self.ref_point.tolist()})"
         )
+
+
+def project_covariance(task_covar: Tensor, directions: Tensor | None) -> Tensor:
+    """Variances wⱼᵀ Γ wⱼ along the columns of ``directions`` (``n x k``), ``batch x k``.
+
+    ``directions=None`` gives the diagonal Γ_ii (``batch x n``), read without copying.
+    """
+    if directions is None:
+        return torch.diagonal(task_covar, dim1=-2, dim2=-1)
+    return ((task_covar @ directions) * directions).sum(dim=-2)
 
 
 def _safe_sqrt(var: Tensor) -> Tensor:
