@@ -24,12 +24,15 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.linalg.precision import working_dtype
 from botorch_mtucb.models.solvers import (
     DenseSolver,
     ICMSolver,
     MultiTaskSolver,
+    dense,
     extend_solver,
 )
+from botorch_mtucb.settings import check_test_inputs
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["ExactMultiTaskGP", "ZeroMultitaskMean"]
@@ -189,17 +192,26 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         return self.covar_module.icm_components() is not None
 
     # ------------------------------------------------------------------ solver cache
-    def _cache_key(self) -> list[Tensor]:
-        tensors = [p.detach() for p in self.parameters()]
-        tensors += [b.detach() for b in self.buffers()]
-        return [self.train_inputs[0].detach(), self.train_targets.detach(), *tensors]
+    def _cache_key(self) -> tuple[tuple, Tensor]:
+        """What the solver depends on: the training data and every parameter and buffer.
 
-    def _cache_valid(self, key: list[Tensor]) -> bool:
+        The training tensors are identified by identity, storage and version counter (no
+        device work); the hyperparameters by value, flattened into one tensor so that the
+        check is a single comparison (GPyTorch's setters write through ``.data``, which does
+        not bump version counters, so values are the only reliable key).
+        """
+        X, Y = self.train_inputs[0], self.train_targets
+        data = tuple((id(v), v._version, v.data_ptr(), v.shape) for v in (X, Y))
+        state = [v.detach().reshape(-1) for v in (*self.parameters(), *self.buffers())]
+        flat = torch.cat([v.to(X.dtype) for v in state]) if state else X.new_zeros(0)
+        return data, flat
+
+    def _cache_valid(self, key: tuple[tuple, Tensor]) -> bool:
         if self._solver_cache is None:
             return False
-        old = self._solver_cache[0]
-        return len(old) == len(key) and all(
-            a.shape == b.shape and torch.equal(a, b) for a, b in zip(old, key, strict=True)
+        (old_data, old_flat), _ = self._solver_cache
+        return old_data == key[0] and old_flat.shape == key[1].shape and torch.equal(
+            old_flat, key[1]
         )
 
     def _train_resid(self) -> Tensor:
@@ -212,14 +224,44 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         """``mean`` plus the prior mean at ``X`` (nothing to add for the zero prior)."""
         return mean if self._zero_mean else mean + self.mean_module(X)
 
+    def _working_dtype(self, X: Tensor) -> torch.dtype:
+        """Dtype of the factorisation (:func:`~botorch_mtucb.linalg.working_dtype`).
+
+        κ ≤ (tr Γ(X, X) + η)/η bounds the condition number of ``G_t + ηI``.
+        """
+        if X.dtype == torch.float64:
+            return X.dtype
+        with torch.no_grad():
+            trace = dense(self.covar_module.forward(X, X, diag=True)).sum()
+            kappa = float((trace + self.noise) / self.noise)
+        return working_dtype(X.dtype, kappa, f"{type(self).__name__}'s posterior")
+
+    def _solver_inputs(
+        self, X: Tensor, resid: Tensor | None = None
+    ) -> tuple[MultiTaskKernel, Tensor, Tensor, Tensor]:
+        """Kernel, training inputs, residuals and η in the working dtype of the factorisation."""
+        resid = self._train_resid() if resid is None else resid
+        noise = self.noise
+        cdt = self._working_dtype(X)
+        kernel = self.covar_module
+        if cdt != X.dtype:  # a float64 copy of the kernel: accurate, no hyperparameter grads
+            kernel = copy.deepcopy(kernel).to(cdt)
+            X, resid, noise = X.to(cdt), resid.detach().to(cdt), noise.detach().to(cdt)
+        return kernel, X, resid, noise
+
     def _build_solver(self) -> MultiTaskSolver:
-        X = self.train_inputs[0]
-        resid = self._train_resid()
-        icm = self.covar_module.icm_components()
+        kernel, X, resid, noise = self._solver_inputs(self.train_inputs[0])
+        icm = kernel.icm_components()
         if icm is not None:
             k, B = icm
-            return ICMSolver(k, B, X, resid, self.noise)
-        return DenseSolver(self.covar_module, X, resid, self.noise)
+            return ICMSolver(k, B, X, resid, noise)
+        return DenseSolver(kernel, X, resid, noise)
+
+    def _predict(self, X: Tensor, full_cov: bool) -> tuple[Tensor, Tensor]:
+        """Solver prediction at input-transformed ``X``, in the model's dtype."""
+        solver = self.solver()
+        mean, cov = solver.predict(X.to(solver.dtype), full_cov=full_cov)
+        return mean.to(X.dtype), cov.to(X.dtype)
 
     def solver(self) -> MultiTaskSolver:
         """The (cached) posterior solver for the current data and hyperparameters."""
@@ -232,7 +274,7 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
                     solver = self._build_solver()
             else:
                 solver = self._build_solver()
-            self._solver_cache = ([k.clone() for k in key], solver)
+            self._solver_cache = (key, solver)  # ``key`` holds fresh tensors (torch.cat)
         return self._solver_cache[1]
 
     def train(self, mode: bool = True) -> ExactMultiTaskGP:
@@ -240,12 +282,21 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         return super().train(mode=mode)
 
     # ------------------------------------------------------------------ posterior
-    def _check_X(self, X: Tensor) -> None:
-        check_finite(X, "X")
+    def _check_X(self, X: Tensor) -> Tensor:
+        """Shape check of test inputs, returned in the model's dtype.
+
+        NaN / inf are checked only under :class:`botorch_mtucb.settings.check_test_inputs`
+        (the check reads the tensor on the host, so it stays off the acquisition hot path).
+        """
         if X.dim() < 2 or X.shape[-1] != self._d:
             raise BotorchTensorDimensionError(
                 f"`X` must have shape `batch_shape x q x {self._d}`, got {tuple(X.shape)}."
             )
+        if check_test_inputs.on():
+            check_finite(X, "X")
+        if self.training:  # before any input transform: in train mode they may learn bounds
+            self.eval()
+        return X.to(self.train_targets.dtype)
 
     def posterior(
         self,
@@ -268,10 +319,8 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
             ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
             ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
         """
-        self._check_X(X)
-        solver = self.solver()
-        X = self.transform_inputs(X)
-        mean, cov = solver.predict(X, full_cov=True)
+        X = self.transform_inputs(self._check_X(X))
+        mean, cov = self._predict(X, full_cov=True)
         mean = self._prior_mean(X, mean)
         cov = 0.5 * (cov + cov.transpose(-1, -2))
         n = self.num_tasks
@@ -321,23 +370,61 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
             ``(mean, task_covar)`` of shapes ``batch_shape x q x n`` and
             ``batch_shape x q x n x n``, in the original outcome scale.
         """
-        self._check_X(X)
-        tf = getattr(self, "outcome_transform", None)
-        if tf is not None and not isinstance(tf, Standardize):
+        X = self._check_X(X)
+        tf = self._standardize_or_none(X)
+        if tf is False:
             post = self.posterior(X.unsqueeze(-2))
             n = self.num_tasks
             return post.mean.squeeze(-2), post.mvn.covariance_matrix.reshape(
                 *X.shape[:-1], n, n
             )
-        solver = self.solver()
         Xt = self.transform_inputs(X)
-        mean, blocks = solver.predict(Xt, full_cov=False)
+        mean, blocks = self._predict(Xt, full_cov=False)
         mean = self._prior_mean(Xt, mean)
         if tf is not None:
             std = tf.stdvs.reshape(-1)
             mean = mean * std + tf.means.reshape(-1)
             blocks = blocks * std[:, None] * std[None, :]
         return mean, blocks
+
+    def projected_task_posterior(self, X: Tensor, directions: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and the variances ``wᵀ Γ_t(x, x) w`` along given task directions.
+
+        What the directional UCBs need (paper 000, App. B.1: Chebyshev takes ``W = I``, the
+        per-task variances σ_i²; linear takes ``W = λ``), without forming the ``n x n`` blocks:
+        on the ICM path ``wᵀΓ_t(x, x)w = Σ_i s_i(x) (u_iᵀ w)²``.
+
+        Args:
+            X: ``batch_shape x q x d`` inputs.
+            directions: ``n x k`` matrix ``W`` of directions, in the original outcome scale.
+
+        Returns:
+            ``(mean, quad)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x k``.
+        """
+        X = self._check_X(X)
+        tf = self._standardize_or_none(X)
+        if tf is False:
+            mean, blocks = self.task_posterior(X)
+            return mean, torch.einsum("...ab,ak,bk->...k", blocks, directions, directions)
+        Xt = self.transform_inputs(X)
+        W = directions.to(X)
+        if tf is not None:
+            W = tf.stdvs.reshape(-1, 1) * W
+        solver = self.solver()
+        mean, quad = solver.projected_variances(Xt.to(solver.dtype), W.to(solver.dtype))
+        mean, quad = mean.to(X.dtype), quad.to(X.dtype)
+        mean = self._prior_mean(Xt, mean)
+        if tf is not None:
+            mean = mean * tf.stdvs.reshape(-1) + tf.means.reshape(-1)
+        return mean, quad
+
+    def _standardize_or_none(self, X: Tensor) -> Standardize | None | bool:
+        """The outcome transform if it is a ``Standardize`` (or ``None``); ``False`` for
+        another transform, which needs the generic ``posterior`` path."""
+        tf = getattr(self, "outcome_transform", None)
+        if tf is None or isinstance(tf, Standardize):
+            return tf
+        return False
 
     def information_gain(self) -> Tensor:
         """½ log det(I_{nt} + η⁻¹ G_t): the information gain of the training data.
@@ -416,9 +503,15 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         self, new: ExactMultiTaskGP, old_solver: MultiTaskSolver, Xt: Tensor
     ) -> None:
         """Seed ``new``'s solver cache by extending this model's factorisation."""
+        train_X = new.train_inputs[0]
+        cdt = old_solver.dtype
+        if new._working_dtype(train_X) != cdt:
+            return  # the new data needs another precision: the next query builds from scratch
         with torch.no_grad():
-            solver = extend_solver(old_solver, Xt, new.train_inputs[0], new._train_resid())
-        new._solver_cache = ([k.clone() for k in new._cache_key()], solver)
+            solver = extend_solver(
+                old_solver, Xt.to(cdt), train_X.to(cdt), new._train_resid().to(cdt)
+            )
+        new._solver_cache = (new._cache_key(), solver)
 
     def subset_output(self, idcs: list[int]) -> ExactMultiTaskGP:
         """Not supported: the tasks are coupled, so a subset model would lose information."""

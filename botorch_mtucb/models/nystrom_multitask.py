@@ -15,6 +15,7 @@ from gpytorch.means import Mean
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
+from botorch_mtucb.linalg.precision import working_dtype
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.models.nystrom_solver import ICMNystromSolver, NystromSolver
 
@@ -269,15 +270,23 @@ class NystromMultiTaskGP(ExactMultiTaskGP):
         X = self.train_inputs[0]
         return self.transform_inputs(X) if self.training else X
 
+    def _working_dtype(self, X: Tensor) -> torch.dtype:
+        """float64 unless the data are float64: the dictionary Gram's pseudo-inverse square
+        root is rank-revealing, and float32 would drop informative directions (measured: a 12 %
+        variance error with every point in the dictionary)."""
+        return working_dtype(X.dtype, math.inf, "MT-BKB's Nyström posterior")
+
     def _make_solver(
         self, X: Tensor, resid: Tensor, idx: Tensor, probs: Tensor
     ) -> ICMNystromSolver | NystromSolver:
         kw = {"rtol": self.pinv_rtol, "method": self.pinv_method}
-        icm = self.covar_module.icm_components()
+        kernel, X, resid, noise = self._solver_inputs(X, resid)
+        probs = probs.to(X.dtype)
+        icm = kernel.icm_components()
         if icm is not None:
             k, B = icm
-            return ICMNystromSolver(k, B, X, resid, self.noise, idx, probs, **kw)
-        return NystromSolver(self.covar_module, X, resid, self.noise, idx, probs, **kw)
+            return ICMNystromSolver(k, B, X, resid, noise, idx, probs, **kw)
+        return NystromSolver(kernel, X, resid, noise, idx, probs, **kw)
 
     def _cold_start(self, X: Tensor) -> tuple[Tensor, Tensor]:
         """Replay Algorithm 2 in doubling stages (class docstring).
@@ -305,9 +314,6 @@ class NystromMultiTaskGP(ExactMultiTaskGP):
         return variances, log_dets
 
     # ------------------------------------------------------------------ solver
-    def _cache_key(self) -> list[Tensor]:
-        return [*super()._cache_key(), self._dict_indices, self._dict_probs]
-
     def _build_solver(self) -> ICMNystromSolver | NystromSolver:
         X = self.train_inputs[0]
         return self._make_solver(X, self._train_resid(), self._dict_indices, self._dict_probs)

@@ -124,7 +124,7 @@ class _NystromBase(MultiTaskSolver):
             what the next round's inclusion probabilities use; the log-determinant is a term
             of the Theorem-3 sum Σ_s log det(I_n + η⁻¹ Γ̃_{s−1}(x_s, x_s)).
         """
-        return self._summary(self._block_eigenvalues(X))
+        return self._summary(self._block_eigenvalues(X.to(self.dtype)))
 
     def _summary(self, evals: Tensor) -> tuple[Tensor, Tensor]:
         return evals.max(dim=-1).values, torch.log1p(evals / self.noise).sum(-1)
@@ -412,6 +412,13 @@ class ICMNystromSolver(_NystromBase):
             return mean, rot.blocks(self.eigen_variances(X, Z=Z))
         Kqq = _dense(self.data_kernel.forward(X, X))
         return mean, rot.joint_from_directions(rot.direction_covariances(Z, Kqq))
+
+    def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
+        """``Σ_i s_i(x) (u_iᵀ w_j)²``: no ``n x n`` blocks."""
+        rot = self.rotation
+        Z = self._Z(X)
+        s = self.eigen_variances(X, Z=Z)
+        return rot.to_tasks(rot.rotated_mean(Z)), s @ (rot.U.transpose(-1, -2) @ W).pow(2)
 
     def information_gain(self) -> Tensor:
         """½ log det(I + η⁻¹ Ṽ_t) = ½ Σ_i Σ_j log(1 + ξ_i c_j / η) (Nyström estimate)."""

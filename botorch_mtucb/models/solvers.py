@@ -101,6 +101,11 @@ class MultiTaskSolver(ABC):
     def information_gain(self) -> Tensor:
         """½ log det(I_{nt} + η⁻¹ G_t), a scalar tensor."""
 
+    def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean (``batch x q x n``) and ``w_jᵀ Γ_t(x, x) w_j`` (``batch x q x k``), ``W: n x k``."""
+        mean, blocks = self.predict(X, full_cov=False)
+        return mean, torch.einsum("...ab,ak,bk->...k", blocks, W, W)
+
 
 def cross_kernel(kernel: Kernel, X: Tensor, train_X: Tensor) -> Tensor:
     """Dense ``kernel(X, train_X)`` for ``X: batch x q x d``, as one flat evaluation.
@@ -269,6 +274,12 @@ class ICMSolver(MultiTaskSolver):
             return mean, rot.joint_from_directions(cov)
         blocks = rot.blocks(cov)
         return mean, (blocks.squeeze(-3) if full_cov else blocks)
+
+    def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
+        """``Σ_i s_i(x) (u_iᵀ w_j)²``: no ``n x n`` blocks (see the base class)."""
+        rot = self.rotation
+        mean, s = self._moments(X, joint=False)
+        return rot.to_tasks(mean), s @ (rot.U.transpose(-1, -2) @ W).pow(2)
 
     def information_gain(self) -> Tensor:
         gain = self.rotation.information_gain()

@@ -17,6 +17,7 @@ from botorch_mtucb.kernels import (
     TaskSimilarityKernel,
 )
 from botorch_mtucb.models import ExactMultiTaskGP
+from botorch_mtucb.settings import check_test_inputs
 
 DT = torch.float64
 ETA = 0.1
@@ -304,7 +305,9 @@ def test_bad_input():
     model = ExactMultiTaskGP(X, Y, covar_module=k)
     with pytest.raises(BotorchTensorDimensionError, match="X"):
         model.posterior(torch.rand(3, 1, 3, dtype=DT))
-    with pytest.raises(ValueError, match="X.*NaN"):
+    with pytest.raises(ValueError, match="X.*NaN"), check_test_inputs(True):
         model.posterior(torch.full((3, 1, 2), float("nan"), dtype=DT))
+    with pytest.raises(ValueError, match="X.*NaN"), check_test_inputs(True):
+        model.task_posterior(torch.full((3, 1, 2), float("nan"), dtype=DT))
     with pytest.raises(BotorchTensorDimensionError, match="Y"):
         model.condition_on_observations(torch.rand(2, 2, dtype=DT), torch.rand(2, 3, dtype=DT))
