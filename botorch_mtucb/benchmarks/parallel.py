@@ -25,7 +25,7 @@ from typing import Any
 
 from botorch_mtucb.benchmarks.experiments import ExperimentOptions
 
-__all__ = ["TrialUnit", "UnitOutcome", "execute", "run_unit"]
+__all__ = ["TrialUnit", "UnitOutcome", "execute", "require_distributed", "run_unit"]
 
 _LOCK = threading.Lock()
 
@@ -149,16 +149,22 @@ def execute(
             on_result(run_unit(u))
 
 
-def _execute_dask(
-    units: Sequence[TrialUnit], on_result: Callable[[UnitOutcome], None], scheduler: Any
-) -> None:
+def require_distributed() -> Any:
+    """Import ``distributed`` or raise an ImportError that says how to install it."""
     try:
-        from distributed import Client
-        from distributed import as_completed as dask_completed
+        import distributed
     except ImportError as err:
         raise ImportError(
             "`--scheduler` needs Dask distributed: pip install 'botorch-mtucb[dask]'."
         ) from err
+    return distributed
+
+
+def _execute_dask(
+    units: Sequence[TrialUnit], on_result: Callable[[UnitOutcome], None], scheduler: Any
+) -> None:
+    distributed = require_distributed()
+    Client, dask_completed = distributed.Client, distributed.as_completed
     own = isinstance(scheduler, str)
     if not own and not isinstance(scheduler, Client):
         raise ValueError(

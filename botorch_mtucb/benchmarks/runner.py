@@ -56,7 +56,12 @@ from botorch_mtucb.benchmarks.metrics import (
     time_average_regret,
 )
 from botorch_mtucb.benchmarks.outputs import write_outputs
-from botorch_mtucb.benchmarks.parallel import TrialUnit, UnitOutcome, execute
+from botorch_mtucb.benchmarks.parallel import (
+    TrialUnit,
+    UnitOutcome,
+    execute,
+    require_distributed,
+)
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
 from botorch_mtucb.benchmarks.results import ExperimentResult, TrialResult
 from botorch_mtucb.loop import BoxOptimizer, FiniteArmOptimizer, run_bo_loop
@@ -273,6 +278,8 @@ def run_experiment(
         raise ValueError(f"`workers` must be an integer >= 0, got {workers!r}.")
     if workers and scheduler is not None:
         raise ValueError("Give `workers` (local processes) or `scheduler` (Dask), not both.")
+    if scheduler is not None:
+        require_distributed()  # before anything is written
     manifest = make_manifest(
         experiment=exp.name, paper=exp.paper, algorithms=names, trials=N,
         first_trial=first_trial, horizon=T, seed=seed, fast=fast, bound=bound,

@@ -110,6 +110,11 @@ def _trial(f: Path, blob: Any, settings: dict[str, Any], source: str) -> TrialRe
         tr = TrialResult.from_json_dict(blob)
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"Cannot read {str(f)!r}: {err}") from None
+    if f.name != trial_file_name(tr.trial, tr.algorithm):
+        raise ValueError(
+            f"{str(f)!r} holds trial {tr.trial} of {tr.algorithm}, whose file is "
+            f"{trial_file_name(tr.trial, tr.algorithm)!r}: renamed or copied by hand?"
+        )
     T = settings.get("horizon")
     if T is not None and tr.regret.numel() != T:
         raise ValueError(
@@ -162,7 +167,9 @@ def merge_runs(
                     f"choose a new folder."
                 )
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise ValueError(f"--merge {str(out)!r} exists and is not empty: choose a new folder.")
+            raise ValueError(
+                f"--merge {str(out)!r} exists and is not empty: choose a new folder."
+            )
     runs = [load_run(p) for p in paths]
     first = runs[0].settings
     for run, p in zip(runs[1:], paths[1:], strict=True):
@@ -170,6 +177,8 @@ def merge_runs(
         if "versions" in run.settings and "versions" in first:
             mine["versions"], theirs["versions"] = run.settings["versions"], first["versions"]
         for key in mine:
+            if key == "problem_notes" and None in (mine[key], theirs[key]):
+                continue  # a run without trial files yet (only its manifest)
             if mine[key] != theirs[key]:
                 raise ValueError(
                     f"Cannot merge {str(p)!r}: setting {key!r} is {mine[key]!r}, "

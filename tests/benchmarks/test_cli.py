@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 
 import pytest
 import torch
@@ -101,3 +102,42 @@ def test_cli_list_and_errors(tmp_path, capsys):
     assert code == 2 and "--intel-data" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["run", "no-such-experiment"])
+
+
+def test_cli_resume_and_execution_errors(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    base = ["run", "rkhs-n2", "--algorithms", "MT-KB", "--trials", "1", "--horizon", "2",
+            "--seed", "4", "--out", str(out), "--no-progress"]
+    assert main(base) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 4 and manifest["algorithms"] == ["MT-KB"]
+    capsys.readouterr()
+    assert main(base) == 0  # the same command again keeps the finished trial
+    assert "1 finished trial(s) were kept" in capsys.readouterr().err
+    # --resume takes the configuration from the manifest; options given must agree with it
+    assert main(["run", "--resume", "--out", str(out), "--horizon", "2", "--seed", "4",
+                 "--algorithms", "mt-kb", "--no-progress"]) == 0
+    code = main(["run", "--resume", "--out", str(out), "--horizon", "3", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "horizon 3 (the run has 2)" in err
+    code = main(["run", "rkhs-n20", "--resume", "--out", str(out), "--no-progress"])
+    assert code == 2 and "experiment 'rkhs-n20'" in capsys.readouterr().err
+    assert main(["run", "--resume", "--no-progress"]) == 2
+    assert "--resume needs --out" in capsys.readouterr().err
+    assert main(["run", "--resume", "--out", str(tmp_path / "none"), "--no-progress"]) == 2
+    assert "Nothing to resume" in capsys.readouterr().err
+    assert main(["run", "--out", str(out), "--no-progress"]) == 2
+    assert "name an experiment" in capsys.readouterr().err
+    # --scheduler without Dask installed, and an unreachable scheduler, are clear errors
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    code = main([*base[:-3], "--out", str(tmp_path / "d"), "--scheduler", "tcp://x:1",
+                 "--no-progress"])
+    assert code == 2 and "botorch-mtucb[dask]" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()  # refused before anything was written
+    monkeypatch.delitem(sys.modules, "distributed")
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code = main([*base[:-3], "--out", str(tmp_path / "d"), "--scheduler",
+                     "tcp://127.0.0.1:9", "--no-progress"])
+    assert code == 2 and "error:" in capsys.readouterr().err

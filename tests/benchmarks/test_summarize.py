@@ -125,3 +125,86 @@ def test_split_trials_merge_into_the_whole_run(runs, tmp_path):
     assert main(["run", "rkhs-n2", "--algorithms", "MT-KB", "--trials", "1", "--horizon", "2",
                  "--first-trial", "3", "--out", str(tmp_path / "cli"), "--no-progress"]) == 0
     assert (tmp_path / "cli" / "trial03_MT-KB.json").is_file()
+
+
+def _state(folder):
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.iterdir()}
+
+
+def test_merge_never_writes_into_an_input_or_another_run(runs, tmp_path, capsys):
+    root, _ = runs
+    other = tmp_path / "other"  # a finished run of another experiment
+    run_experiment("rkhs-n20", algorithms=["MT-KB"], out_dir=other, **KW)
+    before_a, before_c = _state(root / "a"), _state(other)
+    for target, match in [(root / "a", "would write into the input"),
+                          (root / "a" / "sub", "would write into the input"),
+                          (other, "not empty")]:
+        with pytest.raises(ValueError, match=match):
+            merge_runs([root / "a", root / "b"], out_dir=target)
+        code = main(["summarize", str(root / "a"), str(root / "b"), "--merge", str(target)])
+        assert code == 2 and match in capsys.readouterr().err
+    assert _state(root / "a") == before_a and _state(other) == before_c
+    assert not (root / "a" / "sub").exists()
+    with pytest.raises(ValueError, match="listed twice"):
+        merge_runs([root / "a", root / "b", root / "a"])
+    with pytest.raises(ValueError, match="'experiment'"):
+        merge_runs([root / "a", other])
+
+
+def test_merge_refuses_other_versions_and_options(runs, tmp_path):
+    root, _ = runs
+    for key, value, match in [("versions", {"torch": "0.0"}, "'versions'"),
+                              ("options", {"continuous": True}, "'options.continuous'")]:
+        fake = tmp_path / key
+        fake.mkdir()
+        for p in (root / "b").iterdir():
+            (fake / p.name).write_bytes(p.read_bytes())
+        summary = json.loads((fake / "summary.json").read_text())
+        summary["settings"][key] = value
+        (fake / "summary.json").write_text(json.dumps(summary))
+        with pytest.raises(ValueError, match=match):
+            merge_runs([root / "a", fake])
+
+
+def test_merged_folder_is_a_run_with_a_manifest(runs, tmp_path):
+    root, both = runs
+    piece = tmp_path / "piece"  # an interrupted piece: trial 0 only of a 2-trial run
+    run_experiment("rkhs-n2", algorithms=["MOBO"], out_dir=piece, **{**KW, "trials": 1})
+    (piece / "summary.json").unlink()
+    merged = merge_runs([root / "ab", piece], out_dir=tmp_path / "m")
+    again = load_run(tmp_path / "m")
+    assert again.complete and merged.complete
+    assert json.loads((tmp_path / "m" / "manifest.json").read_text())["expected"] == {
+        "IT-KB": [0, 1], "MOBO": [0], "MT-KB": [0, 1]
+    }
+    assert [(tr.trial, tr.algorithm) for tr in again.trials] == [
+        (0, "MT-KB"), (0, "IT-KB"), (0, "MOBO"), (1, "MT-KB"), (1, "IT-KB")
+    ]
+    for name in ("trial00_MOBO.json", "trial01_IT-KB.json"):
+        src = piece if "MOBO" in name else root / "ab"
+        assert (tmp_path / "m" / name).read_bytes() == (src / name).read_bytes()
+    (piece / "trial00_MOBO.json").unlink()  # a piece that planned MOBO trial 0 but lost it
+    gap = merge_runs([root / "ab", piece])
+    assert gap.missing == [(0, "MOBO")]
+    assert "| rkhs-n2 (incomplete: 4/5) |" in format_results_table([gap])
+
+
+def test_summarize_names_files_it_cannot_use(runs, tmp_path, capsys):
+    root, _ = runs
+    mixed = tmp_path / "mixed"  # a folder written before manifests: two horizons pooled
+    mixed.mkdir()
+    for p in (root / "a").iterdir():
+        if p.name != "manifest.json":
+            (mixed / p.name).write_bytes(p.read_bytes())
+    run_experiment("rkhs-n2", algorithms=["IT-KB"], out_dir=tmp_path / "h5",
+                   **{**KW, "horizon": 5, "trials": 1})
+    (mixed / "trial00_IT-KB.json").write_bytes((tmp_path / "h5" / "trial00_IT-KB.json")
+                                               .read_bytes())
+    assert main(["summarize", str(mixed)]) == 2
+    err = capsys.readouterr().err
+    assert "trial00_IT-KB.json" in err and "horizon is 5" in err
+    (mixed / "trial00_IT-KB.json").write_text('{"algorithm": "IT-KB", "regret": [0.')
+    assert main(["summarize", str(mixed)]) == 2
+    assert "trial00_IT-KB.json" in capsys.readouterr().err
+    (mixed / "trial00_IT-KB.json").unlink()
+    assert main(["summarize", str(mixed)]) == 0  # legacy folders still load

@@ -1,0 +1,164 @@
+"""The runner's run folders: manifest first, resume after a kill, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from botorch_mtucb.benchmarks import parallel
+from botorch_mtucb.benchmarks.cli import main
+from botorch_mtucb.benchmarks.manifest import RunFolderError
+from botorch_mtucb.benchmarks.runner import resume_experiment, run_experiment
+from botorch_mtucb.benchmarks.summarize import format_results_table, load_run
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.InputDataWarning",
+    "ignore::linear_operator.utils.warnings.NumericalWarning",
+)
+KW = dict(algorithms=["MT-KB", "IT-KB"], trials=2, horizon=3, seed=0, progress=False,
+          threads=1)
+NAMES = ["trial00_MT-KB.json", "trial00_IT-KB.json", "trial01_MT-KB.json", "trial01_IT-KB.json"]
+
+
+def _state(folder):
+    """name -> (mtime_ns, bytes) of every trial file."""
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.glob("trial*.json")}
+
+
+def _records(folder):
+    out = {}
+    for p in sorted(folder.glob("trial*.json")):
+        blob = json.loads(p.read_text())
+        blob.pop("wall_time")
+        out[p.name] = blob
+    return out
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole") / "run"
+    run_experiment("rkhs-n2", out_dir=out, **KW)
+    return out
+
+
+def test_manifest_is_written_first(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    seen = []
+
+    def spy(unit):
+        seen.append(sorted(p.name for p in out.iterdir()))
+        return real(unit)
+
+    real = parallel.run_unit
+    monkeypatch.setattr(parallel, "run_unit", spy)
+    run_experiment("rkhs-n2", out_dir=out, **{**KW, "trials": 1, "algorithms": ["MT-KB"]})
+    assert seen == [["manifest.json"]]
+
+
+def test_kill_and_rerun_resumes_without_rewriting(whole, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    real, calls = parallel.run_unit, []
+
+    def dies_after_two(unit):  # the process is killed while running the third unit
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(unit)
+        return real(unit)
+
+    monkeypatch.setattr(parallel, "run_unit", dies_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment("rkhs-n2", out_dir=out, **KW)
+    assert sorted(p.name for p in out.iterdir()) == sorted(["manifest.json", *NAMES[:2]])
+    before = _state(out)
+    # summarize marks the interrupted run
+    partial = load_run(out)
+    assert partial.missing == [(1, "MT-KB"), (1, "IT-KB")] and not partial.complete
+    assert "| rkhs-n2 (incomplete: 2/4) | 3 | 1 |" in format_results_table([partial])
+    assert main(["summarize", str(out)]) == 0
+    assert "incomplete: 2 (trial, algorithm) pair(s) missing" in capsys.readouterr().err
+    # the same command again: only the two missing units run, the finished files stay as is
+    calls.clear()
+    res = run_experiment("rkhs-n2", out_dir=out, **KW)
+    assert [(u.trial, u.algorithm) for u in calls] == [(1, "MT-KB"), (1, "IT-KB")]
+    after = _state(out)
+    assert {n: after[n] for n in before} == before
+    assert _records(out) == _records(whole)
+    assert res.settings["resumed_trials"] == 2 and load_run(out).complete
+    assert [(tr.trial, tr.algorithm) for tr in res.trials] == [
+        (0, "MT-KB"), (0, "IT-KB"), (1, "MT-KB"), (1, "IT-KB")
+    ]
+    # a deleted trial file is recomputed, identically, through the CLI's --resume
+    (out / "trial00_IT-KB.json").unlink()
+    before = _state(out)
+    calls.clear()
+    assert main(["run", "--resume", "--out", str(out), "--no-progress"]) == 0
+    assert [(u.trial, u.algorithm) for u in calls] == [(0, "IT-KB")]
+    assert "3 finished trial(s) were kept" in capsys.readouterr().err
+    after = _state(out)
+    assert {n: after[n] for n in before} == before and _records(out) == _records(whole)
+    calls.clear()  # a finished run reruns nothing
+    resume_experiment(out, progress=False)
+    assert calls == [] and _state(out) == after
+
+
+def test_folder_of_another_configuration_is_refused(whole, tmp_path, capsys):
+    before = _state(whole)
+    with pytest.raises(RunFolderError, match="seed: 0 there, 1 here"):
+        run_experiment("rkhs-n2", out_dir=whole, **{**KW, "seed": 1})
+    with pytest.raises(RunFolderError, match="experiment: 'rkhs-n2' there, 'rkhs-n20' here"):
+        run_experiment("rkhs-n20", out_dir=whole, **KW)
+    code = main(["run", "rkhs-n2", "--algorithms", "MT-KB", "IT-KB", "--trials", "2",
+                 "--horizon", "4", "--out", str(whole), "--no-progress"])
+    assert code == 2 and "horizon: 3 there, 4 here" in capsys.readouterr().err
+    assert _state(whole) == before
+    # trial files without a manifest (an older version, or by hand) are not pooled into
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "trial00_MT-KB.json").write_bytes((whole / "trial00_MT-KB.json").read_bytes())
+    with pytest.raises(RunFolderError, match="no manifest.json"):
+        run_experiment("rkhs-n2", out_dir=legacy, **KW)
+
+
+def test_foreign_and_broken_trial_files_are_named(whole, tmp_path):
+    out = tmp_path / "run"
+    run_experiment("rkhs-n2", out_dir=out, **{**KW, "trials": 1})
+    (out / "trial05_MT-KB.json").write_bytes((whole / "trial01_MT-KB.json").read_bytes())
+    with pytest.raises(RunFolderError, match="trial05_MT-KB.json"):
+        run_experiment("rkhs-n2", out_dir=out, **{**KW, "trials": 1})
+    with pytest.raises(ValueError, match="trial05_MT-KB.json.*holds trial 1 of MT-KB"):
+        load_run(out)
+    (out / "trial05_MT-KB.json").unlink()
+    blob = json.loads((whole / "trial01_MT-KB.json").read_text())
+    (out / "trial01_MT-KB.json").write_text(json.dumps(blob))  # same configuration, trial 1
+    with pytest.raises(ValueError, match="trial01_MT-KB.json.*not part of"):
+        load_run(out)
+    (out / "trial01_MT-KB.json").unlink()
+    blob = json.loads((out / "trial00_MT-KB.json").read_text())
+    blob["settings"]["seed"] = 7
+    (out / "trial00_MT-KB.json").write_text(json.dumps(blob))
+    with pytest.raises(RunFolderError, match="trial00_MT-KB.json.*differs in seed"):
+        run_experiment("rkhs-n2", out_dir=out, **{**KW, "trials": 1})
+    with pytest.raises(ValueError, match="trial00_MT-KB.json.*seed is 7"):
+        load_run(out)
+    (out / "trial00_MT-KB.json").write_text('{"regret": [0.1')  # truncated by hand
+    with pytest.raises(ValueError, match="trial00_MT-KB.json.*not valid JSON"):
+        run_experiment("rkhs-n2", out_dir=out, **{**KW, "trials": 1})
+
+
+def test_argument_refusals(tmp_path, capsys):
+    with pytest.raises(ValueError, match="MT-KB more than once"):
+        run_experiment("rkhs-n2", out_dir=tmp_path / "d", **{**KW, "algorithms": ["MT-KB",
+                                                                                  "mt-kb"]})
+    assert not (tmp_path / "d").exists()
+    code = main(["run", "rkhs-n2", "--algorithms", "MT-KB", "MT-KB", "--fast",
+                 "--out", str(tmp_path / "d"), "--no-progress"])
+    assert code == 2 and "more than once" in capsys.readouterr().err
+    for bad, match in [({"workers": -1}, "`workers`"), ({"threads": 0}, "`threads`"),
+                       ({"constants": "x"}, "`constants`")]:
+        with pytest.raises(ValueError, match=match):
+            run_experiment("rkhs-n2", **{**KW, **bad})
+    with pytest.raises(ValueError, match="configuration from the manifest"):
+        resume_experiment(tmp_path, horizon=3)
+    with pytest.raises(FileNotFoundError, match="Nothing to resume"):
+        resume_experiment(tmp_path / "none")
