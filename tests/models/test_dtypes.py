@@ -29,7 +29,8 @@ def _kernel(kind: str, n: int, g: torch.Generator):
         return ICMKernel(k, n, task_covar=B)
     m = MaternKernel(nu=2.5).to(D64)
     m.lengthscale = 0.4
-    return SumOfSeparableKernel([ICMKernel(k, n, task_covar=B), ICMKernel(m, n, task_covar=B.T @ B)])
+    terms = [ICMKernel(k, n, task_covar=B), ICMKernel(m, n, task_covar=B.T @ B)]
+    return SumOfSeparableKernel(terms)
 
 
 def _models(cls, kind, dtype, noise=0.1, t=15, n=3, seed=0, **kw):
