@@ -162,3 +162,29 @@ def test_bad_input():
         SumOfSeparableKernel([ICMKernel(k, 2), ICMKernel(k, 3)])
     with pytest.raises(ValueError, match="positive semi-definite"):
         PrecomputedKernel(-torch.eye(3))
+
+
+def test_forward_returns_the_icm_operator_for_one_separable_term(data):
+    """One Kronecker term (merged when terms share a scalar kernel) -> ICM operator."""
+    from botorch_mtucb.linalg import ICMKroneckerLinearOperator, use_icm_likelihood
+
+    g, x1, x2 = data
+    k, k2 = _rbf(0.3), MaternKernel(nu=2.5).to(DT)
+    B1, B2 = _rand_psd(2, g), _rand_psd(2, g)
+    merged = SumOfSeparableKernel([ICMKernel(k, 2, task_covar=B1), ICMKernel(k, 2, task_covar=B2)])
+    cases = {
+        "icm": (ICMKernel(k, 2, task_covar=B1), torch.kron(k(x1, x2).to_dense(), B1)),
+        "shared": (IndependentTasksKernel(k, num_tasks=2), torch.kron(k(x1, x2).to_dense(),
+                                                                      torch.eye(2, dtype=DT))),
+        "merged": (merged, torch.kron(k(x1, x2).to_dense(), B1 + B2)),
+    }
+    for name, (kern, ref) in cases.items():
+        out = kern(x1, x2).evaluate_kernel()  # GPyTorch evaluates kernels lazily
+        assert isinstance(out, ICMKroneckerLinearOperator), name
+        torch.testing.assert_close(out.to_dense(), ref, msg=name)
+        with use_icm_likelihood(False):
+            plain = kern(x1, x2).evaluate_kernel()
+        assert not isinstance(plain, ICMKroneckerLinearOperator), name
+        torch.testing.assert_close(plain.to_dense(), ref, msg=name)
+    two = SumOfSeparableKernel([ICMKernel(k, 2, task_covar=B1), ICMKernel(k2, 2, task_covar=B2)])
+    assert not isinstance(two(x1, x2).evaluate_kernel(), ICMKroneckerLinearOperator)
