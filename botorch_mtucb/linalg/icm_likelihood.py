@@ -247,6 +247,9 @@ class ICMAddedDiagLinearOperator(KroneckerProductAddedDiagLinearOperator):
     ``KroneckerProductAddedDiagLinearOperator``. Exact for any size (no Lanczos / CG above
     ``max_cholesky_size``).
 
+    Both Kronecker factors must be symmetric PSD (kernel and task matrices): their
+    eigenvalues are clamped at 0. Built by :class:`ICMKroneckerLinearOperator`, not by users.
+
     Args:
         *linear_ops: An :class:`ICMKroneckerLinearOperator` (``batch_shape x tn x tn``) and a
             ``ConstantDiagLinearOperator`` (η, ``batch_shape x 1`` diagonal values).
@@ -284,8 +287,8 @@ class ICMAddedDiagLinearOperator(KroneckerProductAddedDiagLinearOperator):
         K, B, eta = parts
         if inv_quad_rhs is None:
             quad_rhs = torch.zeros(self.shape[-1], 1, dtype=K.dtype, device=K.device)
-        elif inv_quad_rhs.dim() == self.dim() - 1:
-            quad_rhs = inv_quad_rhs.unsqueeze(-1)
+        elif inv_quad_rhs.dim() == self.dim() - 1 and inv_quad_rhs.shape[-1] == self.shape[-1]:
+            quad_rhs = inv_quad_rhs.unsqueeze(-1)  # one right-hand side, batch_shape x tn
         else:
             quad_rhs = inv_quad_rhs
         if quad_rhs.shape[-2] != self.shape[-1]:
