@@ -2,6 +2,12 @@
 
 Paper 001, Algorithms 1 and 2: ``x_{t+1} = argmax_x μ_t(x) + β_{t+1} σ_t(x)``. Note that ``β``
 multiplies ``σ`` directly, unlike BoTorch's :class:`UpperConfidenceBound`, which uses ``√β``.
+
+Batches (GP-BUCB): ``set_X_pending`` keeps the mean of the model and takes the variance from the
+model conditioned on the pending points with their hallucinated means
+(:mod:`botorch_mtucb.acquisition.pending`). For a Gaussian GP this is the conditioned model
+itself; for TGP / ATA it avoids truncating a hallucinated reward (|y| > b_s ⇒ 0 would move the
+mean), while their variance does not depend on the rewards.
 """
 
 from __future__ import annotations
@@ -12,6 +18,11 @@ from botorch.models.model import Model
 from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
+from botorch_mtucb.acquisition.pending import (
+    PendingState,
+    check_pending,
+    resolve_inflation,
+)
 from botorch_mtucb.models.protocols import MarginalMomentsModel, WidthScheduleModel
 
 __all__ = ["HeavyTailedUCB"]
@@ -32,12 +43,23 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         >>> x_next, _ = optimize_acqf_discrete(acqf, q=1, choices=arms)
     """
 
-    def __init__(self, model: Model, beta: float | Tensor | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        beta: float | Tensor | None = None,
+        maximize: bool = True,
+        X_pending: Tensor | None = None,
+        pending_beta_inflation: float = 1.0,
+    ) -> None:
         """
         Args:
             model: Single-output BoTorch model.
             beta: Width ``β ≥ 0`` multiplying ``σ`` (a scalar or a batch tensor); ``None``
                 takes ``model.beta()``.
+            maximize: ``False`` scores ``−μ + β σ`` (an optimistic bound for minimisation).
+            X_pending: ``m x d`` pending points (GP-BUCB, see :meth:`set_X_pending`).
+            pending_beta_inflation: Factor ≥ 1 on β while points are pending (GP-BUCB's
+                exp(C); :mod:`botorch_mtucb.acquisition.pending`). Default 1 (none).
 
         Raises:
             ValueError: if ``beta`` is negative / non-finite, or ``None`` with a model that has
@@ -57,9 +79,41 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
         super().__init__(model=model)
         self.register_buffer("beta", beta_t.clone())  # scalar or batch; read by the loop
+        self.register_buffer("beta_real_data", beta_t.clone())
         self._beta_float = float(beta_t) if beta_t.numel() == 1 else None
+        self._beta_float_real = self._beta_float
         # Models of this package give marginal moments without building a posterior object.
         self._fast = isinstance(model, MarginalMomentsModel)
+        self.maximize = bool(maximize)
+        if resolve_inflation(pending_beta_inflation) == "gp-bucb":
+            raise ValueError(
+                "HeavyTailedUCB takes a numeric `pending_beta_inflation` (>= 1), not 'gp-bucb'."
+            )
+        self.pending_beta_inflation = float(pending_beta_inflation)
+        self._pending = PendingState(model)
+        self.variance_model = model
+        self.set_X_pending(X_pending)
+
+    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
+        """GP-BUCB: the variance from the model conditioned on hallucinated means at pending points.
+
+        Args:
+            X_pending: ``m x d`` pending points, or ``None`` / an empty tensor for none.
+        """
+        X = check_pending(X_pending, None)
+        self.variance_model = self._pending.update(X)
+        self.X_pending = X
+        factor = 1.0 if X is None else self.pending_beta_inflation
+        self.beta = self.beta_real_data * factor
+        self._beta_float = None if self._beta_float_real is None else self._beta_float_real * factor
+
+    def _moments(self, model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean and standard deviation (``batch x 1``) of a single-output ``model``."""
+        if isinstance(model, MarginalMomentsModel) and self._fast:
+            mean, var = model.mean_and_variance(X)
+            return mean, var.clamp_min(1e-12).sqrt()
+        post = model.posterior(X)
+        return post.mean.squeeze(-1), post.variance.squeeze(-1).clamp_min(1e-12).sqrt()
 
     @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
@@ -73,5 +127,9 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             sigma = var.clamp_min(1e-12).sqrt()
         else:
             mean, sigma = self._mean_and_sigma(X)
+        if self.variance_model is not self.model:
+            sigma = self._moments(self.variance_model, X)[1]
+        if not self.maximize:
+            mean = -mean
         beta = self._beta_float if self._beta_float is not None else self.beta.to(mean)
         return (mean + beta * sigma).squeeze(-1)

@@ -48,6 +48,12 @@ The acquisition only needs μ(x) ∈ Rⁿ and the n × n block Γ(x, x) at each 
 otherwise the MVN covariance of ``model.posterior(X)`` (for q = 1 the whole covariance is the
 n × n block), or the per-output blocks of a ``PosteriorList``. BoTorch's
 ``KroneckerMultiTaskGP`` is refused: its ``posterior()`` drops the cross-task covariance.
+
+Batches: ``set_X_pending`` conditions the model on hallucinated means at pending points
+(GP-BUCB), so ``optimize_acqf(q=k, sequential=True)`` and ``optimize_acqf_discrete(q=k)`` give
+``k`` points; a joint ``q > 1`` evaluation is refused. See
+:mod:`botorch_mtucb.acquisition.pending` for the batch regret argument and
+``pending_beta_inflation``.
 """
 
 from __future__ import annotations
@@ -65,6 +71,13 @@ from gpytorch.models import ExactGP
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.pending import (
+    PendingInflation,
+    PendingState,
+    check_pending,
+    gp_bucb_inflation,
+    resolve_inflation,
+)
 from botorch_mtucb.acquisition.scalarization import Scalarization, project_covariance
 from botorch_mtucb.models.protocols import TaskPosteriorModel
 
@@ -92,6 +105,8 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         scalarization: Scalarization,
         beta: float | Tensor | BetaSchedule,
         bound: Literal["spectral", "directional"] = "directional",
+        X_pending: Tensor | None = None,
+        pending_beta_inflation: PendingInflation = 1.0,
     ) -> None:
         """
         Args:
@@ -103,6 +118,12 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
                 :class:`BetaSchedule` evaluated once here on ``model`` (β_{t−1}).
             bound: ``"spectral"`` (paper 000 eq. (2)) or ``"directional"`` (tighter, same
                 guarantee; default).
+            X_pending: ``m x d`` points already chosen but not yet observed: the model is
+                conditioned on their hallucinated posterior means (GP-BUCB, see
+                :meth:`set_X_pending`).
+            pending_beta_inflation: Factor on β while points are pending: ``1.0`` (none,
+                default), a number ≥ 1, or ``"gp-bucb"`` (exp of the pending points'
+                information gain; :mod:`botorch_mtucb.acquisition.pending`).
         """
         super().__init__(model=model)
         _check_model(model)
@@ -135,23 +156,39 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         # dtype/device, the scalarization's constants, and how to get the task moments.
         like = _model_like(model)
         self.register_buffer("beta", beta_t.reshape(()).to(like))
+        self.register_buffer("beta_real_data", self.beta.clone())
         self._task_posterior = isinstance(model, TaskPosteriorModel)
         self._directions = scalarization.directions(like)
         scalarization._constants(like)
+        self.pending_beta_inflation = resolve_inflation(pending_beta_inflation)
+        self._pending = PendingState(model)
+        self._input_dim = like.shape[-1] if isinstance(model, ExactGP) else None
+        self.set_X_pending(X_pending)
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
-        """Refuse pending points: this UCB has no notion of them (q = 1 only).
+        """Condition on pending points with hallucinated means (GP-BUCB); ``None`` clears them.
 
-        Silently ignoring them would make BoTorch's sequential ``optimize_acqf(q > 1)`` return
-        the same point q times. For batches, condition the model on hallucinated observations
-        at the pending points first (GP-BUCB; ``botorch_mtucb.integrations.ax`` does this).
+        The acquisition is then evaluated on ``model.condition_on_observations(X_pending,
+        μ(X_pending))`` (means in the original outcome scale): the mean is unchanged and the
+        width shrinks at and near the pending points, so BoTorch's
+        ``optimize_acqf(q=k, sequential=True)`` and ``optimize_acqf_discrete(q=k)`` return ``k``
+        distinct points. β is the one computed on the real data (``beta_real_data``), times
+        ``pending_beta_inflation`` while points are pending (the batch regret argument is in
+        :mod:`botorch_mtucb.acquisition.pending`).
+
+        Args:
+            X_pending: ``m x d`` pending points, or ``None`` / an empty tensor for none.
         """
-        if X_pending is not None and X_pending.numel() > 0:
-            raise ValueError(
-                "ScalarizedMultiTaskUCB does not support `X_pending`: condition the model on "
-                "hallucinated observations at the pending points instead (GP-BUCB)."
-            )
-        self.X_pending = None
+        X = check_pending(X_pending, self._input_dim)
+        base = self._pending.base
+        self.model = self._pending.update(X)
+        self.X_pending = X
+        beta = self.beta_real_data
+        if X is not None and self.pending_beta_inflation == "gp-bucb":
+            beta = beta * gp_bucb_inflation(base, self.model).to(beta)
+        elif X is not None:
+            beta = beta * self.pending_beta_inflation
+        self.beta = beta
 
     def forward(self, X: Tensor) -> Tensor:
         """Evaluate u on ``batch_shape x 1 x d`` candidates (a ``1 x d`` input is one point).
@@ -164,7 +201,8 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         if X.dim() < 2 or X.shape[-2] != 1:
             raise ValueError(
                 "ScalarizedMultiTaskUCB supports q = 1 only: `X` must be batch_shape x 1 x d, "
-                f"got shape {tuple(X.shape)}."
+                f"got shape {tuple(X.shape)}. For batches use optimize_acqf(..., q=k, "
+                "sequential=True) or optimize_acqf_discrete(..., q=k) (GP-BUCB via X_pending)."
             )
         if self._task_posterior:
             mean, covar = self.model.task_posterior(X)

@@ -450,7 +450,7 @@ def test_non_gaussian_posterior_is_refused():
         acqf(torch.rand(3, 1, 2, dtype=DT))
 
 
-def test_pending_points_are_refused():
+def test_malformed_pending_points_are_refused():
     g = torch.Generator().manual_seed(11)
     X = torch.rand(6, 1, generator=g, dtype=torch.float64)
     Y = torch.randn(6, 2, generator=g, dtype=torch.float64)
@@ -458,5 +458,9 @@ def test_pending_points_are_refused():
         ExactMultiTaskGP(X, Y), LinearScalarization(torch.tensor([0.5, 0.5])), beta=1.0
     )
     acqf.set_X_pending(None)  # nothing pending is fine
+    acqf.set_X_pending(torch.empty(0, 1, dtype=torch.float64))  # nor is an empty batch
+    assert acqf.X_pending is None
+    with pytest.raises(ValueError, match="X_pending"):  # wrong d (GP-BUCB: see test_pending)
+        acqf.set_X_pending(torch.rand(2, 3, dtype=torch.float64))
     with pytest.raises(ValueError, match="X_pending"):
-        acqf.set_X_pending(torch.rand(2, 1, dtype=torch.float64))
+        acqf.set_X_pending(torch.full((1, 1), float("nan"), dtype=torch.float64))

@@ -1,0 +1,194 @@
+r"""Pending points by hallucination (GP-BUCB, Desautels, Krause & Burdick, JMLR 2014).
+
+Both UCBs of the package choose one point at a time. A batch of ``k`` points is built greedily:
+point ``j`` is chosen with the ``j − 1`` earlier ones *pending* (``X_pending``), and the model
+is conditioned on them with its own posterior mean as the hallucinated observation,
+
+    y_p = μ_t(x_p)  ⇒  μ_{t,p}(x) = μ_t(x) + Γ_t(x, X_p)(Γ_t(X_p, X_p) + ηI)⁻¹(y_p − μ_t(X_p))
+                                   = μ_t(x),
+
+so the mean is unchanged and the width Γ_{t,p}(x, x) ⪯ Γ_t(x, x) shrinks where evaluations are
+already under way; the next UCB maximiser moves elsewhere. The posterior covariance of a GP does
+not depend on the observed values, so this is exactly the width the model will have once the
+pending results arrive. This is what ``set_X_pending`` of
+:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
+:class:`~botorch_mtucb.acquisition.HeavyTailedUCB` does, so BoTorch's own
+``optimize_acqf(q=k, sequential=True)`` and ``optimize_acqf_discrete(q=k)`` return batches.
+
+**Regret of batches (GP-BUCB, Desautels et al. 2014, Theorem 1 / Lemma 3).** The confidence
+width of a batch point is computed from hallucinated data, which is narrower than the width
+the real data so far justifies. GP-BUCB restores the guarantee by inflating the radius: if
+the information the pending points add is bounded, I(f; y_{X_p} | data) ≤ C, then for every x
+
+    σ_t(x) / σ_{t,p}(x) ≤ exp(C)        (the pending observations shrink σ by at most e^C),
+
+so μ_t ± exp(C) β_t σ_{t,p} contains f with the same probability as μ_t ± β_t σ_t, and the
+batch algorithm keeps the sequential regret bound up to the factor exp(C) on β (GP-BUCB's
+β_t = exp(2C) α_t in their √β convention; the package's β multiplies σ directly, hence
+exp(C)). ``pending_beta_inflation`` selects it: ``1.0`` (the default; the common practice,
+no inflation), a number ≥ 1 (e.g. exp(C) from a bound C ≥ γ_{k−1} of the batch size), or
+``"gp-bucb"``: exp(C_p) with C_p = ½ log det(I + η⁻¹ Γ_t(X_p, X_p)) the information gain of
+the actual pending points (the realised value of the conditional mutual information GP-BUCB
+bounds by C; needs a model with ``information_gain()``, read before and after conditioning).
+Multi-task models observe all ``n`` tasks at each pending point, so C_p is joint over tasks.
+
+β itself is evaluated on the model *before* hallucination: it measures the information of
+real data only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from botorch.models import ModelListGP
+from botorch.models.model import Model
+from torch import Tensor
+
+from botorch_mtucb.models.protocols import (
+    InformationGainModel,
+    MarginalMomentsModel,
+    TaskPosteriorModel,
+)
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = [
+    "PendingInflation",
+    "check_pending",
+    "condition_model",
+    "gp_bucb_inflation",
+    "hallucinate_mean",
+    "resolve_inflation",
+]
+
+PendingInflation = float | Literal["gp-bucb"]
+
+
+def check_pending(X_pending: Tensor | None, d: int | None) -> Tensor | None:
+    """Validate ``X_pending`` (``m x d``); return ``None`` when there are no pending points.
+
+    Args:
+        X_pending: ``m x d`` pending points, or ``None``.
+        d: Input dimension they must have (``None``: not checked).
+    """
+    if X_pending is None:
+        return None
+    if not torch.is_tensor(X_pending) or not X_pending.is_floating_point():
+        raise ValueError(f"`X_pending` must be a floating m x d tensor, got {type(X_pending)}.")
+    check_finite(X_pending, "X_pending")
+    if X_pending.dim() != 2 or (d is not None and X_pending.shape[-1] != d):
+        want = "m x d" if d is None else f"m x {d}"
+        raise ValueError(
+            f"`X_pending` must have shape {want} (one row per pending point), got "
+            f"{tuple(X_pending.shape)}."
+        )
+    return X_pending.detach() if X_pending.shape[0] > 0 else None
+
+
+def condition_model(model: Model, X: Tensor, Y: Tensor) -> Model:
+    """``model.condition_on_observations(X, Y)`` (``m x d``, ``m x n``), without new batch dims.
+
+    A ``ModelListGP`` is conditioned sub-model by sub-model and rebuilt: BoTorch's own
+    ``ModelListGP.condition_on_observations`` adds a fantasy batch dimension.
+    """
+    if isinstance(model, ModelListGP):
+        subs, i = [], 0
+        for sub in model.models:
+            j = i + sub.num_outputs
+            subs.append(condition_model(sub, X, Y[..., i:j]))
+            i = j
+        return ModelListGP(*subs)
+    return model.condition_on_observations(X, Y)
+
+
+def posterior_mean(model: Model, X: Tensor) -> Tensor:
+    """Posterior mean ``m x n`` at ``m x d`` points, in the original outcome scale."""
+    with torch.no_grad():
+        if isinstance(model, TaskPosteriorModel):
+            return model.task_posterior(X.unsqueeze(-2))[0].squeeze(-2).detach()
+        if isinstance(model, MarginalMomentsModel):
+            return model.mean_and_variance(X.unsqueeze(-2))[0].detach()
+        return model.posterior(X).mean.detach()
+
+
+def hallucinate_mean(model: Model, X_pending: Tensor) -> Model:
+    """``model`` conditioned on ``(X_pending, μ(X_pending))``: same mean, smaller variance.
+
+    Args:
+        model: A model with ``condition_on_observations`` (exact GP posterior).
+        X_pending: ``m x d`` pending points.
+
+    Returns:
+        The conditioned model (``model`` itself is left unchanged).
+    """
+    Y = posterior_mean(model, X_pending)  # m x n, original scale
+    try:
+        return condition_model(model, X_pending, Y)
+    except NotImplementedError as err:
+        raise ValueError(
+            f"{type(model).__name__} cannot be conditioned on pending points "
+            "(`condition_on_observations` is not implemented), so `X_pending` is unsupported; "
+            "choose one point at a time."
+        ) from err
+
+
+def gp_bucb_inflation(model: Model, hallucinated: Model) -> Tensor:
+    """exp(C_p), C_p = ½ log det(I + η⁻¹ Γ_t(X_p, X_p)): GP-BUCB's factor on β (0-dim).
+
+    C_p is the information gain of the pending points, the difference of the models'
+    ``information_gain()`` (clamped at 0; see the module docstring).
+    """
+    if not (isinstance(model, InformationGainModel)
+            and isinstance(hallucinated, InformationGainModel)):
+        raise ValueError(
+            "`pending_beta_inflation='gp-bucb'` needs a model with `information_gain()` "
+            f"(ExactMultiTaskGP, NystromMultiTaskGP); {type(model).__name__} has none. Pass a "
+            "number (e.g. exp(C) for a bound C on the batch's information gain)."
+        )
+    gain = hallucinated.information_gain() - model.information_gain()
+    return gain.detach().clamp_min(0.0).exp()
+
+
+def resolve_inflation(value: PendingInflation) -> PendingInflation:
+    """Validate ``pending_beta_inflation``: a finite number ≥ 1 or ``"gp-bucb"``."""
+    if value == "gp-bucb":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(
+            f"`pending_beta_inflation` must be a number >= 1 or 'gp-bucb', got {value!r}."
+        )
+    if not (1.0 <= float(value) < float("inf")):
+        raise ValueError(f"`pending_beta_inflation` must be a finite number >= 1, got {value!r}.")
+    return float(value)
+
+
+class PendingState:
+    """The hallucinated model of an acquisition and the pending points it holds.
+
+    Conditioning is incremental: when the new ``X_pending`` extends the previous one (what
+    BoTorch's sequential optimisation does), only the new rows are hallucinated.
+    """
+
+    def __init__(self, base: Model) -> None:
+        self.base = base
+        self.X: Tensor | None = None
+        self.model = base
+
+    def update(self, X_pending: Tensor | None) -> Model:
+        """Condition ``base`` on ``X_pending`` (``m x d`` or ``None``); return the model."""
+        if X_pending is None:
+            self.X, self.model = None, self.base
+            return self.model
+        old = self.X
+        m0 = 0 if old is None else old.shape[0]
+        if old is not None and m0 <= X_pending.shape[0] and torch.equal(
+            X_pending[:m0], old.to(X_pending)
+        ):
+            new_rows = X_pending[m0:]
+            start = self.model
+        else:
+            new_rows, start = X_pending, self.base
+        if new_rows.shape[0] > 0:
+            self.model = hallucinate_mean(start, new_rows)
+        self.X = X_pending.clone()
+        return self.model

@@ -1,0 +1,206 @@
+"""GP-BUCB pending points (``set_X_pending``) of both UCBs and ``acquisition.pending``.
+
+References: the dense multi-task posterior written out here (Γ = k·B, vec order point-major,
+Standardize statistics of the real data) on data ∪ (X_pending, μ(X_pending)); a TruncatedGP
+built from scratch on X ∪ X_pending (its variance does not depend on the rewards).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from botorch.models.transforms import Standardize
+from botorch.optim import optimize_acqf, optimize_acqf_discrete
+from gpytorch.kernels import RBFKernel
+
+from botorch_mtucb.acquisition import (
+    ChebyshevScalarization,
+    HeavyTailedUCB,
+    LinearScalarization,
+    ScalarizedMultiTaskUCB,
+)
+from botorch_mtucb.acquisition.pending import (
+    PendingState,
+    check_pending,
+    gp_bucb_inflation,
+    hallucinate_mean,
+)
+from botorch_mtucb.kernels import ICMKernel
+from botorch_mtucb.models import ExactMultiTaskGP, TruncatedGP
+
+DT = torch.float64
+ETA = 0.1
+LS = 0.3
+B = torch.tensor([[1.0, 0.6, 0.2], [0.6, 0.8, 0.1], [0.2, 0.1, 0.5]], dtype=DT)
+
+
+def _rbf(A: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+    return torch.exp(-0.5 * ((A[:, None, :] - C[None, :, :]) / LS).pow(2).sum(-1))
+
+
+def _model(t: int = 12, seed: int = 0) -> tuple[ExactMultiTaskGP, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(t, 2, generator=g, dtype=DT)
+    Y = torch.stack([torch.sin(5 * X[:, 0]), X.sum(-1), torch.cos(3 * X[:, 1])], -1)
+    Y = 3.0 * Y + 1.0 + 0.1 * torch.randn(t, 3, generator=g, dtype=DT)
+    k = RBFKernel().to(DT)
+    k.lengthscale = torch.tensor(LS, dtype=DT)  # a Python float is set in float32
+    model = ExactMultiTaskGP(
+        X, Y, covar_module=ICMKernel(k, 3, task_covar=B), noise=ETA,
+        outcome_transform=Standardize(m=3),
+    ).eval()
+    return model, X, Y
+
+
+def _dense_posterior(X, Y, Xp, Xq, m, s):
+    """Mean (q x n) and blocks (q x n x n) of the ICM GP on (X, Y) ∪ (Xp, μ(Xp)), original scale.
+
+    ``m``, ``s``: the real data's Standardize statistics (kept by conditioning).
+    """
+    n = Y.shape[-1]
+
+    def post(Xtr, Ys, Xs):
+        G = torch.kron(_rbf(Xtr, Xtr), B) + ETA * torch.eye(Xtr.shape[0] * n, dtype=DT)
+        Gx = torch.kron(_rbf(Xs, Xtr), B)  # (q n) x (t n)
+        mean = (Gx @ torch.linalg.solve(G, Ys.reshape(-1))).reshape(-1, n)
+        cov = torch.kron(_rbf(Xs, Xs), B) - Gx @ torch.linalg.solve(G, Gx.T)
+        idx = torch.arange(Xs.shape[0])
+        blocks = cov.reshape(Xs.shape[0], n, Xs.shape[0], n)[idx, :, idx, :]
+        return mean, blocks
+
+    Ys = (Y - m) / s
+    mp, _ = post(X, Ys, Xp)  # hallucinated means, standardized
+    mean, blocks = post(torch.cat([X, Xp]), torch.cat([Ys, mp]), Xq)
+    return mean * s + m, blocks * s[:, None] * s[None, :]
+
+
+def test_set_x_pending_matches_dense_conditioning_on_hallucinated_means():
+    model, X, Y = _model()
+    m, s = Y.mean(0), Y.std(0)
+    lam = torch.tensor([0.2, 0.5, 0.3], dtype=DT)
+    z = Y.min(0).values - 1.0
+    Xp = torch.tensor([[0.2, 0.8], [0.9, 0.1], [0.5, 0.5]], dtype=DT)
+    Xq = torch.cat([torch.rand(7, 2, generator=torch.Generator().manual_seed(3), dtype=DT), Xp])
+    mean_ref, blocks_ref = _dense_posterior(X, Y, Xp, Xq, m, s)
+    mean0, blocks0 = _dense_posterior(X, Y, Xp[:0], Xq, m, s)
+    torch.testing.assert_close(mean_ref, mean0, atol=1e-8, rtol=0)  # the mean does not move
+    var_ref, var0 = blocks_ref.diagonal(dim1=-2, dim2=-1), blocks0.diagonal(dim1=-2, dim2=-1)
+    assert (var_ref <= var0 + 1e-12).all() and (var_ref[-3:] < 0.9 * var0[-3:]).all()
+    beta = 1.7
+    for s_lam in (ChebyshevScalarization(lam, z), LinearScalarization(lam)):
+        acqf = ScalarizedMultiTaskUCB(model, s_lam, beta=beta)
+        before = acqf(Xq.unsqueeze(1))
+        acqf.set_X_pending(Xp)
+        mean, blocks = acqf.model.task_posterior(Xq.unsqueeze(1))
+        torch.testing.assert_close(mean[:, 0], mean_ref, atol=1e-8, rtol=0)
+        torch.testing.assert_close(blocks[:, 0], blocks_ref, atol=1e-8, rtol=0)
+        if isinstance(s_lam, ChebyshevScalarization):
+            ref = (lam * (mean_ref + beta * var_ref.sqrt() - z)).min(-1).values
+        else:
+            ref = mean_ref @ lam + beta * torch.einsum("i,qij,j->q", lam, blocks_ref, lam).sqrt()
+        after = acqf(Xq.unsqueeze(1))
+        torch.testing.assert_close(after, ref, atol=1e-8, rtol=0)
+        assert (after <= before + 1e-10).all() and (after[-3:] < before[-3:]).all()
+        assert acqf.model is not model and torch.equal(acqf.X_pending, Xp)
+        acqf.set_X_pending(None)  # clearing restores the original model and values
+        assert acqf.model is model and acqf.X_pending is None
+        torch.testing.assert_close(acqf(Xq.unsqueeze(1)), before, atol=0, rtol=0)
+    assert model.train_inputs[0].shape[0] == X.shape[0]  # the caller's model is untouched
+
+
+def test_incremental_pending_equals_conditioning_from_scratch():
+    model, _, _ = _model()
+    Xp = torch.rand(4, 2, generator=torch.Generator().manual_seed(5), dtype=DT)
+    state = PendingState(model)
+    state.update(Xp[:1])
+    state.update(Xp[:3])  # extends: only rows 1, 2 are hallucinated on the conditioned model
+    inc = state.update(Xp)
+    ref = hallucinate_mean(model, Xp)
+    Xq = torch.rand(9, 1, 2, generator=torch.Generator().manual_seed(6), dtype=DT)
+    for a, b in zip(inc.task_posterior(Xq), ref.task_posterior(Xq), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+    other = state.update(Xp[2:])  # not an extension: rebuilt from the base model
+    for a, b in zip(other.task_posterior(Xq), hallucinate_mean(model, Xp[2:]).task_posterior(Xq),
+                    strict=True):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+
+
+def test_sequential_batches_are_distinct_continuous_and_discrete():
+    model, _, Y = _model()
+    s = ChebyshevScalarization(torch.tensor([0.3, 0.3, 0.4], dtype=DT), Y.min(0).values)
+    acqf = ScalarizedMultiTaskUCB(model, s, beta=2.0)
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    torch.manual_seed(0)
+    cand, _ = optimize_acqf(acqf, bounds, q=3, num_restarts=4, raw_samples=64, sequential=True)
+    assert cand.shape == (3, 2) and torch.pdist(cand).min() > 1e-3
+    assert acqf.X_pending is None  # BoTorch resets the base pending points
+    arms = torch.rand(40, 2, generator=torch.Generator().manual_seed(1), dtype=DT)
+    chosen, _ = optimize_acqf_discrete(acqf, q=3, choices=arms)
+    assert chosen.shape == (3, 2) and torch.pdist(chosen).min() > 0
+    # Without pending points the greedy choice would repeat the same arm.
+    best = arms[acqf(arms.unsqueeze(1)).argmax()]
+    torch.testing.assert_close(chosen[0], best)
+    with pytest.raises(ValueError, match="q = 1 only"):
+        acqf(torch.rand(5, 3, 2, dtype=DT))  # joint q > 1 stays refused
+
+
+def test_pending_beta_inflation():
+    model, _, Y = _model()
+    s = LinearScalarization(torch.tensor([0.3, 0.3, 0.4], dtype=DT))
+    Xp = torch.tensor([[0.2, 0.8], [0.9, 0.1]], dtype=DT)
+    acqf = ScalarizedMultiTaskUCB(model, s, beta=2.0, pending_beta_inflation=1.5)
+    acqf.set_X_pending(Xp)
+    assert float(acqf.beta) == pytest.approx(3.0) and float(acqf.beta_real_data) == 2.0
+    acqf.set_X_pending(None)
+    assert float(acqf.beta) == 2.0
+    # "gp-bucb": exp(½ log det(I + η⁻¹ Γ_t(X_p, X_p))) on the model's (standardized) scale.
+    acqf = ScalarizedMultiTaskUCB(
+        model, s, beta=2.0, X_pending=Xp, pending_beta_inflation="gp-bucb"
+    )
+    X, Ys = model.train_inputs[0], model.train_targets
+    G = torch.kron(_rbf(X, X), B) + ETA * torch.eye(X.shape[0] * 3, dtype=DT)
+    Gp = torch.kron(_rbf(Xp, X), B)
+    Spp = torch.kron(_rbf(Xp, Xp), B) - Gp @ torch.linalg.solve(G, Gp.T)
+    C = 0.5 * torch.logdet(torch.eye(6, dtype=DT) + Spp / ETA)
+    assert float(acqf.beta) == pytest.approx(2.0 * math.exp(float(C)), rel=1e-8)
+    torch.testing.assert_close(gp_bucb_inflation(model, acqf.model), C.exp())
+    assert Ys.shape[0] == X.shape[0]
+    for bad in (0.5, float("inf"), "other", True):
+        with pytest.raises(ValueError, match="pending_beta_inflation"):
+            ScalarizedMultiTaskUCB(model, s, beta=2.0, pending_beta_inflation=bad)
+
+
+def test_heavy_tailed_pending_keeps_mean_and_shrinks_variance():
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(8, 1, generator=g, dtype=DT)
+    Y = torch.sin(6 * X) + 2.0 * torch.randn(8, 1, generator=g, dtype=DT)
+    model = TruncatedGP(X, Y, alpha=1.0, v=4.0, constants="authors")
+    Xp = torch.tensor([[0.3], [0.7]], dtype=DT)
+    ref = TruncatedGP(torch.cat([X, Xp]), torch.zeros(10, 1, dtype=DT), alpha=1.0, v=4.0)
+    Xq = torch.linspace(0, 1, 11, dtype=DT).reshape(11, 1, 1)
+    mean, var = model.mean_and_variance(Xq)
+    _, ref_var = ref.mean_and_variance(Xq)
+    for maximize in (True, False):
+        acqf = HeavyTailedUCB(model, maximize=maximize, X_pending=Xp, pending_beta_inflation=1.2)
+        sign = 1.0 if maximize else -1.0
+        expected = sign * mean[:, 0] + 1.2 * model.beta() * ref_var[:, 0].clamp_min(1e-12).sqrt()
+        torch.testing.assert_close(acqf(Xq), expected, atol=1e-10, rtol=0)
+        acqf.set_X_pending(None)
+        expected = sign * mean[:, 0] + model.beta() * var[:, 0].clamp_min(1e-12).sqrt()
+        torch.testing.assert_close(acqf(Xq), expected, atol=1e-10, rtol=0)
+    arms = torch.linspace(0, 1, 30, dtype=DT).unsqueeze(-1)
+    chosen, _ = optimize_acqf_discrete(HeavyTailedUCB(model), q=3, choices=arms)
+    assert torch.pdist(chosen).min() > 0
+    with pytest.raises(ValueError, match="pending_beta_inflation"):
+        HeavyTailedUCB(model, pending_beta_inflation="gp-bucb")
+
+
+def test_check_pending_errors_name_the_argument():
+    assert check_pending(None, 2) is None
+    assert check_pending(torch.empty(0, 2, dtype=DT), 2) is None
+    for bad in (torch.zeros(3, dtype=DT), torch.zeros(2, 3, dtype=DT),
+                torch.zeros(2, 2, dtype=torch.long), torch.full((1, 2), float("nan"))):
+        with pytest.raises(ValueError, match="X_pending"):
+            check_pending(bad, 2)
