@@ -33,6 +33,7 @@ from torch import Tensor
 from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition.pending import check_pending
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     LinearScalarization,
@@ -46,11 +47,6 @@ from botorch_mtucb.integrations._ax_objective import (
     objective_info,
     stacked_training_data,
     trial_generator,
-)
-from botorch_mtucb.integrations._ax_pending import (
-    SignedHallucinatedModel,
-    check_pending,
-    hallucinate_mean,
 )
 from botorch_mtucb.models.heavy_tailed_base import HeavyTailedModel
 from botorch_mtucb.models.protocols import WidthScheduleModel
@@ -151,7 +147,7 @@ def construct_inputs_scalarized_mtucb(
         training_data: Ax's training data (used for the trial counter and the data-derived
             reference point).
         X_pending: ``m x d`` points of trials still running; handled by GP-BUCB hallucination
-            (see :mod:`botorch_mtucb.integrations._ax_pending`).
+            (see :mod:`botorch_mtucb.acquisition.pending`).
         posterior_transform: Ax's objective as a ``ScalarizedPosteriorTransform`` (weights ±1
             per output, −1 for minimised objectives).
         ref_point: Ax's maximisation-aligned objective thresholds (``n_objectives``).
@@ -168,7 +164,9 @@ def construct_inputs_scalarized_mtucb(
             :func:`~botorch_mtucb.integrations._ax_objective.trial_generator`).
 
     Returns:
-        ``{"model", "scalarization", "beta", "bound"}``.
+        ``{"model", "scalarization", "beta", "bound", "X_pending"}``; the acquisition
+        conditions ``model`` on the pending points itself (GP-BUCB,
+        :mod:`botorch_mtucb.acquisition.pending`).
     """
     _refuse_constraints("ScalarizedMultiTaskUCB", constraints, constraints_tuple, objective)
     if scalarization not in ("chebyshev", "linear"):
@@ -192,9 +190,9 @@ def construct_inputs_scalarized_mtucb(
     else:
         s = LinearScalarization(lam, minimize=info.minimize)
     if isinstance(beta, BetaSchedule):
-        beta = beta(model)
-    acqf_model = model if pending is None else hallucinate_mean(model, pending)
-    return {"model": acqf_model, "scalarization": s, "beta": beta, "bound": bound}
+        beta = beta(model)  # on the real data only, before any hallucination
+    return {"model": model, "scalarization": s, "beta": beta, "bound": bound,
+            "X_pending": pending}
 
 
 def construct_inputs_heavy_tailed_ucb(
@@ -222,8 +220,9 @@ def construct_inputs_heavy_tailed_ucb(
             read before hallucination).
 
     Returns:
-        ``{"model", "beta"}``; ``model`` is a :class:`SignedHallucinatedModel` view when the
-        objective is minimised or there are pending points, the model itself otherwise.
+        ``{"model", "beta", "maximize", "X_pending"}`` (``maximize=False`` for a minimised
+        objective: the acquisition scores −μ + β σ; pending points by GP-BUCB in the
+        acquisition, :mod:`botorch_mtucb.acquisition.pending`).
     """
     _refuse_constraints("HeavyTailedUCB", constraints, constraints_tuple, objective)
     if model.num_outputs != 1:
@@ -250,9 +249,7 @@ def construct_inputs_heavy_tailed_ucb(
             )
         beta = model.beta()
     pending = _pending(X_pending, _input_dim(stacked_training_data(training_data), model))
-    if sign == 1.0 and pending is None:
-        return {"model": model, "beta": beta}
-    return {"model": SignedHallucinatedModel(model, sign, pending), "beta": beta}
+    return {"model": model, "beta": beta, "maximize": sign == 1.0, "X_pending": pending}
 
 
 def _register() -> None:

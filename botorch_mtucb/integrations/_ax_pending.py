@@ -1,20 +1,12 @@
-"""Pending points for the UCB acquisitions: hallucinated observations (GP-BUCB).
+"""Pending points in the Ax layer: now handled by the acquisitions themselves.
 
-Both UCBs of the package evaluate one point at a time (``q = 1``). When Ax generates several
-trials before their results arrive (``client.get_next_trials(max_trials=k)``), it re-builds the
-acquisition for each new trial with the earlier ones as ``X_pending``. We then condition the
-model on the pending points with *hallucinated* observations, as in GP-BUCB (Desautels,
-Krause & Burdick, JMLR 2014): the posterior mean is kept and the posterior variance shrinks
-where evaluations are already under way, so the next UCB maximiser moves elsewhere. β is read
-from the model *before* hallucination (it measures the information of real data only).
-
-* Exact GP (``ExactMultiTaskGP``): conditioning on ``y_p = μ_t(x_p)`` leaves the mean unchanged
-  exactly (``μ + Γ(x, x_p)(Γ_pp + ηI)⁻¹ (y_p − μ_t(x_p)) = μ``), so the conditioned model is used
-  as is.
-* Heavy-tailed models: a hallucinated reward would itself be truncated (``|y| > b_s`` ⇒ 0),
-  which would move the mean, so :class:`SignedHallucinatedModel` takes the mean from the
-  original model and the variance from the model conditioned on the pending points (the
-  variance of TGP / ATA does not depend on the rewards).
+GP-BUCB hallucination lives in :mod:`botorch_mtucb.acquisition.pending` (``set_X_pending`` of
+:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
+:class:`~botorch_mtucb.acquisition.HeavyTailedUCB`); the Ax input constructors pass
+``X_pending`` (and ``maximize`` for a minimised heavy-tailed objective) to them. This module
+re-exports ``check_pending`` and ``hallucinate_mean`` from there and keeps
+:class:`SignedHallucinatedModel` (a single-output view ``(s · μ_t, σ²_{t,pending})``) for code
+that used it directly.
 """
 
 from __future__ import annotations
@@ -29,45 +21,10 @@ from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 from torch import Tensor
 
+from botorch_mtucb.acquisition.pending import PendingState, check_pending, hallucinate_mean
 from botorch_mtucb.models.protocols import MarginalMomentsModel
-from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["SignedHallucinatedModel", "check_pending", "hallucinate_mean"]
-
-
-def check_pending(X_pending: Tensor | None, d: int) -> Tensor | None:
-    """Validate ``X_pending`` (``m x d``); return ``None`` when there are no pending points."""
-    if X_pending is None:
-        return None
-    check_finite(X_pending, "X_pending")
-    if X_pending.dim() != 2 or X_pending.shape[-1] != d:
-        raise ValueError(
-            f"`X_pending` must have shape m x {d} (one row per pending point), got "
-            f"{tuple(X_pending.shape)}."
-        )
-    return X_pending if X_pending.shape[0] > 0 else None
-
-
-def hallucinate_mean(model: Model, X_pending: Tensor) -> Model:
-    """``model`` conditioned on ``(X_pending, μ(X_pending))``: same mean, smaller variance.
-
-    Args:
-        model: A model with ``condition_on_observations`` (exact GP posterior).
-        X_pending: ``m x d`` pending points.
-
-    Returns:
-        The conditioned model (``model`` itself is left unchanged).
-    """
-    with torch.no_grad():
-        Y = model.posterior(X_pending).mean.detach()  # m x n
-    try:
-        return model.condition_on_observations(X_pending, Y)
-    except NotImplementedError as err:
-        raise ValueError(
-            f"{type(model).__name__} cannot be conditioned on pending points "
-            "(`condition_on_observations` is not implemented), so `X_pending` is unsupported; "
-            "generate one trial at a time."
-        ) from err
 
 
 def _marginal_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
@@ -102,11 +59,7 @@ class SignedHallucinatedModel(Model):
             raise ValueError(f"`sign` must be +1 or -1, got {sign!r}.")
         self.base = base
         self.sign = float(sign)
-        if X_pending is None:
-            self.variance_model = base
-        else:
-            zeros = X_pending.new_zeros(X_pending.shape[0], 1)
-            self.variance_model = base.condition_on_observations(X_pending, zeros)
+        self.variance_model = PendingState(base).update(check_pending(X_pending, None))
 
     @property
     def num_outputs(self) -> int:

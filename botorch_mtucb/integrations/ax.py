@@ -51,8 +51,9 @@ would get the same λ).
 
 **Pending points (``X_pending``).** Both UCBs are q = 1. When trials are still running
 (``get_next_trials(max_trials=k)`` with k > 1, or trials not yet completed), the acquisition is
-built on the model conditioned on hallucinated observations at the pending points (GP-BUCB):
-same mean, shrunk variance there, β from the real data only. Arms per trial must be 1 (the
+built with them as ``X_pending`` and conditions the model on hallucinated observations there
+(GP-BUCB, :mod:`botorch_mtucb.acquisition.pending`): same mean, shrunk variance there, β from
+the real data only. Arms per trial must be 1 (the
 ``Client`` default); :class:`UCBAcquisition` refuses more.
 
 **Noise variances reported to Ax (``train_Yvar``).** Ignored with a ``UserWarning``: MT-KB

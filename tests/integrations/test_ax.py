@@ -205,7 +205,9 @@ def test_mtucb_pending_points_match_model_refit_with_hallucinated_data() -> None
     ref.load_state_dict(model.state_dict())
     X = torch.rand(6, 1, 2, generator=torch.Generator().manual_seed(2), dtype=DT)
     X = torch.cat([X, Xp.unsqueeze(1)])
-    m_new, c_new = inputs["model"].task_posterior(X)
+    assert inputs["model"] is model and torch.equal(inputs["X_pending"], Xp)
+    acqf = ScalarizedMultiTaskUCB(**inputs)  # conditions on the pending points (GP-BUCB)
+    m_new, c_new = acqf.model.task_posterior(X)
     m_ref, c_ref = ref.task_posterior(X)
     m_old, c_old = model.task_posterior(X)
     torch.testing.assert_close(m_new, m_ref)
@@ -214,7 +216,7 @@ def test_mtucb_pending_points_match_model_refit_with_hallucinated_data() -> None
     var_old = c_old.diagonal(dim1=-2, dim2=-1)[-2:]
     var_new = c_new.diagonal(dim1=-2, dim2=-1)[-2:]
     assert (var_new < 0.5 * var_old).all()  # ... the variance at pending points shrinks
-    ScalarizedMultiTaskUCB(**inputs)(X[:1])  # builds and evaluates
+    acqf(X[:1])  # evaluates
 
 
 def _truncated_gp() -> TruncatedGP:
@@ -231,12 +233,14 @@ def test_heavy_tailed_constructor_minimise_and_pending() -> None:
     inputs = constructor(model=model, posterior_transform=ScalarizedPosteriorTransform(
         weights=torch.ones(1, dtype=DT)))
     assert inputs["model"] is model and inputs["beta"] == model.beta()
+    assert inputs["maximize"] is True and inputs["X_pending"] is None
     # Minimise with two pending points.
     Xp = torch.tensor([[0.3], [0.7]], dtype=DT)
     pt = ScalarizedPosteriorTransform(weights=-torch.ones(1, dtype=DT))
     inputs = constructor(model=model, posterior_transform=pt, X_pending=Xp)
-    view = inputs["model"]
-    assert isinstance(view, SignedHallucinatedModel) and inputs["beta"] == model.beta()
+    assert inputs["model"] is model and inputs["beta"] == model.beta()
+    assert inputs["maximize"] is False and torch.equal(inputs["X_pending"], Xp)
+    view = SignedHallucinatedModel(model, -1.0, Xp)  # the view kept for direct users
     ref = TruncatedGP(  # variance reference: from scratch on X ∪ X_pending (rewards irrelevant)
         torch.cat([model.train_X, Xp]), torch.zeros(10, 1, dtype=DT), alpha=1.0, v=4.0
     )
@@ -447,8 +451,7 @@ def test_client_loop_heavy_tailed_noisy_objective() -> None:
                 torch.testing.assert_close(model.train_X, (X_ref + 1) / 3)
                 torch.testing.assert_close(model.train_Y, Y_ref)
                 # Minimisation: the acquisition maximises −μ + β σ.
-                assert isinstance(acqf.model, SignedHallucinatedModel)
-                assert acqf.model.sign == -1.0
+                assert acqf.model is model and acqf.maximize is False
                 assert acqf._beta_float == pytest.approx(model.beta())
             if k == 2:
                 batch = [(p["x0"], p["x1"]) for p in trials.values()]
