@@ -2,58 +2,25 @@
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
 import torch
-from botorch.acquisition.objective import PosteriorTransform
-from botorch.exceptions.errors import BotorchTensorDimensionError
-from botorch.models.gpytorch import BatchedMultiOutputGPyTorchModel
 from botorch.models.transforms.input import InputTransform
-from botorch.models.transforms.outcome import OutcomeTransform, Standardize
-from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
-from botorch.posteriors.gpytorch import GPyTorchPosterior
-from gpytorch import settings as gpt_settings
-from gpytorch.constraints import GreaterThan
-from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
-from gpytorch.likelihoods import MultitaskGaussianLikelihood
-from gpytorch.means import Mean, MultitaskMean
-from gpytorch.models import ExactGP
-from linear_operator.operators import to_linear_operator
+from botorch.models.transforms.outcome import OutcomeTransform
+from gpytorch.means import Mean
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
-from botorch_mtucb.kernels.icm import ICMKernel
-from botorch_mtucb.linalg.precision import working_dtype
+from botorch_mtucb.models.multitask_base import MultiTaskGPBase, ZeroMultitaskMean
 from botorch_mtucb.models.solvers import (
     DenseSolver,
     ICMSolver,
     MultiTaskSolver,
-    dense,
     extend_solver,
 )
-from botorch_mtucb.settings import check_test_inputs
-from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["ExactMultiTaskGP", "ZeroMultitaskMean"]
 
 
-class ZeroMultitaskMean(Mean):
-    """Zero prior mean for ``n`` tasks: ``batch_shape x N x d -> batch_shape x N x n`` zeros.
-
-    The paper's estimator (paper 000, eq. (1)); cheaper to build than a ``MultitaskMean`` of
-    ``n`` ``ZeroMean`` modules.
-    """
-
-    def __init__(self, num_tasks: int) -> None:
-        super().__init__()
-        self.num_tasks = num_tasks
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x.new_zeros(*x.shape[:-1], self.num_tasks)
-
-
-class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
+class ExactMultiTaskGP(MultiTaskGPBase):
     r"""Exact multi-task GP with a matrix-valued kernel Γ: the model behind MT-KB.
 
     For vector observations ``y_s ∈ R^n`` at ``x_s`` and regulariser (Gaussian noise
@@ -82,8 +49,6 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
         >>> post.mean.shape                                      # 5 x 1 x n
     """
 
-    _supports_batched_models = True
-
     def __init__(
         self,
         train_X: Tensor,
@@ -109,145 +74,16 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
             mean_module: Prior mean; zero by default (the paper's estimator). A scalar
                 ``Mean`` is shared by all tasks; a ``MultitaskMean`` is used as is.
         """
-        _validate_train_data(train_X, train_Y)
-        noise_t = torch.as_tensor(noise, dtype=train_X.dtype, device=train_X.device)
-        if noise_t.numel() != 1 or not torch.isfinite(noise_t) or noise_t.item() <= 0:
-            raise ValueError(f"`noise` (η) must be a positive finite scalar, got {noise!r}.")
-        n = train_Y.shape[-1]
-        d = train_X.shape[-1]
-        with torch.no_grad():
-            transformed_X = self.transform_inputs(X=train_X, input_transform=input_transform)
-        if outcome_transform is not None:
-            outcome_transform.train()
-            train_Y, _ = outcome_transform(train_Y, X=transformed_X)
-        if covar_module is None:
-            covar_module = ICMKernel(
-                get_covar_module_with_dim_scaled_prior(ard_num_dims=transformed_X.shape[-1]),
-                num_tasks=n,
-                rank=n,
-            )
-        if not isinstance(covar_module, MultiTaskKernel):
-            raise ValueError(
-                "`covar_module` must be a botorch_mtucb multi-task kernel (e.g. ICMKernel), "
-                f"got {type(covar_module).__name__}."
-            )
-        if covar_module.num_tasks != n:
-            raise ValueError(
-                f"`covar_module` has num_tasks={covar_module.num_tasks} but `train_Y` has "
-                f"{n} columns."
-            )
-        self._num_outputs = n
-        self._input_batch_shape = torch.Size()
-        self._aug_batch_shape = torch.Size()
-        likelihood = MultitaskGaussianLikelihood(
-            num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
-            noise_constraint=GreaterThan(1e-9),
+        super().__init__(
+            train_X,
+            train_Y,
+            covar_module=covar_module,
+            noise=noise,
+            learn_noise=learn_noise,
+            input_transform=input_transform,
+            outcome_transform=outcome_transform,
+            mean_module=mean_module,
         )
-        ExactGP.__init__(self, train_X, train_Y, likelihood)
-        self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
-        self.likelihood.raw_noise.requires_grad_(learn_noise)
-        self.learn_noise = learn_noise
-        self._zero_mean = mean_module is None  # the paper's estimator: skip adding zeros
-        if mean_module is None:
-            mean_module = ZeroMultitaskMean(num_tasks=n)
-        elif not isinstance(mean_module, MultitaskMean):
-            mean_module = MultitaskMean(mean_module, num_tasks=n)
-        self.mean_module = mean_module
-        self.covar_module = covar_module
-        if input_transform is not None:
-            self.input_transform = input_transform
-        if outcome_transform is not None:
-            self.outcome_transform = outcome_transform
-        self._solver_cache: tuple[list[Tensor], MultiTaskSolver] | None = None
-        self._d = d
-        self.to(train_X)
-        self.likelihood.noise = noise_t.reshape(1)
-
-    # ------------------------------------------------------------------ GPyTorch
-    def forward(self, x: Tensor) -> MultitaskMultivariateNormal:
-        """Prior ``MultitaskMultivariateNormal`` at ``x: batch x N x d`` (used for fitting).
-
-        An ``ICMMultitaskMultivariateNormal``: for ICM kernels with the homoscedastic noise its
-        ``log_prob`` (the exact MLL) costs one ``eigh`` of the ``N x N`` kernel matrix.
-        """
-        from botorch_mtucb.linalg.icm_likelihood import ICMMultitaskMultivariateNormal
-
-        if self.training:
-            x = self.transform_inputs(x)
-        return ICMMultitaskMultivariateNormal(self.mean_module(x), self.covar_module(x))
-
-    # ------------------------------------------------------------------ properties
-    @property
-    def noise(self) -> Tensor:
-        """The regulariser η (a scalar tensor, in the outcome-transformed space)."""
-        return self.likelihood.noise.reshape(())
-
-    @property
-    def num_tasks(self) -> int:
-        return self._num_outputs
-
-    @property
-    def uses_icm_fast_path(self) -> bool:
-        """Whether the posterior uses the ICM eigen identity (no ``nt x nt`` system)."""
-        return self.covar_module.icm_components() is not None
-
-    # ------------------------------------------------------------------ solver cache
-    def _cache_key(self) -> tuple[tuple, Tensor]:
-        """What the solver depends on: the training data and every parameter and buffer.
-
-        The training tensors are identified by identity, storage and version counter (no
-        device work); the hyperparameters by value, flattened into one tensor so that the
-        check is a single comparison (GPyTorch's setters write through ``.data``, which does
-        not bump version counters, so values are the only reliable key).
-        """
-        X, Y = self.train_inputs[0], self.train_targets
-        data = tuple((id(v), v._version, v.data_ptr(), v.shape) for v in (X, Y))
-        state = [v.detach().reshape(-1) for v in (*self.parameters(), *self.buffers())]
-        flat = torch.cat([v.to(X.dtype) for v in state]) if state else X.new_zeros(0)
-        return data, flat
-
-    def _cache_valid(self, key: tuple[tuple, Tensor]) -> bool:
-        if self._solver_cache is None:
-            return False
-        (old_data, old_flat), _ = self._solver_cache
-        return old_data == key[0] and old_flat.shape == key[1].shape and torch.equal(
-            old_flat, key[1]
-        )
-
-    def _train_resid(self) -> Tensor:
-        X = self.train_inputs[0]
-        if self._zero_mean:
-            return self.train_targets
-        return self.train_targets - self.mean_module(X)
-
-    def _prior_mean(self, X: Tensor, mean: Tensor) -> Tensor:
-        """``mean`` plus the prior mean at ``X`` (nothing to add for the zero prior)."""
-        return mean if self._zero_mean else mean + self.mean_module(X)
-
-    def _working_dtype(self, X: Tensor) -> torch.dtype:
-        """Dtype of the factorisation (:func:`~botorch_mtucb.linalg.working_dtype`).
-
-        κ ≤ (tr Γ(X, X) + η)/η bounds the condition number of ``G_t + ηI``.
-        """
-        if X.dtype == torch.float64:
-            return X.dtype
-        with torch.no_grad():
-            trace = dense(self.covar_module.forward(X, X, diag=True)).sum()
-            kappa = float((trace + self.noise) / self.noise)
-        return working_dtype(X.dtype, kappa, f"{type(self).__name__}'s posterior")
-
-    def _solver_inputs(
-        self, X: Tensor, resid: Tensor | None = None
-    ) -> tuple[MultiTaskKernel, Tensor, Tensor, Tensor]:
-        """Kernel, training inputs, residuals and η in the working dtype of the factorisation."""
-        resid = self._train_resid() if resid is None else resid
-        noise = self.noise
-        cdt = self._working_dtype(X)
-        kernel = self.covar_module
-        if cdt != X.dtype:  # a float64 copy of the kernel: accurate, no hyperparameter grads
-            kernel = copy.deepcopy(kernel).to(cdt)
-            X, resid, noise = X.to(cdt), resid.detach().to(cdt), noise.detach().to(cdt)
-        return kernel, X, resid, noise
 
     def _build_solver(self) -> MultiTaskSolver:
         kernel, X, resid, noise = self._solver_inputs(self.train_inputs[0])
@@ -256,248 +92,6 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
             k, B = icm
             return ICMSolver(k, B, X, resid, noise)
         return DenseSolver(kernel, X, resid, noise)
-
-    def _predict(self, X: Tensor, full_cov: bool) -> tuple[Tensor, Tensor]:
-        """Solver prediction at input-transformed ``X``, in the model's dtype."""
-        solver = self.solver()
-        mean, cov = solver.predict(X.to(solver.dtype), full_cov=full_cov)
-        return mean.to(X.dtype), cov.to(X.dtype)
-
-    def solver(self) -> MultiTaskSolver:
-        """The (cached) posterior solver for the current data and hyperparameters."""
-        if self.training:
-            self.eval()
-        key = self._cache_key()
-        if not self._cache_valid(key):
-            if gpt_settings.detach_test_caches.on():
-                with torch.no_grad():
-                    solver = self._build_solver()
-            else:
-                solver = self._build_solver()
-            self._solver_cache = (key, solver)  # ``key`` holds fresh tensors (torch.cat)
-        return self._solver_cache[1]
-
-    def train(self, mode: bool = True) -> ExactMultiTaskGP:
-        self._solver_cache = None
-        return super().train(mode=mode)
-
-    # ------------------------------------------------------------------ posterior
-    def _check_X(self, X: Tensor) -> Tensor:
-        """Shape check of test inputs, returned in the model's dtype.
-
-        NaN / inf are checked only under :class:`botorch_mtucb.settings.check_test_inputs`
-        (the check reads the tensor on the host, so it stays off the acquisition hot path).
-        """
-        if X.dim() < 2 or X.shape[-1] != self._d:
-            raise BotorchTensorDimensionError(
-                f"`X` must have shape `batch_shape x q x {self._d}`, got {tuple(X.shape)}."
-            )
-        if check_test_inputs.on():
-            check_finite(X, "X")
-        if self.training:  # before any input transform: in train mode they may learn bounds
-            self.eval()
-        return X.to(self.train_targets.dtype)
-
-    def posterior(
-        self,
-        X: Tensor,
-        output_indices: list[int] | None = None,
-        observation_noise: bool | Tensor = False,
-        posterior_transform: PosteriorTransform | None = None,
-        **kwargs: Any,
-    ) -> GPyTorchPosterior:
-        """Exact joint posterior over ``q`` points and ``n`` tasks.
-
-        Args:
-            X: ``batch_shape x q x d`` inputs.
-            output_indices: Tasks to keep (all by default).
-            observation_noise: If ``True``, add η to the diagonal; if a tensor of shape
-                ``batch_shape x q x n``, add it as (outcome-transformed) noise variances.
-            posterior_transform: Applied last (e.g. ``ScalarizedPosteriorTransform``).
-
-        Returns:
-            ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
-            ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
-        """
-        X = self.transform_inputs(self._check_X(X))
-        mean, cov = self._predict(X, full_cov=True)
-        mean = self._prior_mean(X, mean)
-        cov = 0.5 * (cov + cov.transpose(-1, -2))
-        n = self.num_tasks
-        if observation_noise is True:
-            cov = cov + self.noise * torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
-        elif torch.is_tensor(observation_noise):
-            if observation_noise.shape[-1] != n:
-                raise ValueError(
-                    f"`observation_noise` must have a last dimension of size {n}, got shape "
-                    f"{tuple(observation_noise.shape)}."
-                )
-            noise = observation_noise.expand(mean.shape).reshape(*mean.shape[:-2], -1)
-            cov = cov + torch.diag_embed(noise)
-        if output_indices is not None:
-            idx = torch.as_tensor(output_indices, dtype=torch.long, device=X.device)
-            if idx.numel() == 0 or idx.min() < 0 or idx.max() >= n:
-                raise ValueError(f"`output_indices` must be task indices in [0, {n - 1}].")
-            q = X.shape[-2]
-            flat = (torch.arange(q, device=X.device)[:, None] * n + idx[None, :]).reshape(-1)
-            mean = mean[..., idx]
-            cov = cov[..., flat[:, None], flat[None, :]]
-        if mean.shape[-1] == 1:
-            mvn = MultivariateNormal(mean.squeeze(-1), to_linear_operator(cov))
-        else:  # a LinearOperator covariance: no Cholesky until something samples
-            mvn = MultitaskMultivariateNormal(mean, to_linear_operator(cov), interleaved=True)
-        posterior = GPyTorchPosterior(distribution=mvn)
-        if hasattr(self, "outcome_transform"):
-            if output_indices is not None:
-                raise NotImplementedError(
-                    "`output_indices` together with an outcome transform is not supported."
-                )
-            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
-        if posterior_transform is not None:
-            posterior = posterior_transform(posterior)
-        return posterior
-
-    def task_posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """Posterior mean and per-point ``n x n`` task covariance Γ_t(x, x).
-
-        The fast path used by :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`: for
-        ``q = 1`` this is the whole posterior, and no cross-point covariance is formed.
-
-        Args:
-            X: ``batch_shape x q x d`` inputs.
-
-        Returns:
-            ``(mean, task_covar)`` of shapes ``batch_shape x q x n`` and
-            ``batch_shape x q x n x n``, in the original outcome scale.
-        """
-        X = self._check_X(X)
-        tf = self._standardize_or_none(X)
-        if tf is False:
-            post = self.posterior(X.unsqueeze(-2))
-            n = self.num_tasks
-            return post.mean.squeeze(-2), post.mvn.covariance_matrix.reshape(
-                *X.shape[:-1], n, n
-            )
-        Xt = self.transform_inputs(X)
-        mean, blocks = self._predict(Xt, full_cov=False)
-        mean = self._prior_mean(Xt, mean)
-        if tf is not None:
-            std = tf.stdvs.reshape(-1)
-            mean = mean * std + tf.means.reshape(-1)
-            blocks = blocks * std[:, None] * std[None, :]
-        return mean, blocks
-
-    def projected_task_posterior(self, X: Tensor, directions: Tensor) -> tuple[Tensor, Tensor]:
-        """Posterior mean and the variances ``wᵀ Γ_t(x, x) w`` along given task directions.
-
-        What the directional UCBs need (paper 000, App. B.1: Chebyshev takes ``W = I``, the
-        per-task variances σ_i²; linear takes ``W = λ``), without forming the ``n x n`` blocks:
-        on the ICM path ``wᵀΓ_t(x, x)w = Σ_i s_i(x) (u_iᵀ w)²``.
-
-        Args:
-            X: ``batch_shape x q x d`` inputs.
-            directions: ``n x k`` matrix ``W`` of directions, in the original outcome scale.
-
-        Returns:
-            ``(mean, quad)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x k``.
-        """
-        X = self._check_X(X)
-        tf = self._standardize_or_none(X)
-        if tf is False:
-            mean, blocks = self.task_posterior(X)
-            return mean, torch.einsum("...ab,ak,bk->...k", blocks, directions, directions)
-        Xt = self.transform_inputs(X)
-        W = directions.to(X)
-        if tf is not None:
-            W = tf.stdvs.reshape(-1, 1) * W
-        solver = self.solver()
-        mean, quad = solver.projected_variances(Xt.to(solver.dtype), W.to(solver.dtype))
-        mean, quad = mean.to(X.dtype), quad.to(X.dtype)
-        mean = self._prior_mean(Xt, mean)
-        if tf is not None:
-            mean = mean * tf.stdvs.reshape(-1) + tf.means.reshape(-1)
-        return mean, quad
-
-    def _standardize_or_none(self, X: Tensor) -> Standardize | None | bool:
-        """The outcome transform if it is a ``Standardize`` (or ``None``); ``False`` for
-        another transform, which needs the generic ``posterior`` path."""
-        tf = getattr(self, "outcome_transform", None)
-        if tf is None or isinstance(tf, Standardize):
-            return tf
-        return False
-
-    def information_gain(self) -> Tensor:
-        """½ log det(I_{nt} + η⁻¹ G_t): the information gain of the training data.
-
-        By Lemma 4 of paper 000, twice this equals Σ_s log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)).
-        Computed on the outcome-transformed scale (where η lives).
-        """
-        return self.solver().information_gain()
-
-    # ------------------------------------------------------------------ conditioning
-    def condition_on_observations(
-        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
-    ) -> ExactMultiTaskGP:
-        """A new model with ``(X, Y)`` appended to the training data.
-
-        Hyperparameters and outcome-transform statistics are kept; the old factorisation is
-        reused (dense: a block Cholesky update; ICM: the old block of ``K_t``). The result
-        agrees with a model built from scratch on the concatenated data with the same
-        hyperparameters. Subclasses customise the last step through
-        :meth:`_after_conditioning`.
-
-        Args:
-            X: ``m x d`` new inputs.
-            Y: ``m x n`` new observations (original outcome scale).
-            noise: Not supported (η is homoscedastic); must be ``None``.
-        """
-        self._check_new_observations(X, Y, noise)
-        old_solver = self.solver()  # eval mode: train_inputs are transformed
-        new, Xt = self._appended_copy(X, Y)
-        self._after_conditioning(new, old_solver, Xt)
-        return new
-
-    def _check_new_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
-        if noise is not None:
-            raise NotImplementedError("Per-observation `noise` is not supported; η is shared.")
-        if X.dim() != 2 or Y.dim() != 2:
-            raise BotorchTensorDimensionError(
-                "`condition_on_observations` expects `X: m x d` and `Y: m x n` (batched "
-                f"fantasies are not supported), got {tuple(X.shape)} and {tuple(Y.shape)}."
-            )
-        _validate_train_data(X, Y, names=("X", "Y"))
-        if X.shape[-1] != self._d or Y.shape[-1] != self.num_tasks:
-            raise BotorchTensorDimensionError(
-                f"Expected `X: m x {self._d}` and `Y: m x {self.num_tasks}`, got "
-                f"{tuple(X.shape)} and {tuple(Y.shape)}."
-            )
-
-    def _deepcopy_memo(self) -> dict:
-        """Objects that copies of this model share instead of duplicating."""
-        return {}
-
-    def _appended_copy(self, X: Tensor, Y: Tensor) -> tuple[ExactMultiTaskGP, Tensor]:
-        """A copy of this model (without its solver cache) with ``(X, Y)`` appended.
-
-        Returns the copy and the input-transformed ``X``.
-        """
-        Xt = self.transform_inputs(X).to(self.train_inputs[0])
-        Yt = Y
-        if hasattr(self, "outcome_transform"):
-            Yt, _ = self.outcome_transform(Y, X=Xt)
-        cache, self._solver_cache = self._solver_cache, None
-        try:
-            new = copy.deepcopy(self, self._deepcopy_memo())
-        finally:
-            self._solver_cache = cache
-        train_X = torch.cat([self.train_inputs[0], Xt], dim=-2)
-        train_Y = torch.cat([self.train_targets, Yt.to(self.train_targets)], dim=-2)
-        new.set_train_data(train_X, train_Y, strict=False)
-        if getattr(self, "_original_train_inputs", None) is not None:
-            new._original_train_inputs = torch.cat(
-                [self._original_train_inputs, X.to(self._original_train_inputs)], dim=-2
-            )
-        return new, Xt
 
     def _after_conditioning(
         self, new: ExactMultiTaskGP, old_solver: MultiTaskSolver, Xt: Tensor
@@ -513,33 +107,3 @@ class ExactMultiTaskGP(BatchedMultiOutputGPyTorchModel, ExactGP):
             )
         new._solver_cache = (new._cache_key(), solver)
 
-    def subset_output(self, idcs: list[int]) -> ExactMultiTaskGP:
-        """Not supported: the tasks are coupled, so a subset model would lose information."""
-        raise NotImplementedError(
-            "ExactMultiTaskGP couples its tasks; use `posterior(X, output_indices=...)`."
-        )
-
-
-def _validate_train_data(
-    train_X: Tensor, train_Y: Tensor, names: tuple[str, str] = ("train_X", "train_Y")
-) -> None:
-    nx, ny = names
-    check_finite(train_X, nx)
-    check_finite(train_Y, ny)
-    if train_X.dim() != 2:
-        raise BotorchTensorDimensionError(
-            f"`{nx}` must have shape `N x d`, got {tuple(train_X.shape)}."
-        )
-    if train_Y.dim() != 2:
-        raise BotorchTensorDimensionError(
-            f"`{ny}` must have shape `N x n` (one column per task), got {tuple(train_Y.shape)}."
-        )
-    if train_X.shape[0] != train_Y.shape[0]:
-        raise BotorchTensorDimensionError(
-            f"`{nx}` and `{ny}` must have the same number of rows, got {train_X.shape[0]} "
-            f"and {train_Y.shape[0]}."
-        )
-    if train_X.shape[0] == 0:
-        raise ValueError(f"`{nx}` must hold at least one observation.")
-    if not train_X.is_floating_point() or not train_Y.is_floating_point():
-        raise ValueError(f"`{nx}` and `{ny}` must be floating-point tensors.")

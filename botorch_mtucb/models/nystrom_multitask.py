@@ -16,7 +16,7 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.precision import working_dtype
-from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
+from botorch_mtucb.models.multitask_base import MultiTaskGPBase
 from botorch_mtucb.models.nystrom_solver import ICMNystromSolver, NystromSolver
 
 __all__ = ["NystromMultiTaskGP", "theorem3_q"]
@@ -44,7 +44,7 @@ def _check_epsilon_delta(epsilon: float, delta: float) -> None:
         raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
 
 
-class NystromMultiTaskGP(ExactMultiTaskGP):
+class NystromMultiTaskGP(MultiTaskGPBase):
     r"""MT-BKB: multi-task GP with a Nyström embedding on a variance-sampled dictionary.
 
     At round ``t`` each training point ``x_i`` joins the dictionary ``D_t`` independently with
@@ -341,7 +341,7 @@ class NystromMultiTaskGP(ExactMultiTaskGP):
         return {} if self._generator is None else {id(self._generator): self._generator}
 
     def _after_conditioning(
-        self, new: ExactMultiTaskGP, old_solver: ICMNystromSolver | NystromSolver, Xt: Tensor
+        self, new: MultiTaskGPBase, old_solver: ICMNystromSolver | NystromSolver, Xt: Tensor
     ) -> None:
         """Carry the variances forward and draw the new round's dictionary."""
         with torch.no_grad():

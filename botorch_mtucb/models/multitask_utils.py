@@ -1,0 +1,108 @@
+"""Pieces of the multi-task GPs that need no model: the zero prior mean, training-data
+validation and the assembly of the joint task posterior."""
+
+from __future__ import annotations
+
+import torch
+from botorch.exceptions.errors import BotorchTensorDimensionError
+from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
+from gpytorch.means import Mean
+from linear_operator.operators import to_linear_operator
+from torch import Tensor
+
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["ZeroMultitaskMean", "joint_task_mvn", "validate_train_data"]
+
+
+class ZeroMultitaskMean(Mean):
+    """Zero prior mean for ``n`` tasks: ``batch_shape x N x d -> batch_shape x N x n`` zeros.
+
+    The paper's estimator (paper 000, eq. (1)); cheaper to build than a ``MultitaskMean`` of
+    ``n`` ``ZeroMean`` modules.
+    """
+
+    def __init__(self, num_tasks: int) -> None:
+        super().__init__()
+        self.num_tasks = num_tasks
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.new_zeros(*x.shape[:-1], self.num_tasks)
+
+
+def joint_task_mvn(
+    mean: Tensor,
+    cov: Tensor,
+    noise: Tensor,
+    observation_noise: bool | Tensor = False,
+    output_indices: list[int] | None = None,
+) -> MultivariateNormal:
+    """The joint posterior distribution over ``q`` points and ``n`` tasks.
+
+    Args:
+        mean: ``batch_shape x q x n`` posterior mean.
+        cov: ``batch_shape x (q·n) x (q·n)`` interleaved posterior covariance.
+        noise: The homoscedastic noise η (added for ``observation_noise=True``).
+        observation_noise: ``True`` adds η to the diagonal; a ``batch_shape x q x n`` tensor
+            adds those (outcome-transformed) noise variances.
+        output_indices: Tasks to keep (all by default).
+
+    Returns:
+        A ``MultitaskMultivariateNormal`` (interleaved, lazy covariance: no Cholesky until
+        something samples), or a ``MultivariateNormal`` when one task is kept.
+    """
+    cov = 0.5 * (cov + cov.transpose(-1, -2))
+    n = mean.shape[-1]
+    if observation_noise is True:
+        cov = cov + noise * torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
+    elif torch.is_tensor(observation_noise):
+        if observation_noise.shape[-1] != n:
+            raise ValueError(
+                f"`observation_noise` must have a last dimension of size {n}, got shape "
+                f"{tuple(observation_noise.shape)}."
+            )
+        noise = observation_noise.expand(mean.shape).reshape(*mean.shape[:-2], -1)
+        cov = cov + torch.diag_embed(noise)
+    if output_indices is not None:
+        idx = torch.as_tensor(output_indices, dtype=torch.long, device=mean.device)
+        if idx.numel() == 0 or idx.min() < 0 or idx.max() >= n:
+            raise ValueError(f"`output_indices` must be task indices in [0, {n - 1}].")
+        q = mean.shape[-2]
+        flat = (torch.arange(q, device=mean.device)[:, None] * n + idx[None, :]).reshape(-1)
+        mean = mean[..., idx]
+        cov = cov[..., flat[:, None], flat[None, :]]
+    if mean.shape[-1] == 1:
+        mvn = MultivariateNormal(mean.squeeze(-1), to_linear_operator(cov))
+    else:  # a LinearOperator covariance: no Cholesky until something samples
+        mvn = MultitaskMultivariateNormal(mean, to_linear_operator(cov), interleaved=True)
+    return mvn
+
+
+def validate_train_data(
+    train_X: Tensor, train_Y: Tensor, names: tuple[str, str] = ("train_X", "train_Y")
+) -> None:
+    """Check ``N x d`` inputs and ``N x n`` observations: finite, floating point, matching rows.
+
+    Raises:
+        BotorchTensorDimensionError: on wrong shapes; ValueError on NaN / inf / no rows.
+    """
+    nx, ny = names
+    check_finite(train_X, nx)
+    check_finite(train_Y, ny)
+    if train_X.dim() != 2:
+        raise BotorchTensorDimensionError(
+            f"`{nx}` must have shape `N x d`, got {tuple(train_X.shape)}."
+        )
+    if train_Y.dim() != 2:
+        raise BotorchTensorDimensionError(
+            f"`{ny}` must have shape `N x n` (one column per task), got {tuple(train_Y.shape)}."
+        )
+    if train_X.shape[0] != train_Y.shape[0]:
+        raise BotorchTensorDimensionError(
+            f"`{nx}` and `{ny}` must have the same number of rows, got {train_X.shape[0]} "
+            f"and {train_Y.shape[0]}."
+        )
+    if train_X.shape[0] == 0:
+        raise ValueError(f"`{nx}` must hold at least one observation.")
+    if not train_X.is_floating_point() or not train_Y.is_floating_point():
+        raise ValueError(f"`{nx}` and `{ny}` must be floating-point tensors.")
