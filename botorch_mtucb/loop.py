@@ -12,6 +12,18 @@ Paper 000, Algorithm 1, written once. Each round t = 1, …, T:
 6. record x_t, y_t, λ_t, β_{t−1}, the wall time of steps 1–5, and — when the true f is
    known — the instantaneous scalarized regret r_t = s_{λ_t}(f(x*_{λ_t})) − s_{λ_t}(f(x_t)).
 
+**Batches (``q > 1``).** A round then chooses q points before observing any of them: point j
+repeats steps 1–3 with the j − 1 points already chosen in the round as pending points
+(``acqf.set_X_pending``: GP-BUCB, the model conditioned on hallucinated means, see
+:mod:`botorch_mtucb.acquisition.pending`); steps 4–5 then observe and add all q at once.
+**One λ per point, not per batch:** every evaluation is an ordinary step of Algorithm 1 with
+its own λ_t ~ P_λ, so the scalarized regret Σ_t r_t (and its expectation over P_λ, the Bayes
+regret) is defined and bounded evaluation by evaluation exactly as for q = 1 (with GP-BUCB's
+inflated β for the hallucinated widths), q = 1 reproduces the sequential loop draw for draw,
+and a batch spreads over different parts of the Pareto front instead of q nearby optima of
+one s_λ (a shared λ would leave only the width shrinkage to separate the points). Each point
+is one :class:`RoundRecord` (``t`` counts evaluations, ``batch`` the rounds).
+
 On a continuous domain the maximiser x*_λ is approximated by the best point of a dense
 ``regret_X`` set (together with x_t itself, so r_t ≥ 0), optionally polished by a local
 ascent of the true objective inside ``regret_bounds``
@@ -27,13 +39,14 @@ from typing import Any, Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
-from botorch.models import ModelListGP
+from botorch.exceptions import UnsupportedError
 from botorch.models.model import Model, ModelList
 from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition.pending import PendingInflation, condition_model, resolve_inflation
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.models.protocols import DictionaryModel
@@ -57,7 +70,7 @@ class RoundRecord:
     """What happened in one round.
 
     Attributes:
-        t: Round index, 1-based.
+        t: Evaluation index, 1-based (the round index when ``q = 1``).
         x: ``d`` query point x_t.
         y: ``n`` noisy observation y_t.
         weights: ``n`` scalarization weights λ_t (``None`` for single-objective runs).
@@ -66,6 +79,7 @@ class RoundRecord:
         wall_time: Seconds spent on the round's algorithm steps (not the regret metric).
         dictionary_size: Size m_t of a Nyström dictionary after the update, when the model
             exposes one (``dictionary_size``: MT-BKB; ``None`` otherwise).
+        batch: Round (batch) index, 1-based; equal to ``t`` when ``q = 1``.
     """
 
     t: int
@@ -76,6 +90,7 @@ class RoundRecord:
     beta: float | None
     wall_time: float
     dictionary_size: int | None = None
+    batch: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (tensors become lists)."""
@@ -88,6 +103,7 @@ class RoundRecord:
             "beta": self.beta,
             "wall_time": self.wall_time,
             "dictionary_size": self.dictionary_size,
+            "batch": self.batch,
         }
 
 
@@ -219,14 +235,23 @@ class FiniteArmOptimizer:
 
 
 def scalarized_ucb_factory(
-    beta: float | BetaSchedule, bound: Literal["spectral", "directional"] = "directional"
+    beta: float | BetaSchedule,
+    bound: Literal["spectral", "directional"] = "directional",
+    pending_beta_inflation: PendingInflation = 1.0,
 ) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
-    """Acquisition factory for :func:`run_bo_loop` building :class:`ScalarizedMultiTaskUCB`."""
+    """Acquisition factory for :func:`run_bo_loop` building :class:`ScalarizedMultiTaskUCB`.
+
+    ``pending_beta_inflation`` applies to batch points chosen with pending points (``q > 1``,
+    GP-BUCB; :mod:`botorch_mtucb.acquisition.pending`).
+    """
+    resolve_inflation(pending_beta_inflation)
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
         if scalarization is None:
             raise ValueError("The scalarized UCB needs a `scalarization_sampler`.")
-        return ScalarizedMultiTaskUCB(model, scalarization, beta, bound=bound)
+        return ScalarizedMultiTaskUCB(
+            model, scalarization, beta, bound=bound, pending_beta_inflation=pending_beta_inflation
+        )
 
     return factory
 
@@ -244,22 +269,6 @@ def gaussian_observer(
     return observe
 
 
-def condition_model(model: Model, X: Tensor, Y: Tensor) -> Model:
-    """``model.condition_on_observations(X, Y)`` (``m x d``, ``m x n``), without new batch dims.
-
-    A ``ModelListGP`` is conditioned sub-model by sub-model and rebuilt: BoTorch's own
-    ``ModelListGP.condition_on_observations`` adds a fantasy batch dimension.
-    """
-    if isinstance(model, ModelListGP):
-        subs, i = [], 0
-        for sub in model.models:
-            j = i + sub.num_outputs
-            subs.append(condition_model(sub, X, Y[..., i:j]))
-            i = j
-        return ModelListGP(*subs)
-    return model.condition_on_observations(X, Y)
-
-
 def run_bo_loop(
     observe: Callable[[Tensor], Tensor],
     initial_X: Tensor,
@@ -275,6 +284,7 @@ def run_bo_loop(
     refit_every: int = 0,
     generator: torch.Generator | None = None,
     progress: bool = False,
+    q: int = 1,
 ) -> LoopHistory:
     """Run T rounds of scalarized (or single-objective) optimistic BO; see the module docstring.
 
@@ -284,7 +294,7 @@ def run_bo_loop(
         initial_X: ``N0 x d`` initial design, observed before round 1. ``N0 = 0`` (the
             paper's start with no data) works when ``observe`` maps an empty batch to a
             ``0 x n`` tensor and ``model_factory`` accepts empty data.
-        num_rounds: Number of rounds T.
+        num_rounds: Number of rounds T (``T · q`` evaluations).
         model_factory: ``(X, Y) -> Model`` fitted on the initial data (and on all data for
             ``update="refit"``).
         acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction`` (q = 1).
@@ -300,11 +310,14 @@ def run_bo_loop(
             (``true_f`` must then be differentiable with torch autograd), so x*_{λ_t} is not
             limited to the grid's resolution.
         update: ``"condition"`` (``condition_on_observations``), ``"refit"``
-            (``model_factory`` on all data), or ``(model, x_t, y_t) -> Model``.
+            (``model_factory`` on all data), or ``(model, X_round, Y_round) -> Model`` (``q x d``,
+            ``q x n``: the round's points).
         refit_every: If ``k > 0``, call ``model_factory`` on all data after every k-th round
             instead of ``update`` (e.g. condition cheaply, refit hyperparameters now and then).
         generator: ``torch.Generator`` for the λ_t draws.
         progress: Show a tqdm progress bar with the running time-average regret.
+        q: Batch size: points chosen per round before observing them (module docstring; the
+            acquisition must support ``set_X_pending`` when ``q > 1``). One λ_t per point.
 
     Returns:
         The :class:`LoopHistory`.
@@ -320,6 +333,8 @@ def run_bo_loop(
         raise ValueError(f"`update` must be 'condition', 'refit' or a callable, got {update!r}.")
     if not isinstance(refit_every, int) or refit_every < 0:
         raise ValueError(f"`refit_every` must be an integer >= 0, got {refit_every!r}.")
+    if isinstance(q, bool) or not isinstance(q, int) or q < 1:
+        raise ValueError(f"`q` (batch size) must be a positive integer, got {q!r}.")
     if true_f is not None and regret_X is None:
         regret_X = optimizer.choices if isinstance(optimizer, FiniteArmOptimizer) else None
         if regret_X is None:
@@ -353,47 +368,70 @@ def run_bo_loop(
         bar = tqdm(rounds, desc="BO loop")
         rounds = bar
     cum_regret = 0.0
+    evals = 0
     for t in rounds:
+        points: list[tuple[Tensor, Scalarization | None, AcquisitionFunction, float]] = []
+        for j in range(q):
+            start = time.perf_counter()
+            scal = None if scalarization_sampler is None else scalarization_sampler(generator)
+            acqf = acquisition_factory(model, scal)
+            if j > 0:
+                _set_pending(acqf, torch.cat([p[0] for p in points]))
+            x = optimizer(acqf).reshape(1, -1).to(X_all)
+            points.append((x, scal, acqf, time.perf_counter() - start))
         start = time.perf_counter()
-        scal = None if scalarization_sampler is None else scalarization_sampler(generator)
-        acqf = acquisition_factory(model, scal)
-        x = optimizer(acqf).reshape(1, -1).to(X_all)
-        y = observe(x).detach()
-        check_finite(y, "observe(x_t)")
-        X_all = torch.cat([X_all, x])
-        Y_all = torch.cat([Y_all, y])
+        X_round = torch.cat([p[0] for p in points])
+        Y_round = observe(X_round).detach()
+        check_finite(Y_round, "observe(x_t)")
+        X_all = torch.cat([X_all, X_round])
+        Y_all = torch.cat([Y_all, Y_round])
         if update == "refit" or (refit_every and t % refit_every == 0):
             model = model_factory(X_all, Y_all)
         elif update == "condition":
-            model = condition_model(model, x, y)
+            model = condition_model(model, X_round, Y_round)
         else:
-            model = update(model, x, y)
-        wall = time.perf_counter() - start
+            model = update(model, X_round, Y_round)
+        update_time = time.perf_counter() - start
+        size = _dictionary_size(model)
 
-        regret = None
-        if F_ref is not None:
-            regret = _instant_regret(scal, F_ref, true_f(x).detach(), true_f, regret_X,
-                                     regret_bounds)
-            cum_regret += regret
-            if bar is not None:
-                bar.set_postfix(avg_regret=f"{cum_regret / t:.4g}")
-        beta = acqf.beta if isinstance(acqf, ConfidenceWidthAcquisition) else None
-        if beta is not None and torch.as_tensor(beta).numel() != 1:
-            beta = None
-        history.rounds.append(
-            RoundRecord(
-                t=t,
-                x=x[0],
-                y=y[0],
-                weights=None if scal is None else scal.weights.clone(),
-                regret=regret,
-                beta=None if beta is None else float(beta),
-                wall_time=wall,
-                dictionary_size=_dictionary_size(model),
+        for j, (x, scal, acqf, wall) in enumerate(points):
+            evals += 1
+            regret = None
+            if F_ref is not None:
+                regret = _instant_regret(scal, F_ref, true_f(x).detach(), true_f, regret_X,
+                                         regret_bounds)
+                cum_regret += regret
+            beta = acqf.beta if isinstance(acqf, ConfidenceWidthAcquisition) else None
+            if beta is not None and torch.as_tensor(beta).numel() != 1:
+                beta = None
+            history.rounds.append(
+                RoundRecord(
+                    t=evals,
+                    x=x[0],
+                    y=Y_round[j],
+                    weights=None if scal is None else scal.weights.clone(),
+                    regret=regret,
+                    beta=None if beta is None else float(beta),
+                    wall_time=wall + (update_time if j == q - 1 else 0.0),
+                    dictionary_size=size,
+                    batch=t,
+                )
             )
-        )
+        if bar is not None and F_ref is not None:
+            bar.set_postfix(avg_regret=f"{cum_regret / evals:.4g}")
     history.model = model
     return history
+
+
+def _set_pending(acqf: AcquisitionFunction, X_pending: Tensor) -> None:
+    """``acqf.set_X_pending(X_pending)`` with a clear error for acquisitions without it."""
+    try:
+        acqf.set_X_pending(X_pending)
+    except (NotImplementedError, UnsupportedError) as err:
+        raise ValueError(
+            f"`q` > 1 needs an acquisition that takes pending points (GP-BUCB); "
+            f"{type(acqf).__name__}.set_X_pending refused them: {err}"
+        ) from err
 
 
 def _dictionary_size(model: Model | None) -> int | None:

@@ -10,8 +10,10 @@ from botorch.acquisition import UpperConfidenceBound
 from botorch.models import ModelListGP, SingleTaskGP
 
 from botorch_mtucb.acquisition import (
+    ChebyshevScalarization,
     LinearScalarization,
     ScalarizationSampler,
+    ScalarizedMultiTaskUCB,
     TheoremTwoBeta,
     sample_scalarization_weights,
 )
@@ -31,7 +33,8 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
-def _rkhs_run(prob, seed: int, T: int, method: str, kind: str = "chebyshev", update="condition"):
+def _rkhs_run(prob, seed: int, T: int, method: str, kind: str = "chebyshev", update="condition",
+              q: int = 1):
     """MT-KB (Theorem-2 radius, paper's b) or uniform random search on the same problem."""
     n = prob.B.shape[0]
     grid = prob.grid
@@ -71,6 +74,7 @@ def _rkhs_run(prob, seed: int, T: int, method: str, kind: str = "chebyshev", upd
         regret_X=grid,
         update=update,
         generator=torch.Generator().manual_seed(seed + 3),
+        q=q,
     )
 
 
@@ -256,3 +260,47 @@ def test_bad_arguments_raise():
         FiniteArmOptimizer(torch.zeros(0, 1, dtype=DT))
     with pytest.raises(ValueError, match="scalarization_sampler"):
         scalarized_ucb_factory(1.0)(None, None)
+
+
+@pytest.mark.parametrize("q", [1, 2, 4])
+def test_batch_loop_on_rkhs_problem(q):
+    """q points per round, one λ per point, GP-BUCB pending points within a round."""
+    prob = make_rkhs_problem(2, seed=9)
+    T = 3
+    h = _rkhs_run(prob, 0, T, "directional", q=q)
+    assert [r.t for r in h.rounds] == list(range(1, T * q + 1))
+    assert [r.batch for r in h.rounds] == [t for t in range(1, T + 1) for _ in range(q)]
+    assert h.model.train_inputs[0].shape[0] == 1 + T * q
+    g = torch.Generator().manual_seed(3)  # λ_t: one draw per evaluation, in order
+    expected_W = torch.cat(
+        [sample_scalarization_weights(2, 1, "chebyshev", g) for _ in range(T * q)]
+    )
+    torch.testing.assert_close(torch.stack([r.weights for r in h.rounds]), expected_W)
+    assert all(r.regret >= 0 and r.beta > 0 for r in h.rounds)
+    if q > 1:  # hallucination spreads every batch over distinct arms
+        for t in range(T):
+            xs = h.X[t * q:(t + 1) * q]
+            assert torch.unique(xs, dim=0).shape[0] == q
+        # The second point of the first round: argmax of the UCB with the first one pending.
+        first = h.rounds[0]
+        model = icm_grid_model(prob, h.initial_X, h.initial_Y)
+        s = ChebyshevScalarization(h.rounds[1].weights, ref_point=prob.F.min(0).values)
+        acqf = ScalarizedMultiTaskUCB(model, s, TheoremTwoBeta(b=prob.b_paper, sigma=0.1),
+                                      X_pending=first.x.unsqueeze(0))
+        best = prob.grid[acqf(prob.grid.unsqueeze(1)).argmax()]
+        torch.testing.assert_close(h.rounds[1].x, best)
+
+
+def test_batch_loop_refuses_acquisitions_without_pending_points():
+    prob = make_rkhs_problem(2, seed=9)
+    X0 = prob.grid[:3]
+
+    def factory(model, s):
+        return UpperConfidenceBound(model, beta=1.0)
+
+    with pytest.raises(ValueError, match="pending"):
+        run_bo_loop(lambda X: prob.f(X)[:, :1], X0, 1, lambda X, Y: SingleTaskGP(X, Y), factory,
+                    FiniteArmOptimizer(prob.grid), q=2)
+    with pytest.raises(ValueError, match="batch size"):
+        run_bo_loop(lambda X: prob.f(X)[:, :1], X0, 1, lambda X, Y: SingleTaskGP(X, Y), factory,
+                    FiniteArmOptimizer(prob.grid), q=0)
