@@ -134,6 +134,17 @@ def test_built_inventory_lists_every_exported_name():
         assert f"{home}.{name}" in py_names, f"{home}.{name} missing from the built reference"
 
 
+def test_user_guide_examples_run():
+    """The guide's Python blocks run as written (they are short; a few seconds)."""
+    text = (DOCS / "user_guide.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 2
+    for i, code in enumerate(blocks):
+        ns: dict = {}
+        exec(compile(code, f"user_guide.md[block {i}]", "exec"), ns)
+    assert tuple(ns["batch"].shape) == (3, 2)  # the batch example returns q = 3 points
+
+
 # -- docs/rst_fixes.py --------------------------------------------------------------------
 
 
