@@ -63,11 +63,12 @@ def test_log_likelihood_matches_torch_mvn(t, n):
     torch.testing.assert_close(_dense(K, B, eta), torch.kron(K, B) + eta * torch.eye(t * n))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize(
     "bK,bB,beta,br",
     [((), (), (), ()), ((3,), (), (), ()), ((), (2, 1), (1,), (3,)), ((2, 1), (1, 4), (2, 4), ())],
 )
-def test_batch_broadcasting_and_gradients(bK, bB, beta, br):
+def test_batch_broadcasting_and_gradients(bK, bB, beta, br, dtype):
     g = torch.Generator().manual_seed(1)
     t, n = 6, 3
     K, B = _rbf_matrix(t, 0.5, g, bK), _psd(n, g, bB)
@@ -75,19 +76,23 @@ def test_batch_broadcasting_and_gradients(bK, bB, beta, br):
     if beta:
         eta = 0.05 + torch.rand(*beta, 1, generator=g, dtype=DT)
     r = torch.randn(*br, t * n, generator=g, dtype=DT)
-    inputs = [x.clone().requires_grad_(True) for x in (K, B, eta, r)]
+    inputs = [x.to(dtype).requires_grad_(True) for x in (K, B, eta, r)]
     quad, logdet = icm_inv_quad_logdet(*inputs)
-    ref_inputs = [x.clone().requires_grad_(True) for x in (K, B, eta, r)]
+    assert quad.dtype == logdet.dtype == dtype
+    # reference: the dense Cholesky formula in float64 on the same (rounded) inputs
+    ref_inputs = [x.detach().to(DT).requires_grad_(True) for x in inputs]
     rq, rl = _dense_quad_logdet(*ref_inputs)
     assert quad.shape == rq.shape and logdet.shape == rl.shape
-    torch.testing.assert_close(quad, rq, rtol=1e-9, atol=1e-10)
-    torch.testing.assert_close(logdet, rl, rtol=1e-9, atol=1e-10)
-    wq, wl = torch.rand_like(quad), torch.rand_like(logdet)
-    ours = torch.autograd.grad((wq * quad).sum() + (wl * logdet).sum(), inputs)
+    tol = {"rtol": 1e-9, "atol": 1e-10} if dtype == DT else {"rtol": 1e-6, "atol": 1e-5}
+    torch.testing.assert_close(quad.to(DT), rq, **tol)
+    torch.testing.assert_close(logdet.to(DT), rl, **tol)
+    wq, wl = torch.rand_like(rq), torch.rand_like(rl)
+    ours = torch.autograd.grad((wq.to(dtype) * quad).sum() + (wl.to(dtype) * logdet).sum(), inputs)
     refs = torch.autograd.grad((wq * rq).sum() + (wl * rl).sum(), ref_inputs)
+    gtol = {"rtol": 1e-7, "atol": 1e-9} if dtype == DT else {"rtol": 1e-5, "atol": 1e-5}
     for name, a, b in zip("K B eta r".split(), ours, refs, strict=True):
-        assert a.shape == b.shape, name
-        torch.testing.assert_close(a, b, rtol=1e-7, atol=1e-9, msg=name)
+        assert a.shape == b.shape and a.dtype == dtype, name
+        torch.testing.assert_close(a.to(DT), b, **gtol, msg=name)
 
 
 def test_gradcheck_function():
