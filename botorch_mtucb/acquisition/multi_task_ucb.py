@@ -43,7 +43,10 @@ u(x) is an *upper* bound on the scalarized value and ``argmax_x u(x)`` is the MT
 minimise an objective, do not negate the data yourself *and* mark it minimised — do one of the
 two.
 
-The acquisition only needs μ(x) ∈ Rⁿ and the n × n block Γ(x, x) at each candidate. It uses
+The acquisition only needs μ(x) ∈ Rⁿ and the n × n block Γ(x, x) at each candidate (the
+directional bound only the variances along λ or the n task axes: it uses
+``model.projected_task_posterior(X, W)`` of a
+:class:`~botorch_mtucb.models.protocols.ProjectedTaskPosteriorModel` and forms no block). It uses
 ``model.task_posterior(X)`` when the model has it (ExactMultiTaskGP and the Nyström model),
 otherwise the MVN covariance of ``model.posterior(X)`` (for q = 1 the whole covariance is the
 n × n block), or the per-output blocks of a ``PosteriorList``. BoTorch's
@@ -79,7 +82,7 @@ from botorch_mtucb.acquisition.pending import (
     resolve_inflation,
 )
 from botorch_mtucb.acquisition.scalarization import Scalarization, project_covariance
-from botorch_mtucb.models.protocols import TaskPosteriorModel
+from botorch_mtucb.models.protocols import ProjectedTaskPosteriorModel, TaskPosteriorModel
 
 __all__ = ["ScalarizedMultiTaskUCB", "spectral_norm_psd", "task_mean_and_covariance"]
 
@@ -159,6 +162,15 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         self.register_buffer("beta_real_data", self.beta.clone())
         self._task_posterior = isinstance(model, TaskPosteriorModel)
         self._directions = scalarization.directions(like)
+        # Directional bound on a model that projects its task covariance: no n x n blocks.
+        self._projected = bound == "directional" and isinstance(
+            model, ProjectedTaskPosteriorModel
+        )
+        self._projection = (
+            torch.eye(n, dtype=like.dtype, device=like.device)
+            if self._directions is None
+            else self._directions
+        )
         scalarization._constants(like)
         self.pending_beta_inflation = resolve_inflation(pending_beta_inflation)
         self._pending = PendingState(model)
@@ -204,13 +216,17 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
                 f"got shape {tuple(X.shape)}. For batches use optimize_acqf(..., q=k, "
                 "sequential=True) or optimize_acqf_discrete(..., q=k) (GP-BUCB via X_pending)."
             )
+        s = self.scalarization
+        if self._projected:
+            mean, var = self.model.projected_task_posterior(X, self._projection)
+            beta = self.beta if self.beta.dtype == mean.dtype else self.beta.to(mean)
+            return s.directional_ucb_from_variances(mean[..., 0, :], var[..., 0, :], beta)
         if self._task_posterior:
             mean, covar = self.model.task_posterior(X)
         else:
             mean, covar = task_mean_and_covariance(self.model, X)
         mean, covar = mean[..., 0, :], covar[..., 0, :, :]
         beta = self.beta if self.beta.dtype == mean.dtype else self.beta.to(mean)
-        s = self.scalarization
         if self.bound == "directional":
             directions = self._directions
             if directions is not None and directions.dtype != mean.dtype:

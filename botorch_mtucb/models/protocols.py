@@ -22,6 +22,8 @@ MarginalMomentsModel       marginal mean and variance, no posterior      Truncat
                            object                                        AdaptiveTruncationGP
 WidthScheduleModel         the next round's width β_{t+1}                TruncatedGP,
                                                                          AdaptiveTruncationGP
+ProjectedTaskPosteriorModel  μ(x) and wᵀ Γ_t(x, x) w along directions W    ExactMultiTaskGP,
+                           (no n x n blocks; paper 000 App. B.1)         NystromMultiTaskGP
 =========================  ============================================  ======================
 """
 
@@ -36,6 +38,7 @@ __all__ = [
     "InformationGainModel",
     "MarginalMomentsModel",
     "NystromRadiusModel",
+    "ProjectedTaskPosteriorModel",
     "RegularisedModel",
     "TaskPosteriorModel",
     "WidthScheduleModel",
@@ -111,4 +114,17 @@ class WidthScheduleModel(Protocol):
 
     def beta(self) -> float:
         """The width β_{t+1} for choosing the next point."""
+        ...
+
+
+@runtime_checkable
+class ProjectedTaskPosteriorModel(Protocol):
+    """A multi-output model that gives the task variances along chosen directions."""
+
+    def projected_task_posterior(self, X: Tensor, directions: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean ``batch_shape x q x n`` and ``wⱼᵀ Γ_t(x, x) wⱼ`` ``batch_shape x q x k``.
+
+        ``directions`` is the ``n x k`` matrix W (original outcome scale); no n x n block is
+        formed. What the directional UCBs need (paper 000, App. B.1).
+        """
         ...

@@ -464,3 +464,19 @@ def test_malformed_pending_points_are_refused():
         acqf.set_X_pending(torch.rand(2, 3, dtype=torch.float64))
     with pytest.raises(ValueError, match="X_pending"):
         acqf.set_X_pending(torch.full((1, 1), float("nan"), dtype=torch.float64))
+
+
+def test_beta_and_values_follow_the_model_dtype():
+    """β is converted once to the model's dtype; a float32 model gives float32 values."""
+    g = torch.Generator().manual_seed(12)
+    X = torch.rand(10, 2, generator=g, dtype=DT)
+    Y = torch.randn(10, 2, generator=g, dtype=DT)
+    s = _scalarization("chebyshev", torch.tensor([0.4, 0.6], dtype=DT))
+    ref = ScalarizedMultiTaskUCB(_icm_standardized(X, Y), s, beta=1.5)
+    m32 = _icm_standardized(X.float(), Y.float())
+    acqf = ScalarizedMultiTaskUCB(m32, s, beta=1.5)
+    assert acqf.beta.dtype == torch.float32 and ref.beta.dtype == DT
+    Xt = torch.rand(5, 1, 2, generator=g, dtype=DT)
+    out = acqf(Xt.float())
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out.double(), ref(Xt), atol=1e-4, rtol=1e-4)

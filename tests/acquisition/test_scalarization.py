@@ -219,3 +219,41 @@ def test_scalarization_sampler_draws_fresh_weights():
     expected = sample_scalarization_weights(3, 1, "chebyshev", g2)[0]
     torch.testing.assert_close(s1.weights, expected)
     assert isinstance(ScalarizationSampler(2, "linear")(g), LinearScalarization)
+
+
+# ----------------------------------------------------------------------------- directional
+@pytest.mark.parametrize("kind", ["linear", "chebyshev"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_directional_ucb_from_variances_matches_brute_force(kind, dtype):
+    """Bound from projected variances = the App. B.1 formula written out with the blocks."""
+    from botorch_mtucb.acquisition.scalarization import project_covariance
+
+    g = _gen(4)
+    n = 3
+    lam = torch.tensor([0.2, 0.5, 0.3], dtype=DT)
+    z = torch.tensor([-1.0, 0.5, -0.2], dtype=DT)
+    mins = [False, True, False]
+    A = torch.randn(6, n, n, generator=g, dtype=DT)
+    cov = (A @ A.transpose(-1, -2)).to(dtype)
+    mean = torch.randn(6, n, generator=g, dtype=DT).to(dtype)
+    beta = torch.tensor(1.3, dtype=dtype)
+    sgn = torch.tensor([1.0, -1.0, 1.0], dtype=DT).to(dtype)
+    if kind == "linear":
+        s = LinearScalarization(lam, minimize=mins)
+        w = (lam.to(dtype) * sgn)
+        ref = mean @ w + beta * torch.einsum("i,bij,j->b", w, cov, w).sqrt()
+    else:
+        s = ChebyshevScalarization(lam, z, minimize=mins)
+        sig = cov.diagonal(dim1=-2, dim2=-1).sqrt()
+        ref = (lam.to(dtype) * (mean * sgn + beta * sig - z.to(dtype) * sgn)).min(-1).values
+    W = s.directions(mean)
+    var = project_covariance(cov, W)
+    assert var.shape == ((6, 1) if kind == "linear" else (6, n))
+    out = s.directional_ucb_from_variances(mean, var, beta)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    assert out.dtype == dtype
+    torch.testing.assert_close(out, ref, atol=tol, rtol=tol)
+    torch.testing.assert_close(s.directional_ucb(mean, cov, beta), ref, atol=tol, rtol=tol)
+    # the constants are converted once per dtype and reused
+    assert s._constants(mean)["weights"] is s._constants(mean)["weights"]
+    assert s._constants(mean)["weights"].dtype == dtype
