@@ -86,7 +86,7 @@ class ExactMultiTaskGP(MultiTaskGPBase):
         )
 
     def _build_solver(self) -> MultiTaskSolver:
-        kernel, X, resid, noise = self._solver_inputs(self.train_inputs[0])
+        kernel, X, resid, noise = self._solver_inputs(*self._base_train_data())
         icm = kernel.icm_components()
         if icm is not None:
             k, B = icm

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 from abc import abstractmethod
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions.errors import BotorchTensorDimensionError
 from botorch.models.gpytorch import BatchedMultiOutputGPyTorchModel
+from botorch.models.model import FantasizeMixin
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
@@ -25,6 +27,7 @@ from torch import Tensor
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.linalg.precision import working_dtype
+from botorch_mtucb.models.conditioning import ConditionedSolver
 from botorch_mtucb.models.multitask_utils import (
     ZeroMultitaskMean,
     joint_task_mvn,
@@ -40,7 +43,7 @@ from botorch_mtucb.utils.validation import check_finite
 __all__ = ["MultiTaskGPBase", "ZeroMultitaskMean"]
 
 
-class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP):
+class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
     """BoTorch plumbing shared by the exact (MT-KB) and Nyström (MT-BKB) multi-task GPs.
 
     Training data, noise η, transforms, the prior (used by ``ExactMarginalLogLikelihood``), the
@@ -121,7 +124,9 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP):
             self.input_transform = input_transform
         if outcome_transform is not None:
             self.outcome_transform = outcome_transform
-        self._solver_cache: tuple[list[Tensor], MultiTaskSolver] | None = None
+        self._solver_cache: tuple[tuple, MultiTaskSolver] | None = None
+        # batched blocks (fantasies) this model was conditioned on, as (X, Y) transformed
+        self._conditioned_blocks: list[tuple[Tensor, Tensor]] = []
         self._d = d
         self.to(train_X)
         self.likelihood.noise = noise_t.reshape(1)
@@ -187,6 +192,19 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP):
         """``mean`` plus the prior mean at ``X`` (nothing to add for the zero prior)."""
         return mean if self._zero_mean else mean + self.mean_module(X)
 
+    def _base_train_data(self) -> tuple[Tensor, Tensor]:
+        """Transformed inputs and residuals the solver is built from.
+
+        All training rows; for a model conditioned on batched blocks (a fantasy model) the
+        unbatched rows before the first block, which :meth:`solver` then updates block by block.
+        """
+        X, resid = self.train_inputs[0], self._train_resid()
+        if not self._conditioned_blocks:
+            return X, resid
+        m = sum(Xb.shape[-2] for Xb, _ in self._conditioned_blocks)
+        first = (0,) * (X.dim() - 2)
+        return X[first][:-m], resid[first][:-m]
+
     def _working_dtype(self, X: Tensor) -> torch.dtype:
         """Dtype of the factorisation (:func:`~botorch_mtucb.linalg.working_dtype`).
 
@@ -195,7 +213,7 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP):
         if X.dtype == torch.float64:
             return X.dtype
         with torch.no_grad():
-            trace = dense(self.covar_module.forward(X, X, diag=True)).sum()
+            trace = dense(self.covar_module.forward(X, X, diag=True)).sum(-1).max()
             kappa = float((trace + self.noise) / self.noise)
         return working_dtype(X.dtype, kappa, f"{type(self).__name__}'s posterior")
 
@@ -228,11 +246,10 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP):
             self.eval()
         key = self._cache_key()
         if not self._cache_valid(key):
-            if gpt_settings.detach_test_caches.on():
-                with torch.no_grad():
-                    solver = self._build_solver()
-            else:
+            with torch.no_grad() if gpt_settings.detach_test_caches.on() else nullcontext():
                 solver = self._build_solver()
+            for Xb, Yb in self._conditioned_blocks:  # a fantasy model: replay its updates
+                solver = self._update_solver(solver, Xb, Yb)
             self._solver_cache = (key, solver)  # ``key`` holds fresh tensors (torch.cat)
         return self._solver_cache[1]
 
@@ -389,51 +406,78 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP):
         """
         self._check_new_observations(X, Y, noise)
         old_solver = self.solver()  # eval mode: train_inputs are transformed
-        new, Xt = self._appended_copy(X, Y)
-        self._after_conditioning(new, old_solver, Xt)
+        new, Xt, Yt = self._appended_copy(X, Y)
+        if X.dim() == 2 and Y.dim() == 2 and not self._conditioned_blocks:
+            self._after_conditioning(new, old_solver, Xt)
+            return new
+        # batched (fantasies): a Gaussian update of this posterior, no rebuild
+        new._conditioned_blocks = [*self._conditioned_blocks, (Xt, Yt)]
+        new._input_batch_shape = new.train_targets.shape[:-2]
+        new._solver_cache = (new._cache_key(), self._update_solver(old_solver, Xt, Yt))
         return new
+
+    def _update_solver(self, solver: MultiTaskSolver, Xt: Tensor, Yt: Tensor) -> MultiTaskSolver:
+        """:class:`ConditionedSolver` of ``solver`` on a batched block (the solver's dtype)."""
+        cdt = solver.dtype
+        resid = Yt if self._zero_mean else Yt - self.mean_module(Xt)
+        with torch.no_grad() if gpt_settings.detach_test_caches.on() else nullcontext():
+            return ConditionedSolver(solver, Xt.to(cdt), resid.to(cdt), self.noise.to(cdt))
 
     def _check_new_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
         if noise is not None:
             raise NotImplementedError("Per-observation `noise` is not supported; η is shared.")
-        if X.dim() != 2 or Y.dim() != 2:
+        if X.dim() == 2 and Y.dim() == 2:
+            validate_train_data(X, Y, names=("X", "Y"))
+        else:
+            check_finite(X, "X")
+            check_finite(Y, "Y")
+            try:
+                torch.broadcast_shapes(X.shape[:-1], Y.shape[:-1])
+            except RuntimeError as err:
+                raise BotorchTensorDimensionError(
+                    "Batched `X: batch_shape x m x d` and `Y: batch_shape' x m x n` must have "
+                    f"broadcastable batch shapes, got {tuple(X.shape)} and {tuple(Y.shape)}."
+                ) from err
+        if X.dim() < 2 or X.shape[-1] != self._d or Y.shape[-1] != self.num_tasks:
             raise BotorchTensorDimensionError(
-                "`condition_on_observations` expects `X: m x d` and `Y: m x n` (batched "
-                f"fantasies are not supported), got {tuple(X.shape)} and {tuple(Y.shape)}."
-            )
-        validate_train_data(X, Y, names=("X", "Y"))
-        if X.shape[-1] != self._d or Y.shape[-1] != self.num_tasks:
-            raise BotorchTensorDimensionError(
-                f"Expected `X: m x {self._d}` and `Y: m x {self.num_tasks}`, got "
-                f"{tuple(X.shape)} and {tuple(Y.shape)}."
+                f"Expected `X: [batch_shape x] m x {self._d}` and `Y: [batch_shape x] m x "
+                f"{self.num_tasks}`, got {tuple(X.shape)} and {tuple(Y.shape)}."
             )
 
     def _deepcopy_memo(self) -> dict:
         """Objects that copies of this model share instead of duplicating."""
         return {}
 
-    def _appended_copy(self, X: Tensor, Y: Tensor) -> tuple[MultiTaskGPBase, Tensor]:
+    def _appended_copy(self, X: Tensor, Y: Tensor) -> tuple[MultiTaskGPBase, Tensor, Tensor]:
         """A copy of this model (without its solver cache) with ``(X, Y)`` appended.
 
-        Returns the copy and the input-transformed ``X``.
+        Batched ``X`` / ``Y`` broadcast the training data to their common batch shape.
+
+        Returns:
+            The copy, the input-transformed ``X`` and the outcome-transformed ``Y``.
         """
         Xt = self.transform_inputs(X).to(self.train_inputs[0])
-        Yt = Y
+        Yt = Y.to(self.train_targets)
         if hasattr(self, "outcome_transform"):
-            Yt, _ = self.outcome_transform(Y, X=Xt)
+            Yt, _ = self.outcome_transform(Yt, X=Xt)
         cache, self._solver_cache = self._solver_cache, None
         try:
             new = copy.deepcopy(self, self._deepcopy_memo())
         finally:
             self._solver_cache = cache
-        train_X = torch.cat([self.train_inputs[0], Xt], dim=-2)
-        train_Y = torch.cat([self.train_targets, Yt.to(self.train_targets)], dim=-2)
-        new.set_train_data(train_X, train_Y, strict=False)
+        old_X, old_Y = self.train_inputs[0], self.train_targets
+        batch = torch.broadcast_shapes(old_X.shape[:-2], Xt.shape[:-2], Yt.shape[:-2])
+
+        def cat(old: Tensor, add: Tensor) -> Tensor:
+            return torch.cat([old.expand(*batch, *old.shape[-2:]),
+                              add.expand(*batch, *add.shape[-2:])], dim=-2)
+
+        new.set_train_data(cat(old_X, Xt), cat(old_Y, Yt), strict=False)
         if getattr(self, "_original_train_inputs", None) is not None:
-            new._original_train_inputs = torch.cat(
-                [self._original_train_inputs, X.to(self._original_train_inputs)], dim=-2
+            new._original_train_inputs = cat(
+                self._original_train_inputs, X.to(self._original_train_inputs)
             )
-        return new, Xt
+        return new, Xt, Yt
 
     @abstractmethod
     def _after_conditioning(

@@ -315,8 +315,8 @@ class NystromMultiTaskGP(MultiTaskGPBase):
 
     # ------------------------------------------------------------------ solver
     def _build_solver(self) -> ICMNystromSolver | NystromSolver:
-        X = self.train_inputs[0]
-        return self._make_solver(X, self._train_resid(), self._dict_indices, self._dict_probs)
+        X, resid = self._base_train_data()
+        return self._make_solver(X, resid, self._dict_indices, self._dict_probs)
 
     # ------------------------------------------------------------------ conditioning
     def condition_on_observations(
