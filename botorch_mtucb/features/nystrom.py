@@ -144,8 +144,8 @@ class NystromFeatures:
         new = NystromFeatures.__new__(NystromFeatures)
         new.__dict__.update(self.__dict__)
         new.dictionary = dictionary
-        with torch.no_grad():
-            K_D = self.base_kernel(dictionary, dictionary).to_dense()
+        with torch.no_grad():  # in the dictionary's dtype, whatever the kernel's parameters
+            K_D = self.base_kernel(dictionary, dictionary).to_dense().to(dictionary)
         Q, scale = psd_pinv_sqrt_factor(K_D, self.rtol)  # symmetrised inside
         new._basis, new._scale = Q, scale
         new._transform = (Q * scale) @ Q.transpose(-1, -2)
@@ -222,7 +222,7 @@ class NystromFeatures:
         check_finite(X, "X")
         if self.dictionary is None or self.dictionary.shape[0] == 0:
             return X.new_zeros(*X.shape[:-1], 0)
-        k_XD = self.base_kernel(X, self.dictionary.to(X)).to_dense()
+        k_XD = self.base_kernel(X, self.dictionary.to(X)).to_dense().to(X)
         return k_XD @ self._transform.to(X)
 
     def prior_variance(self, X: Tensor) -> Tensor:

