@@ -230,6 +230,23 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
             X, resid, noise = X.to(cdt), resid.detach().to(cdt), noise.detach().to(cdt)
         return kernel, X, resid, noise
 
+    # ------------------------------------------------------------------ state
+    def _extract_targets_and_noise(self) -> tuple[Tensor, Tensor | None]:
+        """Targets ``batch_shape x N x n`` (this model stores them so) for BoTorch's
+        ``load_state_dict(keep_transforms=True)``, which assumes another layout by default."""
+        return self.train_targets, None
+
+    def _restore_targets_and_noise(self, Y: Tensor, Yvar: Tensor | None, strict: bool) -> None:
+        self.set_train_data(targets=Y, strict=strict)
+        self._solver_cache = None
+
+    def load_state_dict(self, state_dict, strict: bool = True, keep_transforms: bool = True,
+                        assign: bool = False) -> None:
+        """BoTorch's ``load_state_dict`` (transforms kept by default); drops the solver cache."""
+        super().load_state_dict(state_dict, strict=strict, keep_transforms=keep_transforms,
+                                assign=assign)
+        self._solver_cache = None
+
     @abstractmethod
     def _build_solver(self) -> MultiTaskSolver:
         """The posterior solver for the current data and hyperparameters (no caching)."""

@@ -44,6 +44,11 @@ def _check_epsilon_delta(epsilon: float, delta: float) -> None:
         raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
 
 
+#: Buffers holding the dictionary state: D_t, its probabilities, the variances it was drawn
+#: from and the Theorem-3 log-det sum (their sizes change from round to round).
+_STATE_BUFFERS = ("_dict_indices", "_dict_probs", "_previous_variances", "_log_det_sum")
+
+
 class NystromMultiTaskGP(MultiTaskGPBase):
     r"""MT-BKB: multi-task GP with a Nyström embedding on a variance-sampled dictionary.
 
@@ -186,6 +191,9 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         with torch.no_grad():
             X = self._transformed_train_X()
             variances, log_dets = self._cold_start(X)
+        # the dictionary state is part of the model's state (state_dict, .to, deepcopy)
+        for name in _STATE_BUFFERS:
+            self.register_buffer(name, None)
         self._previous_variances = variances
         self._log_det_sum = log_dets.sum()
         self._draw_dictionary()
@@ -243,6 +251,15 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         (where η lives).
         """
         return self._log_det_sum
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        """Resize the dictionary buffers to the stored ones before loading (sizes vary)."""
+        for name in _STATE_BUFFERS:
+            stored = state_dict.get(prefix + name)
+            if stored is not None:
+                setattr(self, name, torch.empty_like(stored, device=self._log_det_sum.device))
+        self._solver_cache = None
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def resample_dictionary(self) -> None:
         """Redraw D_t from the stored previous variances (e.g. after fitting hyperparameters)."""
