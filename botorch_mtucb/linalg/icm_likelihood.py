@@ -102,7 +102,7 @@ class ICMInvQuadLogdet(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, K: Tensor, B: Tensor, eta: Tensor, r: Tensor) -> tuple[Tensor, Tensor]:
-        out_dtype = r.dtype
+        out_dtype = torch.promote_types(torch.promote_types(K.dtype, B.dtype), r.dtype)
         wd = torch.float64
         t, n = K.shape[-1], B.shape[-1]
         K64, B64 = K.to(wd), B.to(wd)
