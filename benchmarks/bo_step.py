@@ -126,8 +126,9 @@ def package_model(p: dict) -> ExactMultiTaskGP:
     k = RBFKernel(ard_num_dims=D).to(DT)
     k.lengthscale = p["ls"]
     kernel = ICMKernel(k, num_tasks=p["Y"].shape[-1], task_covar=p["B"])
+    n = p["Y"].shape[-1]
     model = ExactMultiTaskGP(
-        p["X"], p["Y"], covar_module=kernel, noise=ETA, outcome_transform=Standardize(m=p["Y"].shape[-1])
+        p["X"], p["Y"], covar_module=kernel, noise=ETA, outcome_transform=Standardize(m=n)
     ).eval()
     for prm in model.parameters():
         prm.requires_grad_(False)
@@ -226,8 +227,8 @@ def main() -> None:
                 f"t={t:4d} n={n:2d} {kind:9s}  package {row['package_s'] * 1e3:7.1f} ms  "
                 f"minimal {row['minimal_s'] * 1e3:7.1f} ms  ratio {row['ratio']:.2f}  "
                 f"per-eval ratio {row['ratio_per_eval']:.2f}  evals {row['package_evals']:.0f}/"
-                f"{row['minimal_evals']:.0f}  same x* {same}  agree {agree['max_rel_value_diff']:.1e}"
-                f"/{agree['max_rel_grad_diff']:.1e}",
+                f"{row['minimal_evals']:.0f}  same x* {same}  agree "
+                f"{agree['max_rel_value_diff']:.1e}/{agree['max_rel_grad_diff']:.1e}",
                 flush=True,
             )
     out = Path(args.out)
