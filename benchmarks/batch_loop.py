@@ -70,8 +70,8 @@ def run_trial(seed: int, q: int, inflation, evals: int) -> dict:
     avg = r.cumsum(0) / torch.arange(1, r.numel() + 1)
     return {
         "seed": seed,
-        "avg_regret_by_eval": avg.tolist(),
-        "avg_regret_by_round": avg[q - 1::q].tolist(),  # R_C(t)/t at the end of each round
+        "avg_regret_by_eval": [round(v, 6) for v in avg.tolist()],
+        "avg_regret_by_round": [round(v, 6) for v in avg[q - 1::q].tolist()],  # R_C(t)/t at the end of each round
         "wall_s": time.perf_counter() - t0,
     }
 
@@ -124,7 +124,7 @@ def main() -> None:
             )
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
+    path.write_text(json.dumps(out))
     _plot(out, path.with_suffix(".png"))
     print(f"wrote {path} and {path.with_suffix('.png')}")
 

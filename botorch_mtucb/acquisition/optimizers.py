@@ -1,0 +1,93 @@
+"""The per-round maximisers of :func:`botorch_mtucb.loop.run_bo_loop` (step 3 of Algorithm 1).
+
+* :class:`BoxOptimizer` — ``optimize_acqf`` (multi-start L-BFGS-B) on a box;
+* :class:`FiniteArmOptimizer` — the exact argmax over a finite arm set.
+
+Both return one point (``q = 1``); the loop builds batches point by point with pending points
+(GP-BUCB, :mod:`botorch_mtucb.acquisition.pending`). Also importable from
+:mod:`botorch_mtucb.loop`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botorch.acquisition import AcquisitionFunction
+from botorch.optim import optimize_acqf, optimize_acqf_discrete
+from torch import Tensor
+
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["BoxOptimizer", "FiniteArmOptimizer"]
+
+
+class BoxOptimizer:
+    """x_t = argmax over a box with BoTorch's ``optimize_acqf`` (multi-start L-BFGS-B)."""
+
+    def __init__(
+        self,
+        bounds: Tensor,
+        num_restarts: int = 10,
+        raw_samples: int = 512,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        Args:
+            bounds: ``2 x d`` lower/upper bounds.
+            num_restarts: Number of L-BFGS-B starts.
+            raw_samples: Number of raw (Sobol) samples to pick the starts from.
+            seed: Base seed for the raw samples (incremented at each call), for reproducible
+                runs; ``None`` uses torch's global RNG.
+            options: Extra ``optimize_acqf`` options.
+        """
+        check_finite(bounds, "bounds")
+        if bounds.dim() != 2 or bounds.shape[0] != 2 or (bounds[0] >= bounds[1]).any():
+            raise ValueError(
+                f"`bounds` must be 2 x d with lower < upper, got shape {tuple(bounds.shape)}."
+            )
+        self.bounds = bounds.clone()
+        self.num_restarts = num_restarts
+        self.raw_samples = raw_samples
+        self.seed = seed
+        self.options = dict(options or {})
+        self._calls = 0
+
+    def __call__(self, acqf: AcquisitionFunction) -> Tensor:
+        """Return the ``1 x d`` maximiser found."""
+        options = dict(self.options)
+        if self.seed is not None:
+            options["seed"] = self.seed + self._calls
+        self._calls += 1
+        cand, _ = optimize_acqf(
+            acqf,
+            bounds=self.bounds,
+            q=1,
+            num_restarts=self.num_restarts,
+            raw_samples=self.raw_samples,
+            options=options,
+        )
+        return cand.detach()
+
+
+class FiniteArmOptimizer:
+    """x_t = exact argmax over a finite arm set (``optimize_acqf_discrete``, first on ties)."""
+
+    def __init__(self, choices: Tensor, max_batch_size: int = 2048) -> None:
+        """
+        Args:
+            choices: ``A x d`` arms.
+            max_batch_size: Arms evaluated per acquisition call.
+        """
+        check_finite(choices, "choices")
+        if choices.dim() != 2 or choices.shape[0] == 0:
+            raise ValueError(f"`choices` must be a non-empty A x d tensor, got {choices.shape}.")
+        self.choices = choices.clone()
+        self.max_batch_size = max_batch_size
+
+    def __call__(self, acqf: AcquisitionFunction) -> Tensor:
+        """Return the ``1 x d`` best arm."""
+        cand, _ = optimize_acqf_discrete(
+            acqf, q=1, choices=self.choices, max_batch_size=self.max_batch_size
+        )
+        return cand.detach()

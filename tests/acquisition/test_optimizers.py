@@ -1,0 +1,40 @@
+"""The loop's maximisers: exact argmax on arms, seeded multi-start on a box, input checks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from botorch.acquisition import AcquisitionFunction
+
+from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimizer
+
+DT = torch.float64
+
+
+class _Quadratic(AcquisitionFunction):
+    """−‖x − c‖² (q = 1), maximised at c."""
+
+    def __init__(self, c: torch.Tensor) -> None:
+        super().__init__(model=None)
+        self.c = c
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return -((X[..., 0, :] - self.c) ** 2).sum(-1)
+
+
+def test_finite_arms_give_the_exact_argmax_and_box_finds_the_optimum():
+    c = torch.tensor([0.3, 0.7], dtype=DT)
+    arms = torch.rand(50, 2, generator=torch.Generator().manual_seed(0), dtype=DT)
+    best = arms[((arms - c) ** 2).sum(-1).argmin()]
+    torch.testing.assert_close(FiniteArmOptimizer(arms)(_Quadratic(c))[0], best)
+    box = BoxOptimizer(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT), num_restarts=2,
+                       raw_samples=16, seed=3)
+    x = box(_Quadratic(c))
+    assert x.shape == (1, 2) and torch.allclose(x[0], c, atol=1e-4)
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="bounds"):
+        BoxOptimizer(torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT))
+    with pytest.raises(ValueError, match="choices"):
+        FiniteArmOptimizer(torch.empty(0, 2, dtype=DT))
