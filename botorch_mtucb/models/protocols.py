@@ -6,25 +6,25 @@ attributes with ``getattr``. Any BoTorch model that offers the methods qualifies
 not it comes from this package; models without them take the generic BoTorch path
 (``model.posterior``) where one exists.
 
-=========================  ============================================  ======================
-protocol                   what it gives                                 implemented by
-=========================  ============================================  ======================
-TaskPosteriorModel         μ(x) and the n x n block Γ_t(x, x)            ExactMultiTaskGP,
-                                                                         NystromMultiTaskGP
-InformationGainModel       ½ log det(I + η⁻¹ G_t) (Lemma 4)              ExactMultiTaskGP,
-                                                                         NystromMultiTaskGP
-RegularisedModel           the regulariser η (λ in paper 001)            all four models
-NystromRadiusModel         ε, δ and Σ_s log det(I + η⁻¹ Γ̃_{s−1})         NystromMultiTaskGP
-                           (Theorem 3)
-DictionaryModel            the dictionary size m_t                       NystromMultiTaskGP,
-                                                                         AdaptiveTruncationGP
-MarginalMomentsModel       marginal mean and variance, no posterior      TruncatedGP,
-                           object                                        AdaptiveTruncationGP
-WidthScheduleModel         the next round's width β_{t+1}                TruncatedGP,
-                                                                         AdaptiveTruncationGP
-ProjectedTaskPosteriorModel  μ(x) and wᵀ Γ_t(x, x) w along directions W    ExactMultiTaskGP,
-                           (no n x n blocks; paper 000 App. B.1)         NystromMultiTaskGP
-=========================  ============================================  ======================
+=============================  ============================================  ======================
+protocol                       what it gives                                 implemented by
+=============================  ============================================  ======================
+TaskPosteriorModel             μ(x) and the n x n block Γ_t(x, x)            ExactMultiTaskGP,
+                                                                             NystromMultiTaskGP
+InformationGainModel           ½ log det(I + η⁻¹ G_t) (Lemma 4)              ExactMultiTaskGP,
+                                                                             NystromMultiTaskGP
+RegularisedModel               the regulariser η (λ in paper 001)            all four models
+NystromRadiusModel             ε, δ and Σ_s log det(I + η⁻¹ Γ̃_{s−1})         NystromMultiTaskGP
+                               (Theorem 3)
+DictionaryModel                the dictionary size m_t                       NystromMultiTaskGP,
+                                                                             AdaptiveTruncationGP
+MarginalMomentsModel           marginal mean and variance, no posterior      TruncatedGP,
+                               object                                        AdaptiveTruncationGP
+WidthScheduleModel             the next round's width β_{t+1}                TruncatedGP,
+                                                                             AdaptiveTruncationGP
+ProjectedTaskPosteriorModel    μ(x) and wᵀ Γ_t(x, x) w along directions W    ExactMultiTaskGP,
+                               (no n x n blocks; paper 000 App. B.1)         NystromMultiTaskGP
+=============================  ============================================  ======================
 """
 
 from __future__ import annotations
