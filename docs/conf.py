@@ -106,6 +106,7 @@ templates_path: list[str] = []
 
 # -- Autodoc / napoleon (Google-style docstrings with shapes and unicode math) ------------
 autodoc_member_order = "bysource"
+autoclass_content = "both"  # the class docstring, then __init__'s (where the Args are)
 autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented"
 autodoc_inherit_docstrings = False  # inherited BoTorch/GPyTorch docstrings are not ours
