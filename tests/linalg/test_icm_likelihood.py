@@ -130,15 +130,22 @@ def test_closed_form_gradient_is_finite_for_clustered_eigenvalues():
     assert (a < 1e-10).sum() > 10  # a cluster of numerically zero (clamped) eigenvalues
 
 
-def test_eigenvalue_clamping_of_indefinite_round_off():
-    K = torch.ones(4, 4, dtype=DT) - 1e-14 * torch.eye(4, dtype=DT)  # eigenvalues -1e-14, 4
+def test_eigenvalues_are_clamped_at_zero():
+    """K with eigenvalues −η (x3) and 4 − η: unclamped, Λ = aξ + η would vanish."""
+    eta = 1e-6
+    K = torch.ones(4, 4, dtype=DT) - eta * torch.eye(4, dtype=DT)
     B = torch.eye(2, dtype=DT)
-    r = torch.ones(8, dtype=DT)
-    quad, logdet = icm_inv_quad_logdet(K, B, 1e-3, r)
-    Kc = torch.ones(4, 4, dtype=DT)
-    rq, rl = _dense_quad_logdet(Kc, B, torch.tensor(1e-3, dtype=DT), r)
+    r = torch.arange(8, dtype=DT)
+    Kg = K.clone().requires_grad_(True)
+    quad, logdet = icm_inv_quad_logdet(Kg, B, eta, r)
+    (gK,) = torch.autograd.grad(quad + logdet, Kg)
+    Kc = (4 - eta) * torch.ones(4, 4, dtype=DT) / 4  # K with its eigenvalues clamped at 0
+    Kc.requires_grad_(True)
+    rq, rl = _dense_quad_logdet(Kc, B, torch.tensor(eta, dtype=DT), r)
+    (gc,) = torch.autograd.grad(rq + rl, Kc)
     torch.testing.assert_close(quad, rq, rtol=1e-9, atol=0.0)
     torch.testing.assert_close(logdet, rl, rtol=1e-9, atol=0.0)
+    torch.testing.assert_close(gK, gc, rtol=1e-7, atol=1e-6)
 
 
 def test_float32_is_computed_in_float64_internally():
