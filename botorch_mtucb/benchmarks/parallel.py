@@ -4,14 +4,16 @@ Common random numbers make every unit independent: unit (k, algorithm) builds tr
 problem instance from its trial seed and runs :func:`~.runner.run_trial`, whose random streams
 are all seeded from that trial seed (see :mod:`.runner`). So the units can run in any order,
 on any machine, and give the same trial record as a serial run (the per-round wall times
-aside). The engines are :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn``
-context (``run --workers N``) and Dask distributed (``run --scheduler ADDRESS``; install with
-``pip install botorch-mtucb[dask]``). Results come back to the calling process, which writes
-every file, so Dask workers need neither a shared file system nor write access.
+aside). The engines are :class:`concurrent.futures.ProcessPoolExecutor` with the
+``forkserver`` context, or ``spawn`` where there is none (``run --workers N``), and Dask
+distributed (``run --scheduler ADDRESS``; install with ``pip install botorch-mtucb[dask]``).
+Results come back to the calling process, which writes every file, so Dask workers need
+neither a shared file system nor write access.
 
 Within one process units are serialised by a lock (``run_trial`` seeds torch's global
-generator), so a Dask worker with several threads is still deterministic, just not faster:
-start Dask workers with one thread each (``dask worker ADDRESS --nthreads 1 --nworkers N``).
+generator and sets warning filters), so a Dask worker with several threads stays
+deterministic, just not faster: start Dask workers with one thread each
+(``dask worker ADDRESS --nthreads 1 --nworkers N``).
 """
 
 from __future__ import annotations
@@ -135,8 +137,8 @@ def execute(
     if scheduler is not None:
         _execute_dask(units, on_result, scheduler)
     elif workers:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(units)), mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=min(workers, len(units)),
+                                 mp_context=_context()) as pool:
             futures = [pool.submit(run_unit, u) for u in units]
             try:
                 for fut in as_completed(futures):
@@ -158,6 +160,17 @@ def require_distributed() -> Any:
             "`--scheduler` needs Dask distributed: pip install 'botorch-mtucb[dask]'."
         ) from err
     return distributed
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """``forkserver`` with this package preloaded (workers fork from one process that has
+    imported torch and BoTorch once) where available, else ``spawn``; never plain ``fork``
+    (unsafe in a process that may already run threads)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["botorch_mtucb.benchmarks.runner"])
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
 def _execute_dask(
