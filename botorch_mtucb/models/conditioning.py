@@ -35,7 +35,7 @@ class ConditionedSolver(MultiTaskSolver):
         X1: ``batch x m x d`` appended inputs (input-transformed, the base's dtype).
         resid1: ``batch' x m x n`` appended targets minus the prior mean (``batch'`` may have
             leading fantasy dimensions in front of ``batch``).
-        noise: η (0-dim tensor).
+        noise: η (0-dim tensor), or ``batch x m x n`` noise variances of the new rows.
     """
 
     def __init__(self, base: MultiTaskSolver, X1: Tensor, resid1: Tensor, noise: Tensor) -> None:
@@ -44,8 +44,12 @@ class ConditionedSolver(MultiTaskSolver):
         self.num_tasks = n = base.num_tasks
         m = X1.shape[-2]
         mean1, cov11 = base.predict(X1, full_cov=True)  # batch x m x n, batch x mn x mn
-        eye = torch.eye(m * n, dtype=cov11.dtype, device=cov11.device)
-        self.factor = CholeskyFactor.from_matrix(cov11 + noise * eye)
+        if noise.dim() == 0:
+            cov11 = cov11 + noise * torch.eye(m * n, dtype=cov11.dtype, device=cov11.device)
+        else:  # batch x m x n variances, interleaved on the diagonal
+            diag = noise.expand(*noise.shape[:-2], m, n).reshape(*noise.shape[:-2], m * n)
+            cov11 = cov11 + torch.diag_embed(diag)
+        self.factor = CholeskyFactor.from_matrix(cov11)
         batch = torch.broadcast_shapes(resid1.shape[:-2], mean1.shape[:-2])
         e = (resid1 - mean1).expand(*batch, m, n).reshape(*batch, m * n, 1)
         self.coef = self.factor.solve(e)  # batch' x mn x 1 (cholesky_solve broadcasts)
@@ -75,6 +79,7 @@ class ConditionedSolver(MultiTaskSolver):
     def information_gain(self) -> Tensor:
         """The base's gain plus ½ log det(I + η⁻¹ Γ_t(X_1, X_1)) (Lemma 4's chain rule)."""
         mn = self.factor.size
-        return self.base.information_gain() + 0.5 * (
-            self.factor.logdet() - mn * torch.log(self.noise)
-        )
+        log_noise = mn * torch.log(self.noise) if self.noise.dim() == 0 else torch.log(
+            self.noise).expand(*self.noise.shape[:-2], mn // self.num_tasks,
+                               self.num_tasks).sum((-1, -2))
+        return self.base.information_gain() + 0.5 * (self.factor.logdet() - log_noise)

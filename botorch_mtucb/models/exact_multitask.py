@@ -59,6 +59,7 @@ class ExactMultiTaskGP(MultiTaskGPBase):
         input_transform: InputTransform | None = None,
         outcome_transform: OutcomeTransform | None = None,
         mean_module: Mean | None = None,
+        train_Yvar: Tensor | None = None,
     ) -> None:
         """
         Args:
@@ -73,6 +74,12 @@ class ExactMultiTaskGP(MultiTaskGPBase):
             outcome_transform: BoTorch outcome transform (e.g. ``Standardize(m=n)``).
             mean_module: Prior mean; zero by default (the paper's estimator). A scalar
                 ``Mean`` is shared by all tasks; a ``MultitaskMean`` is used as is.
+            train_Yvar: Known ``N x n`` noise variances of ``train_Y`` (replaces ``noise``).
+                The ICM eigen identity needs one shared η, so heteroscedastic known noise
+                takes the generic ``nt x nt`` Cholesky path; constant ``train_Yvar`` keeps the
+                fast path. ``noise`` then reads their average, and ``observation_noise=True``
+                adds each task's average variance. New rows need ``noise`` in
+                ``condition_on_observations``.
         """
         super().__init__(
             train_X,
@@ -83,12 +90,13 @@ class ExactMultiTaskGP(MultiTaskGPBase):
             input_transform=input_transform,
             outcome_transform=outcome_transform,
             mean_module=mean_module,
+            train_Yvar=train_Yvar,
         )
 
     def _build_solver(self) -> MultiTaskSolver:
         kernel, X, resid, noise = self._solver_inputs(*self._base_train_data())
         icm = kernel.icm_components()
-        if icm is not None:
+        if icm is not None and noise.dim() == 0:  # the eigen identity needs one η
             k, B = icm
             return ICMSolver(k, B, X, resid, noise)
         return DenseSolver(kernel, X, resid, noise)

@@ -28,6 +28,7 @@ from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.linalg.precision import working_dtype
 from botorch_mtucb.models.conditioning import ConditionedSolver
+from botorch_mtucb.models.likelihoods import FixedNoiseMultitaskGaussianLikelihood
 from botorch_mtucb.models.multitask_utils import (
     ZeroMultitaskMean,
     joint_task_mvn,
@@ -73,9 +74,19 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         input_transform: InputTransform | None = None,
         outcome_transform: OutcomeTransform | None = None,
         mean_module: Mean | None = None,
+        train_Yvar: Tensor | None = None,
     ) -> None:
         """Validate the data and build the GPyTorch parts (see the subclasses' arguments)."""
         validate_train_data(train_X, train_Y)
+        if train_Yvar is not None:
+            check_finite(train_Yvar, "train_Yvar")
+            if train_Yvar.shape != train_Y.shape or not bool((train_Yvar > 0).all()):
+                raise ValueError(
+                    "`train_Yvar` must hold positive noise variances of the shape of `train_Y` "
+                    f"{tuple(train_Y.shape)}, got shape {tuple(train_Yvar.shape)}."
+                )
+            if learn_noise:
+                raise ValueError("`learn_noise=True` contradicts a known `train_Yvar`.")
         noise_t = torch.as_tensor(noise, dtype=train_X.dtype, device=train_X.device)
         if noise_t.numel() != 1 or not torch.isfinite(noise_t) or noise_t.item() <= 0:
             raise ValueError(f"`noise` (η) must be a positive finite scalar, got {noise!r}.")
@@ -85,7 +96,7 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
             transformed_X = self.transform_inputs(X=train_X, input_transform=input_transform)
         if outcome_transform is not None:
             outcome_transform.train()
-            train_Y, _ = outcome_transform(train_Y, X=transformed_X)
+            train_Y, train_Yvar = outcome_transform(train_Y, train_Yvar, X=transformed_X)
         if covar_module is None:
             covar_module = ICMKernel(
                 get_covar_module_with_dim_scaled_prior(ard_num_dims=transformed_X.shape[-1]),
@@ -105,13 +116,17 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         self._num_outputs = n
         self._input_batch_shape = torch.Size()
         self._aug_batch_shape = torch.Size()
-        likelihood = MultitaskGaussianLikelihood(
-            num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
-            noise_constraint=GreaterThan(1e-9),
-        )
+        if train_Yvar is None:
+            likelihood = MultitaskGaussianLikelihood(
+                num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
+                noise_constraint=GreaterThan(1e-9),
+            )
+        else:
+            likelihood = FixedNoiseMultitaskGaussianLikelihood(train_Yvar)
         ExactGP.__init__(self, train_X, train_Y, likelihood)
-        self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
-        self.likelihood.raw_noise.requires_grad_(learn_noise)
+        if train_Yvar is None:
+            self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
+            self.likelihood.raw_noise.requires_grad_(learn_noise)
         self.learn_noise = learn_noise
         self._zero_mean = mean_module is None  # the paper's estimator: skip adding zeros
         if mean_module is None:
@@ -125,11 +140,12 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         if outcome_transform is not None:
             self.outcome_transform = outcome_transform
         self._solver_cache: tuple[tuple, MultiTaskSolver] | None = None
-        # batched blocks (fantasies) this model was conditioned on, as (X, Y) transformed
-        self._conditioned_blocks: list[tuple[Tensor, Tensor]] = []
+        # batched blocks (fantasies) this model was conditioned on: (X, Y, noise), transformed
+        self._conditioned_blocks: list[tuple[Tensor, Tensor, Tensor | None]] = []
         self._d = d
         self.to(train_X)
-        self.likelihood.noise = noise_t.reshape(1)
+        if train_Yvar is None:
+            self.likelihood.noise = noise_t.reshape(1)
 
     # ------------------------------------------------------------------ GPyTorch
     def forward(self, x: Tensor) -> MultitaskMultivariateNormal:
@@ -146,9 +162,37 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
 
     # ------------------------------------------------------------------ properties
     @property
+    def known_noise(self) -> bool:
+        """Whether the noise variances are given per observation (``train_Yvar``)."""
+        return isinstance(self.likelihood, FixedNoiseMultitaskGaussianLikelihood)
+
+    @property
     def noise(self) -> Tensor:
-        """The regulariser η (a scalar tensor, in the outcome-transformed space)."""
+        """The regulariser η (a scalar tensor, in the outcome-transformed space).
+
+        With known noise (``train_Yvar``) the average of the noise variances.
+        """
+        if self.known_noise:
+            return self.likelihood.noise.mean()
         return self.likelihood.noise.reshape(())
+
+    def _noise_diagonal(self, rows: int) -> Tensor:
+        """The noise of the first ``rows`` training rows: η (0-dim) when homoscedastic, else
+        the interleaved ``rows·n`` variances (constant known noise keeps the fast path)."""
+        if not self.known_noise:
+            return self.noise
+        Yvar = self.likelihood.noise
+        Yvar = Yvar[(0,) * (Yvar.dim() - 2)][:rows]
+        if bool((Yvar == Yvar.reshape(-1)[0]).all()):
+            return Yvar.reshape(-1)[0]
+        return Yvar.reshape(-1)
+
+    def _observation_noise(self, mean: Tensor, observation_noise: bool | Tensor) -> bool | Tensor:
+        """``observation_noise=True`` of a known-noise model: each task's average variance."""
+        if observation_noise is True and self.known_noise:
+            Yvar = self.likelihood.noise
+            return Yvar.reshape(-1, Yvar.shape[-1]).mean(0).expand(mean.shape)
+        return observation_noise
 
     @property
     def num_tasks(self) -> int:
@@ -201,7 +245,7 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         X, resid = self.train_inputs[0], self._train_resid()
         if not self._conditioned_blocks:
             return X, resid
-        m = sum(Xb.shape[-2] for Xb, _ in self._conditioned_blocks)
+        m = sum(block[0].shape[-2] for block in self._conditioned_blocks)
         first = (0,) * (X.dim() - 2)
         return X[first][:-m], resid[first][:-m]
 
@@ -214,7 +258,8 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
             return X.dtype
         with torch.no_grad():
             trace = dense(self.covar_module.forward(X, X, diag=True)).sum(-1).max()
-            kappa = float((trace + self.noise) / self.noise)
+            eta = self._noise_diagonal(X.shape[-2]).min()
+            kappa = float((trace + eta) / eta)
         return working_dtype(X.dtype, kappa, f"{type(self).__name__}'s posterior")
 
     def _solver_inputs(
@@ -222,7 +267,7 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
     ) -> tuple[MultiTaskKernel, Tensor, Tensor, Tensor]:
         """Kernel, training inputs, residuals and η in the working dtype of the factorisation."""
         resid = self._train_resid() if resid is None else resid
-        noise = self.noise
+        noise = self._noise_diagonal(X.shape[-2])
         cdt = self._working_dtype(X)
         kernel = self.covar_module
         if cdt != X.dtype:  # a float64 copy of the kernel: accurate, no hyperparameter grads
@@ -265,8 +310,8 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         if not self._cache_valid(key):
             with torch.no_grad() if gpt_settings.detach_test_caches.on() else nullcontext():
                 solver = self._build_solver()
-            for Xb, Yb in self._conditioned_blocks:  # a fantasy model: replay its updates
-                solver = self._update_solver(solver, Xb, Yb)
+            for block in self._conditioned_blocks:  # a fantasy model: replay its updates
+                solver = self._update_solver(solver, *block)
             self._solver_cache = (key, solver)  # ``key`` holds fresh tensors (torch.cat)
         return self._solver_cache[1]
 
@@ -315,6 +360,7 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         X = self.transform_inputs(self._check_X(X))
         mean, cov = self._predict(X, full_cov=True)
         mean = self._prior_mean(X, mean)
+        observation_noise = self._observation_noise(mean, observation_noise)
         mvn = joint_task_mvn(mean, cov, self.noise, observation_noise, output_indices)
         posterior = GPyTorchPosterior(distribution=mvn)
         if hasattr(self, "outcome_transform"):
@@ -416,34 +462,66 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         hyperparameters. Subclasses customise the last step through
         :meth:`_after_conditioning`.
 
+        Batched ``X: batch_shape x m x d`` and ``Y: batch_shape' x m x n`` (e.g. BoTorch's
+        ``fantasize``, with ``batch_shape' = num_fantasies x batch_shape``) give a model of
+        batch shape ``batch_shape'``: a Gaussian update of this posterior
+        (:class:`~botorch_mtucb.models.conditioning.ConditionedSolver`).
+
         Args:
-            X: ``m x d`` new inputs.
-            Y: ``m x n`` new observations (original outcome scale).
-            noise: Not supported (η is homoscedastic); must be ``None``.
+            X: ``[batch_shape x] m x d`` new inputs.
+            Y: ``[batch_shape' x] m x n`` new observations (original outcome scale).
+            noise: Noise variances of the new observations, shaped like ``Y`` and, as in
+                BoTorch, already outcome-transformed. Required for a model with known noise
+                (``train_Yvar``); for a batched update of a homoscedastic model it replaces η;
+                otherwise it must be ``None`` (η is shared).
         """
         self._check_new_observations(X, Y, noise)
         old_solver = self.solver()  # eval mode: train_inputs are transformed
         new, Xt, Yt = self._appended_copy(X, Y)
         if X.dim() == 2 and Y.dim() == 2 and not self._conditioned_blocks:
+            if self.known_noise:  # the new rows' variances join the likelihood; rebuild lazily
+                new.likelihood.noise = torch.cat([self.likelihood.noise, noise.to(Yt)], dim=-2)
+                return new
             self._after_conditioning(new, old_solver, Xt)
             return new
         # batched (fantasies): a Gaussian update of this posterior, no rebuild
-        new._conditioned_blocks = [*self._conditioned_blocks, (Xt, Yt)]
+        new._conditioned_blocks = [*self._conditioned_blocks, (Xt, Yt, noise)]
         new._input_batch_shape = new.train_targets.shape[:-2]
-        new._solver_cache = (new._cache_key(), self._update_solver(old_solver, Xt, Yt))
+        new._solver_cache = (new._cache_key(), self._update_solver(old_solver, Xt, Yt, noise))
         return new
 
-    def _update_solver(self, solver: MultiTaskSolver, Xt: Tensor, Yt: Tensor) -> MultiTaskSolver:
-        """:class:`ConditionedSolver` of ``solver`` on a batched block (the solver's dtype)."""
+    def _update_solver(
+        self, solver: MultiTaskSolver, Xt: Tensor, Yt: Tensor, noise: Tensor | None
+    ) -> MultiTaskSolver:
+        """:class:`ConditionedSolver` of ``solver`` on a batched block (the solver's dtype).
+
+        ``noise`` (``batch_shape x m x n``, outcome-transformed) defaults to η, or for a
+        known-noise model to each task's average training variance.
+        """
         cdt = solver.dtype
         resid = Yt if self._zero_mean else Yt - self.mean_module(Xt)
+        if noise is None:
+            noise = self._observation_noise(Yt, True) if self.known_noise else self.noise
         with torch.no_grad() if gpt_settings.detach_test_caches.on() else nullcontext():
-            return ConditionedSolver(solver, Xt.to(cdt), resid.to(cdt), self.noise.to(cdt))
+            return ConditionedSolver(solver, Xt.to(cdt), resid.to(cdt), noise.to(cdt))
 
     def _check_new_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
+        batched = X.dim() > 2 or Y.dim() > 2
         if noise is not None:
-            raise NotImplementedError("Per-observation `noise` is not supported; η is shared.")
-        if X.dim() == 2 and Y.dim() == 2:
+            check_finite(noise, "noise")
+            if noise.shape[-1] != Y.shape[-1] or not bool((noise > 0).all()):
+                raise ValueError(
+                    "`noise` must hold positive variances with one column per task, got shape "
+                    f"{tuple(noise.shape)}."
+                )
+            if not (batched or self.known_noise):
+                raise NotImplementedError(
+                    "Per-observation `noise` needs a model built with `train_Yvar`: this "
+                    "model's noise η is shared by all observations."
+                )
+        elif self.known_noise and not batched:
+            raise ValueError("A model with known noise (`train_Yvar`) needs `noise` for new rows.")
+        if not batched:
             validate_train_data(X, Y, names=("X", "Y"))
         else:
             check_finite(X, "X")

@@ -142,8 +142,7 @@ class DenseSolver(MultiTaskSolver):
         t = train_X.shape[-2]
         if chol is None:
             G = dense(kernel.forward(train_X, train_X))
-            G = G + noise * torch.eye(n * t, dtype=G.dtype, device=G.device)
-            chol = CholeskyFactor.from_matrix(G)
+            chol = CholeskyFactor.from_matrix(G + _noise_matrix(noise, n * t, G))
         elif not isinstance(chol, CholeskyFactor):
             chol = CholeskyFactor(chol)
         self.factor = chol
@@ -172,15 +171,27 @@ class DenseSolver(MultiTaskSolver):
         return mean, prior - v.transpose(-1, -2) @ v
 
     def information_gain(self) -> Tensor:
+        """½ log det(I + N^{-1/2} G_t N^{-1/2}) with N = ηI or the known noise diagonal."""
         nt = self.factor.size
-        return 0.5 * (self.factor.logdet() - nt * torch.log(self.noise))
+        log_noise = nt * torch.log(self.noise) if self.noise.dim() == 0 else torch.log(
+            self.noise).sum(-1)
+        return 0.5 * (self.factor.logdet() - log_noise)
 
     def extend(self, new_X: Tensor, train_X: Tensor, train_resid: Tensor) -> DenseSolver:
         """Solver with ``new_X`` appended: one block row of the Cholesky factor."""
         C = dense(self.kernel.forward(self.train_X, new_X))  # tn x mn
         D = dense(self.kernel.forward(new_X, new_X))
-        D = D + self.noise * torch.eye(D.shape[-1], dtype=D.dtype, device=D.device)
+        if self.noise.dim() > 0:
+            raise NotImplementedError("Extending a known-noise solver needs the new variances.")
+        D = D + _noise_matrix(self.noise, D.shape[-1], D)
         return DenseSolver(self.kernel, train_X, train_resid, self.noise, self.factor.extend(C, D))
+
+
+def _noise_matrix(noise: Tensor, size: int, like: Tensor) -> Tensor:
+    """``ηI`` for a 0-dim η, ``diag(noise)`` for a vector of ``size`` variances."""
+    if noise.dim() == 0:
+        return noise * torch.eye(size, dtype=like.dtype, device=like.device)
+    return torch.diag_embed(noise)
 
 
 class ICMSolver(MultiTaskSolver):
