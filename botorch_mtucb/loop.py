@@ -33,6 +33,7 @@ ascent of the true objective inside ``regret_bounds``
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -93,18 +94,11 @@ class RoundRecord:
     batch: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict (tensors become lists)."""
-        return {
-            "t": self.t,
-            "x": self.x.tolist(),
-            "y": self.y.tolist(),
-            "weights": None if self.weights is None else self.weights.tolist(),
-            "regret": self.regret,
-            "beta": self.beta,
-            "wall_time": self.wall_time,
-            "dictionary_size": self.dictionary_size,
-            "batch": self.batch,
-        }
+        """JSON-able dict (tensors become lists), keys in field order."""
+        out = dict(self.__dict__)
+        for key in ("x", "y", "weights"):
+            out[key] = None if out[key] is None else out[key].tolist()
+        return out
 
 
 @dataclass
@@ -306,6 +300,13 @@ def run_bo_loop(
             if j > 0:
                 _set_pending(acqf, torch.cat([p[0] for p in points]))
             x = optimizer(acqf).reshape(1, -1).to(X_all)
+            if j > 0 and any(torch.equal(x, p[0]) for p in points):
+                warnings.warn(
+                    f"Point {j + 1} of round {t} repeats an earlier point of the round: does "
+                    f"{type(acqf).__name__} use its pending points (set_X_pending, GP-BUCB)?",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             points.append((x, scal, acqf, time.perf_counter() - start))
         start = time.perf_counter()
         X_round = torch.cat([p[0] for p in points])

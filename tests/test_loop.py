@@ -304,3 +304,20 @@ def test_batch_loop_refuses_acquisitions_without_pending_points():
     with pytest.raises(ValueError, match="batch size"):
         run_bo_loop(lambda X: prob.f(X)[:, :1], X0, 1, lambda X, Y: SingleTaskGP(X, Y), factory,
                     FiniteArmOptimizer(prob.grid), q=0)
+
+
+def test_batch_loop_warns_when_the_acquisition_ignores_pending_points():
+    from botorch.acquisition import AcquisitionFunction
+
+    class IgnoresPending(AcquisitionFunction):  # base set_X_pending: stored, never used
+        def __init__(self) -> None:
+            super().__init__(model=None)
+
+        def forward(self, X):
+            return -(X[..., 0, 0] - 0.5) ** 2
+
+    grid = torch.linspace(0, 1, 11, dtype=DT).unsqueeze(-1)
+    with pytest.warns(RuntimeWarning, match="repeats an earlier point"):
+        run_bo_loop(lambda X: X.sin(), grid[:1], 1, lambda X, Y: None,
+                    lambda model, s: IgnoresPending(), FiniteArmOptimizer(grid),
+                    update=lambda model, X, Y: None, q=2)

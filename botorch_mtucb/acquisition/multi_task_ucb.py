@@ -82,7 +82,11 @@ from botorch_mtucb.acquisition.pending import (
     resolve_inflation,
 )
 from botorch_mtucb.acquisition.scalarization import Scalarization, project_covariance
-from botorch_mtucb.models.protocols import ProjectedTaskPosteriorModel, TaskPosteriorModel
+from botorch_mtucb.models.protocols import (
+    InformationGainModel,
+    ProjectedTaskPosteriorModel,
+    TaskPosteriorModel,
+)
 
 __all__ = ["ScalarizedMultiTaskUCB", "spectral_norm_psd", "task_mean_and_covariance"]
 
@@ -173,6 +177,14 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         )
         scalarization._constants(like)
         self.pending_beta_inflation = resolve_inflation(pending_beta_inflation)
+        if self.pending_beta_inflation == "gp-bucb" and not isinstance(
+            model, InformationGainModel
+        ):
+            raise ValueError(
+                "`pending_beta_inflation='gp-bucb'` needs a model with `information_gain()` "
+                f"(ExactMultiTaskGP, NystromMultiTaskGP); {type(model).__name__} has none. Pass "
+                "a number instead (e.g. exp(C) for a bound C on the batch's information gain)."
+            )
         self._pending = PendingState(model)
         self._input_dim = like.shape[-1] if isinstance(model, ExactGP) else None
         self.set_X_pending(X_pending)

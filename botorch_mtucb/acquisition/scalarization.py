@@ -103,7 +103,8 @@ class Scalarization(ABC):
         """Weights, signs (and the Chebyshev reference point) on ``like``'s dtype and device.
 
         Converted once per (dtype, device) and cached, so the acquisition's hot path does no
-        conversions.
+        conversions; the weights, ``minimize`` and reference point are therefore fixed once a
+        scalarization has been used (build a new one for new weights).
         """
         key = (like.dtype, like.device)
         cache = self.__dict__.setdefault("_constant_cache", {})

@@ -170,6 +170,15 @@ def test_pending_beta_inflation():
     for bad in (0.5, float("inf"), "other", True):
         with pytest.raises(ValueError, match="pending_beta_inflation"):
             ScalarizedMultiTaskUCB(model, s, beta=2.0, pending_beta_inflation=bad)
+    # "gp-bucb" needs information_gain(): refused at construction for a ModelListGP
+    from botorch.models import ModelListGP, SingleTaskGP
+
+    Xtr = model.train_inputs[0]
+    mlist = ModelListGP(*[SingleTaskGP(Xtr, Y[:, i:i + 1]) for i in range(3)])
+    with pytest.raises(ValueError, match="information_gain"):
+        ScalarizedMultiTaskUCB(mlist, s, beta=2.0, pending_beta_inflation="gp-bucb")
+    acqf = ScalarizedMultiTaskUCB(mlist, s, beta=2.0, X_pending=Xp)  # numeric: fine
+    assert acqf.model is not mlist and len(acqf.model.models) == 3
 
 
 def test_heavy_tailed_pending_keeps_mean_and_shrinks_variance():
