@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform
-from gpytorch.means import Mean
+from gpytorch.means import Mean, MultitaskMean
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
+from botorch_mtucb.kernels.independent import IndependentTasksKernel
 from botorch_mtucb.models.multitask_base import MultiTaskGPBase, ZeroMultitaskMean
 from botorch_mtucb.models.solvers import (
     DenseSolver,
@@ -115,3 +118,45 @@ class ExactMultiTaskGP(MultiTaskGPBase):
             )
         new._solver_cache = (new._cache_key(), solver)
 
+    def subset_output(self, idcs: list[int]) -> ExactMultiTaskGP:
+        """A model of the tasks ``idcs`` only, where that loses nothing: independent tasks.
+
+        With an :class:`~botorch_mtucb.kernels.IndependentTasksKernel` (Γ = diag(k_i)) the tasks
+        do not share information, so the subset model has the same posterior on its tasks.
+        Coupled kernels (ICM, sums) refuse: use ``posterior(X, output_indices=...)``.
+
+        Args:
+            idcs: Task indices to keep (distinct, in ``[0, n)``).
+        """
+        n = self.num_tasks
+        idcs = [int(i) for i in idcs]
+        if not idcs or len(set(idcs)) != len(idcs) or min(idcs) < 0 or max(idcs) >= n:
+            raise ValueError(f"`idcs` must be distinct task indices in [0, {n - 1}], got {idcs}.")
+        kernel = self.covar_module
+        if not isinstance(kernel, IndependentTasksKernel) or self.batch_shape != torch.Size():
+            raise NotImplementedError(
+                f"subset_output needs independent tasks (IndependentTasksKernel) and no batch; "
+                f"this model's {type(kernel).__name__} couples its tasks: use "
+                "`posterior(X, output_indices=...)`."
+            )
+        self.eval()
+        X = getattr(self, "_original_train_inputs", None)
+        X = self.train_inputs[0] if X is None else X
+        Y, Yvar = self.train_targets, self.likelihood.noise if self.known_noise else None
+        tf = getattr(self, "outcome_transform", None)
+        if tf is not None:
+            Y, Yvar = tf.untransform(Y, Yvar)
+        mean = None if self._zero_mean else MultitaskMean(
+            [self.mean_module.base_means[i] for i in idcs], num_tasks=len(idcs)
+        )
+        return type(self)(
+            X,
+            Y[..., idcs],
+            covar_module=IndependentTasksKernel([kernel.data_covar_modules[i] for i in idcs]),
+            noise=self.noise.detach() if not self.known_noise else 0.1,
+            learn_noise=self.learn_noise,
+            input_transform=copy.deepcopy(getattr(self, "input_transform", None)),
+            outcome_transform=None if tf is None else tf.subset_output(idcs),
+            mean_module=mean,
+            train_Yvar=None if Yvar is None else Yvar[..., idcs],
+        )

@@ -178,3 +178,49 @@ def _build(cls, X, Y, transforms, generator):
     if cls is NystromMultiTaskGP:
         kw.update(generator=generator, q=2.0)  # q = 2: a dictionary that depends on the seed
     return cls(X, Y, **kw)
+
+
+def test_subset_output_for_independent_tasks_and_refusal_otherwise():
+    from gpytorch.kernels import MaternKernel, RBFKernel
+
+    from botorch_mtucb.kernels import IndependentTasksKernel
+
+    g = torch.Generator().manual_seed(4)
+    X = 3 * torch.rand(10, 2, generator=g, dtype=DT)
+    Y = torch.randn(10, 3, generator=g, dtype=DT)
+    kernel = IndependentTasksKernel([RBFKernel().to(DT), MaternKernel().to(DT), RBFKernel().to(DT)])
+    model = ExactMultiTaskGP(X, Y, covar_module=kernel, outcome_transform=Standardize(m=3),
+                             input_transform=Normalize(d=2))
+    sub = model.subset_output([2, 0])
+    Xs = torch.rand(4, 2, 2, generator=g, dtype=DT)
+    post, spost = model.posterior(Xs), sub.posterior(Xs)
+    assert sub.num_outputs == 2
+    torch.testing.assert_close(spost.mean, post.mean[..., [2, 0]])
+    torch.testing.assert_close(spost.variance, post.variance[..., [2, 0]])
+    with pytest.raises(ValueError, match="idcs"):
+        model.subset_output([0, 0])
+    for coupled in (ExactMultiTaskGP(X, Y), NystromMultiTaskGP(X, Y, generator=0)):
+        with pytest.raises(NotImplementedError, match="couples its tasks"):
+            coupled.subset_output([0])
+
+
+@pytest.mark.parametrize("cls", [ExactMultiTaskGP, NystromMultiTaskGP])
+def test_posterior_batch_shapes_and_observation_noise(cls):
+    X, Y, g = _data()
+    model = _model(cls, X, Y)
+    for batch in [(), (3,), (2, 3)]:
+        Xs = torch.rand(*batch, 4, 2, generator=g, dtype=DT)
+        post = model.posterior(Xs)
+        assert post.mean.shape == (*batch, 4, 2)
+        assert post.mvn.covariance_matrix.shape == (*batch, 8, 8)
+        flat = model.posterior(Xs.reshape(-1, 4, 2))
+        torch.testing.assert_close(post.mean.reshape(-1, 4, 2), flat.mean)
+        noisy = model.posterior(Xs, observation_noise=True)
+        added = noisy.variance - post.variance  # η in the standardised scale, per task
+        eta = model.noise * model.outcome_transform.stdvs.reshape(-1) ** 2
+        torch.testing.assert_close(added, eta.expand_as(added))
+        extra = torch.rand(*batch, 4, 2, generator=g, dtype=DT)
+        tnoisy = model.posterior(Xs, observation_noise=extra)
+        torch.testing.assert_close(
+            tnoisy.variance - post.variance, extra * model.outcome_transform.stdvs.reshape(-1) ** 2
+        )
