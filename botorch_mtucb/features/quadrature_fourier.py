@@ -127,8 +127,12 @@ class QuadratureFourierFeatures:
 
         Returns:
             ``... x m`` features, ``m = 2 m̄^d`` (cosines first, then sines).
+
+        Shapes and dtype are checked; values are not (this is a posterior's hot path, and a
+        finiteness check would synchronise with the device on every call: models validate
+        their training data, and :meth:`kernel_error` validates its input).
         """
-        self._check_inputs(X)
+        self._check_inputs(X, finite=False)
         freqs = self._freqs.to(X)
         sw = self._sqrt_w.to(X)
         proj = X @ freqs.transpose(-1, -2)  # ... x M
@@ -165,8 +169,11 @@ class QuadratureFourierFeatures:
         phi = self(X)
         return (self.kernel(X, X) - phi @ phi.transpose(-1, -2)).abs().max()
 
-    def _check_inputs(self, X: Tensor, name: str = "X") -> None:
-        check_finite(X, name)
+    def _check_inputs(self, X: Tensor, name: str = "X", finite: bool = True) -> None:
+        if not torch.is_tensor(X):
+            raise ValueError(f"`{name}` must be a torch.Tensor, got {type(X).__name__}.")
+        if finite:
+            check_finite(X, name)
         if X.dim() < 1 or X.shape[-1] != self.dim:
             raise ValueError(
                 f"`{name}` must have a last dimension of size dim={self.dim}, "

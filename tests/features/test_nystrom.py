@@ -1,4 +1,9 @@
-"""Nyström features vs direct solves with the kernel matrix, and the dictionary sampling law."""
+"""Nyström features vs direct solves with the kernel matrix, and the dictionary sampling law.
+
+float32 runs compare with float64 on the same rounded inputs. ``φ = k_D (K_D^{1/2})⁺`` amplifies
+round-off in ``K_D`` by ``√cond(K_D)`` (through the inverse square root of its eigenvalues), so
+the float32 tolerance of ``φᵀφ`` is ``10 · eps32 · √cond(K_D)`` (measured ≈ 1.2 · eps · √cond).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from botorch_mtucb.features.nystrom import psd_pinv_sqrt, psd_pinv_sqrt_factor, 
 from botorch_mtucb.linalg.nystrom import psd_pinv_sqrt_factor as linalg_factor
 
 DT = torch.float64
+DTYPES = pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 
 
 def _kernel(lengthscale: float = 0.2) -> RBFKernel:
@@ -19,30 +25,39 @@ def _kernel(lengthscale: float = 0.2) -> RBFKernel:
     return k
 
 
-def test_embedding_reproduces_projection_kernel() -> None:
+@DTYPES
+def test_embedding_reproduces_projection_kernel(dtype: torch.dtype) -> None:
     g = torch.Generator().manual_seed(0)
-    k = _kernel()
-    D = torch.rand(8, 1, dtype=DT, generator=g)
-    X = torch.rand(20, 1, dtype=DT, generator=g)
+    k = _kernel()  # float64 parameters: the features follow the inputs' dtype anyway
+    D = torch.rand(8, 1, dtype=DT, generator=g).to(dtype)
+    X = torch.rand(20, 1, dtype=DT, generator=g).to(dtype)
     nys = NystromFeatures(k).with_dictionary(D)
     phi_X, phi_D = nys(X), nys(D)
-    assert phi_X.shape == (20, 8)
+    assert phi_X.shape == (20, 8) and phi_X.dtype == dtype
+    phi_X, phi_D, D, X = phi_X.to(DT), phi_D.to(DT), D.to(DT), X.to(DT)
     with torch.no_grad():
         K_D, k_XD, K_X = k(D, D).to_dense(), k(X, D).to_dense(), k(X, X).to_dense()
     # φ(x)ᵀφ(y) = k_D(x)ᵀ K_D⁻¹ k_D(y) (K_D is well conditioned here), and exact on D.
     ref = k_XD @ torch.linalg.solve(K_D, k_XD.T)
-    torch.testing.assert_close(phi_X @ phi_X.T, ref, atol=1e-8, rtol=0)
-    torch.testing.assert_close(phi_D @ phi_D.T, K_D, atol=1e-8, rtol=0)
+    tol = 1e-8
+    if dtype != DT:
+        tol = 10 * torch.finfo(dtype).eps * float(torch.linalg.cond(K_D)) ** 0.5
+    torch.testing.assert_close(phi_X @ phi_X.T, ref, atol=tol, rtol=0)
+    torch.testing.assert_close(phi_D @ phi_D.T, K_D, atol=tol, rtol=0)
     # Nyström never over-estimates the kernel diagonal: k(x,x) − ‖φ(x)‖² ≥ 0.
-    assert (K_X.diagonal() - phi_X.square().sum(-1)).min() > -1e-10
+    assert (K_X.diagonal() - phi_X.square().sum(-1)).min() > -max(1e-10, tol)
 
 
-def test_psd_pinv_sqrt_identities() -> None:
+@DTYPES
+def test_psd_pinv_sqrt_identities(dtype: torch.dtype) -> None:
     g = torch.Generator().manual_seed(1)
     A = torch.randn(6, 6, dtype=DT, generator=g)
     M = A @ A.T + 0.1 * torch.eye(6, dtype=DT)
-    P = psd_pinv_sqrt(M)
-    torch.testing.assert_close(P @ M @ P, torch.eye(6, dtype=DT), atol=1e-10, rtol=0)
+    P = psd_pinv_sqrt(M.to(dtype))
+    assert P.dtype == dtype
+    # P M P = I to eps · cond(M) (one inverse square root on each side).
+    tol = 1e-10 if dtype == DT else 10 * torch.finfo(dtype).eps * float(torch.linalg.cond(M))
+    torch.testing.assert_close(P.to(DT) @ M @ P.to(DT), torch.eye(6, dtype=DT), atol=tol, rtol=0)
     torch.testing.assert_close(P, P.T)
     # Rank 3 of 6 with a known spectrum: (M^{1/2})⁺ = Q diag(e^{-1/2}) Qᵀ.
     Q = torch.linalg.qr(torch.randn(6, 3, dtype=DT, generator=g)).Q
@@ -104,11 +119,12 @@ def test_resample_inclusion_probability() -> None:
     torch.testing.assert_close(D, X[mask])
 
 
-def test_empty_dictionary() -> None:
+@DTYPES
+def test_empty_dictionary(dtype: torch.dtype) -> None:
     nys = NystromFeatures(_kernel())
-    X = torch.rand(4, 3, 1, dtype=DT)
+    X = torch.rand(4, 3, 1, dtype=dtype)
     assert nys(X).shape == (4, 3, 0)
-    out = nys.resample(X[0], torch.zeros(3, dtype=DT), q=5.0)  # σ² = 0 ⇒ p = 0
+    out = nys.resample(X[0], torch.zeros(3, dtype=dtype), q=5.0)  # σ² = 0 ⇒ p = 0
     assert out.num_features == 0 and out(X).shape == (4, 3, 0)
 
 
