@@ -9,6 +9,7 @@ from botorch_mtucb.acquisition.beta import (
 from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
 from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition.pending import gp_bucb_inflation, hallucinate_mean
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
@@ -30,6 +31,8 @@ __all__ = [
     "ScalarizedMultiTaskUCB",
     "TheoremThreeBeta",
     "TheoremTwoBeta",
+    "gp_bucb_inflation",
+    "hallucinate_mean",
     "log_det_information",
     "sample_scalarization_weights",
 ]

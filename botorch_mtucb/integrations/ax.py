@@ -138,10 +138,11 @@ class UCBAcquisition(Acquisition):
       (``objective_weights``). Ax passes the objective thresholds one per *objective* but the
       directions one per model output; the matrix links the two, so the user's thresholds can
       serve as the Chebyshev reference point.
-    * It refuses ``n > 1`` arms in one generator run (a ``BatchTrial``): both UCBs are
-      ``q = 1``, and BoTorch's sequential ``optimize_acqf`` would not tell them about the
-      arms already chosen. Several one-arm trials (``get_next_trials(max_trials=k)``) work:
-      each sees the others as pending points.
+    * It refuses ``n > 1`` arms in one generator run (a ``BatchTrial``): one acquisition is
+      built per generator run, so all its arms would share one λ, while the package draws
+      one λ per evaluation (as ``run_bo_loop(q=k)`` does). Several one-arm trials
+      (``get_next_trials(max_trials=k)``) work: each draws its own λ and sees the others as
+      pending points (GP-BUCB).
     """
 
     def optimize(self, n: int, *args: Any, **kwargs: Any) -> Any:
