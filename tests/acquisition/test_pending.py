@@ -213,3 +213,22 @@ def test_check_pending_errors_name_the_argument():
                 torch.zeros(2, 2, dtype=torch.long), torch.full((1, 2), float("nan"))):
         with pytest.raises(ValueError, match="X_pending"):
             check_pending(bad, 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_pending_points_on_cuda_match_cpu():
+    model, X, Y = _model()
+    k = RBFKernel().to(DT)
+    k.lengthscale = torch.tensor(LS, dtype=DT)
+    dev = torch.device("cuda")
+    gpu = ExactMultiTaskGP(
+        X.to(dev), Y.to(dev), covar_module=ICMKernel(k, 3, task_covar=B), noise=ETA,
+        outcome_transform=Standardize(m=3),
+    ).eval()
+    s = ChebyshevScalarization(torch.tensor([0.3, 0.3, 0.4], dtype=DT), Y.min(0).values)
+    Xp = torch.tensor([[0.2, 0.8], [0.9, 0.1]], dtype=DT)
+    Xq = torch.rand(9, 1, 2, generator=torch.Generator().manual_seed(8), dtype=DT)
+    cpu_acqf = ScalarizedMultiTaskUCB(model, s, beta=2.0, X_pending=Xp)
+    gpu_acqf = ScalarizedMultiTaskUCB(gpu, s, beta=2.0, X_pending=Xp.to(dev))
+    assert gpu_acqf.beta.device.type == "cuda"
+    torch.testing.assert_close(gpu_acqf(Xq.to(dev)).cpu(), cpu_acqf(Xq), atol=1e-8, rtol=0)
