@@ -363,3 +363,25 @@ def test_protocols_noise_and_no_silent_nan(dtype: torch.dtype) -> None:
         m.posterior(torch.full((1, 1), float("nan"), dtype=dtype))  # a NaN is never an arm
     mean, var = m.mean_and_variance(arms.unsqueeze(-2))
     assert torch.isfinite(mean).all() and torch.isfinite(var).all() and mean.dtype == dtype
+
+
+def test_precomputed_kernel_validates_each_input_tensor_once() -> None:
+    """The identity cache of PrecomputedKernel: same tensor → no re-check; mutated → re-check."""
+    arms, K = _arm_problem(6)
+    kern = PrecomputedKernel(K)
+    x = torch.tensor([[0.0], [2.0], [5.0]], dtype=DT)
+    first = kern(x, x).to_dense()
+    torch.testing.assert_close(first, K[[0, 2, 5]][:, [0, 2, 5]], atol=0, rtol=0)
+    torch.testing.assert_close(kern(x, x).to_dense(), first, atol=0, rtol=0)  # cached
+    x[1, 0] = 2.5  # in place: the version counter changes, so the input is checked again
+    with pytest.raises(ValueError, match="integer arm indices"):
+        kern(x, x).to_dense()
+    with pytest.raises(ValueError, match="outside"):
+        kern(torch.tensor([[6.0]], dtype=DT), x[:1]).to_dense()
+    # The dense TruncatedGP path over a PrecomputedKernel equals the arm fast path.
+    idx = torch.tensor([0, 3, 3, 5, 1], dtype=DT).unsqueeze(-1)
+    Y = torch.randn(5, 1, dtype=DT, generator=torch.Generator().manual_seed(3))
+    fast = TruncatedGP(idx, Y, 1.0, 2.0, kern, lam=LAM)
+    dense = TruncatedGP(arms[idx[:, 0].long()], Y, 1.0, 2.0, _rbf(), lam=LAM)
+    torch.testing.assert_close(fast.posterior(torch.arange(6, dtype=DT).unsqueeze(-1)).mean,
+                               dense.posterior(arms).mean, atol=1e-10, rtol=0)
