@@ -32,6 +32,18 @@ from torch import Tensor
 __all__ = ["ICMRotation", "interleave_blocks"]
 
 
+def _matmul(F: Tensor, M: Tensor) -> Tensor:
+    """``F @ M`` for ``batch x q x r`` features and an ``[batch x] r x n`` matrix.
+
+    An unbatched ``M`` takes one flat ``(batch·q) x r`` matmul instead of ``batch`` small ones;
+    a batched one (a model with batched training data) broadcasts.
+    """
+    if M.dim() > 2:
+        return F @ M
+    flat = F.reshape(F.shape[:-1].numel(), F.shape[-1])
+    return (flat @ M).reshape(*F.shape[:-1], M.shape[-1])
+
+
 def interleave_blocks(cov: Tensor) -> Tensor:
     """Reshape ``batch x q x n x q x n`` into the interleaved ``batch x (q·n) x (q·n)``."""
     q, n = cov.shape[-4], cov.shape[-3]
@@ -66,10 +78,10 @@ class ICMRotation:
         self.U = U  # n x n, columns u_i
         self.noise = noise
         self.spectrum = spectrum.clamp_min(0.0)  # r
-        self.inv = 1.0 / (self.spectrum[:, None] * self.xi[None, :] + noise)  # r x n
+        self.inv = 1.0 / (self.spectrum.unsqueeze(-1) * self.xi + noise)  # [batch x] r x n
         proj = train_features_t @ (train_resid @ U)  # r x n
         self.coef = self.xi * self.inv * proj  # r x n
-        gain = self.spectrum[:, None] if normalized else 1.0
+        gain = self.spectrum.unsqueeze(-1) if normalized else 1.0
         self.weights = self.xi**2 * gain * self.inv  # r x n
 
     @property
@@ -78,8 +90,7 @@ class ICMRotation:
 
     def rotated_mean(self, F: Tensor) -> Tensor:
         """Mean in the rotated coordinates, ``batch x q x n``, for features ``batch x q x r``."""
-        flat = F.reshape(F.shape[:-1].numel(), F.shape[-1])  # one (batch·q) x r matmul
-        return (flat @ self.coef).reshape(*F.shape[:-1], -1)
+        return _matmul(F, self.coef)
 
     def to_tasks(self, rotated: Tensor) -> Tensor:
         """Rotate ``... x n`` values back to task coordinates (``· Uᵀ``)."""
@@ -87,9 +98,7 @@ class ICMRotation:
 
     def eigen_variances(self, F: Tensor, kxx: Tensor) -> Tensor:
         """``s_i(x)`` (unclamped), ``batch x q x n``, from ``F`` and ``k(x, x)`` (``batch x q``)."""
-        flat = F.pow(2).reshape(F.shape[:-1].numel(), F.shape[-1])
-        quad = (flat @ self.weights).reshape(*F.shape[:-1], -1)
-        return self.xi * kxx.unsqueeze(-1) - quad
+        return self.xi * kxx.unsqueeze(-1) - _matmul(F.pow(2), self.weights)
 
     def blocks(self, s: Tensor) -> Tensor:
         """Task blocks ``U diag(s) Uᵀ``: ``batch x q x n x n`` from ``batch x q x n``."""
@@ -109,4 +118,5 @@ class ICMRotation:
 
     def information_gain(self) -> Tensor:
         """½ Σ_{i,j} log(1 + ξ_i c_j / η) = ½ log det(I + η⁻¹ G) of the represented Gram."""
-        return 0.5 * torch.log1p(self.spectrum[:, None] * self.xi[None, :] / self.noise).sum()
+        gain = torch.log1p(self.spectrum.unsqueeze(-1) * self.xi / self.noise)
+        return 0.5 * gain.sum((-1, -2))

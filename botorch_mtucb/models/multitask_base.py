@@ -77,7 +77,7 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         train_Yvar: Tensor | None = None,
     ) -> None:
         """Validate the data and build the GPyTorch parts (see the subclasses' arguments)."""
-        validate_train_data(train_X, train_Y)
+        validate_train_data(train_X, train_Y, allow_batch=True)
         if train_Yvar is not None:
             check_finite(train_Yvar, "train_Yvar")
             if train_Yvar.shape != train_Y.shape or not bool((train_Yvar > 0).all()):
@@ -114,8 +114,8 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
                 f"{n} columns."
             )
         self._num_outputs = n
-        self._input_batch_shape = torch.Size()
-        self._aug_batch_shape = torch.Size()
+        self._input_batch_shape = train_X.shape[:-2]
+        self._aug_batch_shape = train_X.shape[:-2]
         if train_Yvar is None:
             likelihood = MultitaskGaussianLikelihood(
                 num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
@@ -143,9 +143,14 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         # batched blocks (fantasies) this model was conditioned on: (X, Y, noise), transformed
         self._conditioned_blocks: list[tuple[Tensor, Tensor, Tensor | None]] = []
         self._d = d
+        self._base_batch_shape = train_X.shape[:-2]  # of the data the model was built with
+        self._validate_batch(train_X)
         self.to(train_X)
         if train_Yvar is None:
             self.likelihood.noise = noise_t.reshape(1)
+
+    def _validate_batch(self, train_X: Tensor) -> None:
+        """Hook: refuse batched training data where a subclass cannot handle it."""
 
     # ------------------------------------------------------------------ GPyTorch
     def forward(self, x: Tensor) -> MultitaskMultivariateNormal:
@@ -246,8 +251,8 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         if not self._conditioned_blocks:
             return X, resid
         m = sum(block[0].shape[-2] for block in self._conditioned_blocks)
-        first = (0,) * (X.dim() - 2)
-        return X[first][:-m], resid[first][:-m]
+        first = (0,) * (X.dim() - 2 - len(self._base_batch_shape))  # the added leading dims
+        return X[first][..., :-m, :], resid[first][..., :-m, :]
 
     def _working_dtype(self, X: Tensor) -> torch.dtype:
         """Dtype of the factorisation (:func:`~botorch_mtucb.linalg.working_dtype`).
@@ -398,9 +403,9 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         mean, blocks = self._predict(Xt, full_cov=False)
         mean = self._prior_mean(Xt, mean)
         if tf is not None:
-            std = tf.stdvs.reshape(-1)
-            mean = mean * std + tf.means.reshape(-1)
-            blocks = blocks * std[:, None] * std[None, :]
+            std = tf.stdvs  # [batch_shape x] 1 x n
+            mean = mean * std + tf.means
+            blocks = blocks * std.unsqueeze(-1) * std.unsqueeze(-2)
         return mean, blocks
 
     def projected_task_posterior(self, X: Tensor, directions: Tensor) -> tuple[Tensor, Tensor]:
@@ -425,13 +430,13 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         Xt = self.transform_inputs(X)
         W = directions.to(X)
         if tf is not None:
-            W = tf.stdvs.reshape(-1, 1) * W
+            W = tf.stdvs.transpose(-1, -2) * W  # [batch_shape x] n x k
         solver = self.solver()
         mean, quad = solver.projected_variances(Xt.to(solver.dtype), W.to(solver.dtype))
         mean, quad = mean.to(X.dtype), quad.to(X.dtype)
         mean = self._prior_mean(Xt, mean)
         if tf is not None:
-            mean = mean * tf.stdvs.reshape(-1) + tf.means.reshape(-1)
+            mean = mean * tf.stdvs + tf.means
         return mean, quad
 
     def _standardize_or_none(self, X: Tensor) -> Standardize | None | bool:
@@ -478,7 +483,8 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         self._check_new_observations(X, Y, noise)
         old_solver = self.solver()  # eval mode: train_inputs are transformed
         new, Xt, Yt = self._appended_copy(X, Y)
-        if X.dim() == 2 and Y.dim() == 2 and not self._conditioned_blocks:
+        batched = X.dim() > 2 or Y.dim() > 2
+        if not batched and not self._conditioned_blocks and self.batch_shape == torch.Size():
             if self.known_noise:  # the new rows' variances join the likelihood; rebuild lazily
                 new.likelihood.noise = torch.cat([self.likelihood.noise, noise.to(Yt)], dim=-2)
                 return new

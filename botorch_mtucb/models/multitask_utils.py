@@ -79,9 +79,14 @@ def joint_task_mvn(
 
 
 def validate_train_data(
-    train_X: Tensor, train_Y: Tensor, names: tuple[str, str] = ("train_X", "train_Y")
+    train_X: Tensor,
+    train_Y: Tensor,
+    names: tuple[str, str] = ("train_X", "train_Y"),
+    allow_batch: bool = False,
 ) -> None:
-    """Check ``N x d`` inputs and ``N x n`` observations: finite, floating point, matching rows.
+    """Check ``[batch_shape x] N x d`` inputs and ``[batch_shape x] N x n`` observations.
+
+    Finite, floating point, matching rows and (with ``allow_batch``) equal batch shapes.
 
     Raises:
         BotorchTensorDimensionError: on wrong shapes; ValueError on NaN / inf / no rows.
@@ -89,20 +94,27 @@ def validate_train_data(
     nx, ny = names
     check_finite(train_X, nx)
     check_finite(train_Y, ny)
-    if train_X.dim() != 2:
+    batch = "[batch_shape x] " if allow_batch else ""
+    if train_X.dim() < 2 or (train_X.dim() > 2 and not allow_batch):
         raise BotorchTensorDimensionError(
-            f"`{nx}` must have shape `N x d`, got {tuple(train_X.shape)}."
+            f"`{nx}` must have shape `{batch}N x d`, got {tuple(train_X.shape)}."
         )
-    if train_Y.dim() != 2:
+    if train_Y.dim() != train_X.dim():
         raise BotorchTensorDimensionError(
-            f"`{ny}` must have shape `N x n` (one column per task), got {tuple(train_Y.shape)}."
+            f"`{ny}` must have shape `{batch}N x n` (one column per task) to match `{nx}` "
+            f"{tuple(train_X.shape)}, got {tuple(train_Y.shape)}."
         )
-    if train_X.shape[0] != train_Y.shape[0]:
+    if train_X.shape[-2] != train_Y.shape[-2]:
         raise BotorchTensorDimensionError(
-            f"`{nx}` and `{ny}` must have the same number of rows, got {train_X.shape[0]} "
-            f"and {train_Y.shape[0]}."
+            f"`{nx}` and `{ny}` must have the same number of rows, got {train_X.shape[-2]} "
+            f"and {train_Y.shape[-2]}."
         )
-    if train_X.shape[0] == 0:
+    if train_X.shape[:-2] != train_Y.shape[:-2]:
+        raise BotorchTensorDimensionError(
+            f"`{nx}` and `{ny}` must have the same batch shape, got {tuple(train_X.shape)} "
+            f"and {tuple(train_Y.shape)}."
+        )
+    if train_X.shape[-2] == 0:
         raise ValueError(f"`{nx}` must hold at least one observation.")
     if not train_X.is_floating_point() or not train_Y.is_floating_point():
         raise ValueError(f"`{nx}` and `{ny}` must be floating-point tensors.")

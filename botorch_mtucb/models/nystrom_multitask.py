@@ -287,6 +287,14 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         X = self.train_inputs[0]
         return self.transform_inputs(X) if self.training else X
 
+    def _validate_batch(self, train_X: Tensor) -> None:
+        if train_X.dim() > 2:
+            raise NotImplementedError(
+                "NystromMultiTaskGP needs `train_X: N x d` (its dictionary is drawn from one "
+                f"stream of points), got batched {tuple(train_X.shape)}; fantasies and batched "
+                "`condition_on_observations` are supported."
+            )
+
     def _working_dtype(self, X: Tensor) -> torch.dtype:
         """float64 unless the data are float64: the dictionary Gram's pseudo-inverse square
         root is rank-revealing, and float32 would drop informative directions (measured: a 12 %

@@ -115,7 +115,7 @@ def cross_kernel(kernel: Kernel, X: Tensor, train_X: Tensor) -> Tensor:
     training inputs over the batch. Returns ``batch x (q·o) x (t·o)`` with ``o`` outputs per
     input.
     """
-    if len(kernel.batch_shape) > 0:
+    if len(kernel.batch_shape) > 0 or train_X.dim() > 2:  # batched models broadcast
         return dense(kernel.forward(X, train_X))
     out = dense(kernel.forward(X.reshape(-1, X.shape[-1]), train_X))
     return out.reshape(*X.shape[:-2], -1, out.shape[-1])
@@ -146,7 +146,7 @@ class DenseSolver(MultiTaskSolver):
         elif not isinstance(chol, CholeskyFactor):
             chol = CholeskyFactor(chol)
         self.factor = chol
-        self.alpha = chol.solve(train_resid.reshape(n * t, 1))  # (G + ηI)⁻¹ vec(Y)
+        self.alpha = chol.solve(train_resid.reshape(*train_resid.shape[:-2], n * t, 1))
 
     @property
     def chol(self) -> Tensor:
@@ -155,17 +155,24 @@ class DenseSolver(MultiTaskSolver):
 
     def _solve(self, cross: Tensor) -> Tensor:
         """``L⁻¹ crossᵀ`` as ``batch x (t·n) x (q·n)``, with one flat triangular solve."""
+        if self.factor.L.dim() > 2:  # batched training data: broadcast
+            return self.factor.solve_lower(cross.transpose(-1, -2))
         flat = cross.reshape(-1, cross.shape[-1]).transpose(0, 1)
         v = self.factor.solve_lower(flat)
         return v.transpose(0, 1).reshape(cross.shape).transpose(-1, -2)
 
     def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
         n = self.num_tasks
+        if not full_cov and self.train_X.dim() > 2:  # batched data: blocks of the joint
+            mean, cov = self.predict(X, full_cov=True)
+            q = X.shape[-2]
+            cov = cov.reshape(*cov.shape[:-2], q, n, q, n).diagonal(dim1=-4, dim2=-2)
+            return mean, cov.movedim(-1, -3)
         if not full_cov:  # one point per block: batch x q x 1 x d
             mean, cov = self.predict(X.unsqueeze(-2), full_cov=True)
             return mean.squeeze(-2), cov.reshape(*X.shape[:-1], n, n)
         cross = cross_kernel(self.kernel, X, self.train_X)  # batch x (q·n) x (t·n)
-        mean = (cross @ self.alpha).reshape(*X.shape[:-1], n)
+        mean = (cross @ self.alpha).reshape(*cross.shape[:-2], X.shape[-2], n)
         prior = dense(self.kernel.forward(X, X))
         v = self._solve(cross)
         return mean, prior - v.transpose(-1, -2) @ v
@@ -312,6 +319,8 @@ class ICMSolver(MultiTaskSolver):
             train_resid: ``(t+m) x n`` all targets minus the prior mean.
         """
         k, t0 = self.data_kernel, self.base_X.shape[-2]
+        if self.base_X.dim() > 2 or new_X.dim() > 2:
+            raise NotImplementedError("The Schur-block extension is for unbatched data.")
         if self.block_size + new_X.shape[-2] > t0:
             K = dense(k.forward(train_X, train_X))
             return ICMSolver(k, self.task_covar, train_X, train_resid, self.noise, K=K)
