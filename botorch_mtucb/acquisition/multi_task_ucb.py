@@ -213,6 +213,7 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         elif X is not None:
             beta = beta * self.pending_beta_inflation
         self.beta = beta
+        self._beta_value = float(beta)  # one host read per state change, none per evaluation
 
     def forward(self, X: Tensor) -> Tensor:
         """Evaluate u on ``batch_shape x 1 x d`` candidates (a ``1 x d`` input is one point).
@@ -229,10 +230,11 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
                 "sequential=True) or optimize_acqf_discrete(..., q=k) (GP-BUCB via X_pending)."
             )
         s = self.scalarization
-        if self._projected:
+        if self._projected:  # β as a host number: no conversion, fused multiply-adds
             mean, var = self.model.projected_task_posterior(X, self._projection)
-            beta = self.beta if self.beta.dtype == mean.dtype else self.beta.to(mean)
-            return s.directional_ucb_from_variances(mean[..., 0, :], var[..., 0, :], beta)
+            return s.directional_ucb_from_variances(
+                mean.squeeze(-2), var.squeeze(-2), self._beta_value
+            )
         if self._task_posterior:
             mean, covar = self.model.task_posterior(X)
         else:

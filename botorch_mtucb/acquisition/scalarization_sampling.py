@@ -1,0 +1,109 @@
+"""Random scalarization weights λ ~ P_λ (paper 000, §5 and Appendix E) and a per-round sampler.
+
+Also importable from :mod:`botorch_mtucb.acquisition.scalarization`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from botorch_mtucb.acquisition.scalarization import (
+    ChebyshevScalarization,
+    LinearScalarization,
+    Scalarization,
+    _as_vector,
+)
+
+__all__ = ["ScalarizationSampler", "sample_scalarization_weights"]
+
+
+def sample_scalarization_weights(
+    n: int,
+    num_samples: int,
+    kind: Literal["chebyshev", "linear"] = "chebyshev",
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """Draw weight vectors λ ~ P_λ as in paper 000 §5 (Chebyshev) and Appendix E (linear).
+
+    With u ~ U[0, 1]ⁿ (drawn as 1 − U[0, 1), so no u_i is exactly 0):
+
+    * ``"chebyshev"``: α_i = ‖u‖₁ / u_i and λ = α / ‖α‖₁ (Paria et al., 2019);
+    * ``"linear"``: λ = u / ‖u‖₁.
+
+    Args:
+        n: Number of objectives (≥ 1).
+        num_samples: Number of weight vectors (≥ 1).
+        kind: ``"chebyshev"`` or ``"linear"``.
+        generator: Optional ``torch.Generator`` for reproducible draws (on ``device``).
+        dtype: Floating dtype of the result.
+        device: Device of the result.
+
+    Returns:
+        ``num_samples x n`` tensor whose rows lie on the simplex.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"`n` must be a positive integer, got {n!r}.")
+    if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
+        raise ValueError(f"`num_samples` must be a positive integer, got {num_samples!r}.")
+    if kind not in ("chebyshev", "linear"):
+        raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
+    u = 1.0 - torch.rand(num_samples, n, generator=generator, dtype=dtype, device=device)
+    if kind == "chebyshev":
+        u = u.sum(dim=-1, keepdim=True) / u
+    return u / u.sum(dim=-1, keepdim=True)
+
+
+class ScalarizationSampler:
+    """Draws a fresh random scalarization s_{λ_t}, λ_t ~ P_λ, each time it is called.
+
+    This is the per-round step "sample weight vector λ_t ~ P_λ" of MT-KB (paper 000,
+    Algorithm 1); :func:`botorch_mtucb.loop.run_bo_loop` calls it once per round.
+
+    Example:
+        >>> sampler = ScalarizationSampler(2, kind="chebyshev", ref_point=[0.0, 0.0])
+        >>> s = sampler(torch.Generator().manual_seed(0))
+    """
+
+    def __init__(
+        self,
+        num_objectives: int,
+        kind: Literal["chebyshev", "linear"] = "chebyshev",
+        ref_point: Tensor | Sequence[float] | None = None,
+        minimize: Sequence[bool] | Tensor | None = None,
+    ) -> None:
+        """
+        Args:
+            num_objectives: Number of objectives ``n``.
+            kind: ``"chebyshev"`` (needs ``ref_point``) or ``"linear"``.
+            ref_point: ``n`` Chebyshev reference point z (original units).
+            minimize: Optional ``n`` booleans marking objectives to minimise.
+        """
+        if kind not in ("chebyshev", "linear"):
+            raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
+        if kind == "chebyshev" and ref_point is None:
+            raise ValueError("`ref_point` is required for the Chebyshev scalarization.")
+        if not isinstance(num_objectives, int) or num_objectives < 1:
+            raise ValueError(
+                f"`num_objectives` must be a positive integer, got {num_objectives!r}."
+            )
+        self.num_objectives = num_objectives
+        self.kind = kind
+        self.ref_point = None if ref_point is None else _as_vector(ref_point, "ref_point")
+        if self.ref_point is not None and self.ref_point.numel() != num_objectives:
+            raise ValueError(
+                f"`ref_point` must have {num_objectives} entries, got {self.ref_point.numel()}."
+            )
+        self.minimize = minimize
+
+    def __call__(self, generator: torch.Generator | None = None) -> Scalarization:
+        """Return s_λ for one fresh λ ~ P_λ."""
+        w = sample_scalarization_weights(self.num_objectives, 1, self.kind, generator)[0]
+        if self.kind == "chebyshev":
+            return ChebyshevScalarization(w, self.ref_point, self.minimize)
+        return LinearScalarization(w, self.minimize)
