@@ -1,0 +1,101 @@
+"""Tests for the weight distributions P_λ and the per-round sampler (paper 000, §5, App. E)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from botorch_mtucb.acquisition import (
+    ChebyshevScalarization,
+    LinearScalarization,
+    ScalarizationSampler,
+    sample_scalarization_weights,
+)
+
+DT = torch.float64
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ----------------------------------------------------------------------------- sampler
+
+
+@pytest.mark.parametrize("kind", ["linear", "chebyshev"])
+def test_sampler_on_simplex_and_seeded(kind):
+    W = sample_scalarization_weights(5, 1000, kind=kind, generator=_gen(3))
+    assert W.shape == (1000, 5) and W.dtype == DT
+    assert (W > 0).all()
+    torch.testing.assert_close(W.sum(-1), torch.ones(1000, dtype=DT))
+    W2 = sample_scalarization_weights(5, 1000, kind=kind, generator=_gen(3))
+    assert torch.equal(W, W2)
+    W3 = sample_scalarization_weights(5, 1000, kind=kind, generator=_gen(4))
+    assert not torch.equal(W, W3)
+
+
+def _ratio_cdf(a: np.ndarray) -> np.ndarray:
+    """CDF of U1/(U1+U2) for independent U1, U2 ~ U[0,1] (derived by hand).
+
+    P(U1 ≤ c U2), c = a/(1−a): c/2 if c ≤ 1, else 1 − 1/(2c).
+    """
+    a = np.clip(a, 1e-300, 1 - 1e-16)
+    c = a / (1 - a)
+    return np.where(c <= 1, c / 2, 1 - 1 / (2 * c))
+
+
+@pytest.mark.parametrize("kind", ["linear", "chebyshev"])
+def test_sampler_law_n2_matches_exact_cdf(kind):
+    # n = 2: linear λ_1 = u1/(u1+u2); Chebyshev λ_1 = (1/u1)/(1/u1+1/u2) = u2/(u1+u2):
+    # both have the law of U1/(U1+U2), whose CDF is derived in _ratio_cdf.
+    W = sample_scalarization_weights(2, 20000, kind=kind, generator=_gen(5))
+    res = stats.kstest(W[:, 0].numpy(), _ratio_cdf)
+    assert res.pvalue > 1e-3
+    # the test has power: a uniform λ_1 is rejected
+    res_bad = stats.kstest(np.random.default_rng(0).uniform(size=20000), _ratio_cdf)
+    assert res_bad.pvalue < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["linear", "chebyshev"])
+def test_sampler_law_n3_matches_independent_construction(kind):
+    # Two-sample KS against the construction of §5 / Appendix E written in numpy.
+    rng = np.random.default_rng(7)
+    u = rng.uniform(size=(20000, 3))
+    if kind == "chebyshev":
+        alpha = u.sum(1, keepdims=True) / u
+        ref = alpha / alpha.sum(1, keepdims=True)
+    else:
+        ref = u / u.sum(1, keepdims=True)
+    W = sample_scalarization_weights(3, 20000, kind=kind, generator=_gen(8))
+    for i in range(3):
+        assert stats.ks_2samp(W[:, i].numpy(), ref[:, i]).pvalue > 1e-3
+    # and the two kinds really differ at n = 3 (the test can tell them apart)
+    other = sample_scalarization_weights(
+        3, 20000, kind="linear" if kind == "chebyshev" else "chebyshev",
+        generator=_gen(9),
+    )
+    assert stats.ks_2samp(other[:, 0].numpy(), ref[:, 0]).pvalue < 1e-6
+
+
+def test_sampler_bad_args():
+    with pytest.raises(ValueError, match="`n`"):
+        sample_scalarization_weights(0, 3)
+    with pytest.raises(ValueError, match="num_samples"):
+        sample_scalarization_weights(2, 0)
+    with pytest.raises(ValueError, match="kind"):
+        sample_scalarization_weights(2, 3, kind="uniform")
+
+
+def test_scalarization_sampler_draws_fresh_weights():
+    g = _gen(10)
+    sampler = ScalarizationSampler(3, "chebyshev", ref_point=[0.0, 0.0, 0.0], minimize=[1, 0, 0])
+    s1, s2 = sampler(g), sampler(g)
+    assert isinstance(s1, ChebyshevScalarization)
+    assert not torch.equal(s1.weights, s2.weights)
+    assert s1.minimize.tolist() == [True, False, False]
+    g2 = _gen(10)
+    expected = sample_scalarization_weights(3, 1, "chebyshev", g2)[0]
+    torch.testing.assert_close(s1.weights, expected)
+    assert isinstance(ScalarizationSampler(2, "linear")(g), LinearScalarization)
