@@ -321,3 +321,31 @@ def test_batch_loop_warns_when_the_acquisition_ignores_pending_points():
         run_bo_loop(lambda X: X.sin(), grid[:1], 1, lambda X, Y: None,
                     lambda model, s: IgnoresPending(), FiniteArmOptimizer(grid),
                     update=lambda model, X, Y: None, q=2)
+
+
+def test_batch_loop_with_the_heavy_tailed_ucb():
+    """TGP-UCB in batches: one round of q = 3 on arms gives three distinct arms, and the
+    second one is the UCB argmax with the first pending (mean kept, variance conditioned)."""
+    from botorch_mtucb.acquisition import HeavyTailedUCB
+    from botorch_mtucb.models import TruncatedGP
+
+    grid = torch.linspace(0, 1, 31, dtype=DT).unsqueeze(-1)
+
+    def f(X):
+        return torch.sin(6 * X)
+
+    def model_factory(X, Y):
+        return TruncatedGP(X, Y, alpha=1.0, v=2.0, constants="authors")
+
+    h = run_bo_loop(
+        observe=gaussian_observer(f, 0.1, torch.Generator().manual_seed(4)),
+        initial_X=grid[:2], num_rounds=2, model_factory=model_factory,
+        acquisition_factory=lambda model, s: HeavyTailedUCB(model),
+        optimizer=FiniteArmOptimizer(grid), true_f=f, q=3,
+    )
+    assert [r.batch for r in h.rounds] == [1, 1, 1, 2, 2, 2]
+    assert torch.unique(h.X[:3], dim=0).shape[0] == 3
+    model = model_factory(h.initial_X, h.initial_Y)
+    acqf = HeavyTailedUCB(model, X_pending=h.X[:1])
+    torch.testing.assert_close(h.rounds[1].x, grid[acqf(grid.unsqueeze(1)).argmax()])
+    assert h.model.train_X.shape[0] == 2 + 6
