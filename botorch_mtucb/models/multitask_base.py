@@ -27,7 +27,7 @@ from torch import Tensor
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.linalg.precision import working_dtype
-from botorch_mtucb.models.conditioning import ConditionedSolver
+from botorch_mtucb.models.conditioning import MultiTaskConditioningMixin
 from botorch_mtucb.models.likelihoods import FixedNoiseMultitaskGaussianLikelihood
 from botorch_mtucb.models.multitask_utils import (
     ZeroMultitaskMean,
@@ -44,7 +44,9 @@ from botorch_mtucb.utils.validation import check_finite
 __all__ = ["MultiTaskGPBase", "ZeroMultitaskMean"]
 
 
-class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
+class MultiTaskGPBase(
+    MultiTaskConditioningMixin, BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin
+):
     """BoTorch plumbing shared by the exact (MT-KB) and Nyström (MT-BKB) multi-task GPs.
 
     Training data, noise η, transforms, the prior (used by ``ExactMarginalLogLikelihood``), the
@@ -240,19 +242,6 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
     def _prior_mean(self, X: Tensor, mean: Tensor) -> Tensor:
         """``mean`` plus the prior mean at ``X`` (nothing to add for the zero prior)."""
         return mean if self._zero_mean else mean + self.mean_module(X)
-
-    def _base_train_data(self) -> tuple[Tensor, Tensor]:
-        """Transformed inputs and residuals the solver is built from.
-
-        All training rows; for a model conditioned on batched blocks (a fantasy model) the
-        unbatched rows before the first block, which :meth:`solver` then updates block by block.
-        """
-        X, resid = self.train_inputs[0], self._train_resid()
-        if not self._conditioned_blocks:
-            return X, resid
-        m = sum(block[0].shape[-2] for block in self._conditioned_blocks)
-        first = (0,) * (X.dim() - 2 - len(self._base_batch_shape))  # the added leading dims
-        return X[first][..., :-m, :], resid[first][..., :-m, :]
 
     def _working_dtype(self, X: Tensor) -> torch.dtype:
         """Dtype of the factorisation (:func:`~botorch_mtucb.linalg.working_dtype`).
@@ -454,143 +443,6 @@ class MultiTaskGPBase(BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin):
         Computed on the outcome-transformed scale (where η lives).
         """
         return self.solver().information_gain()
-
-    # ------------------------------------------------------------------ conditioning
-    def condition_on_observations(
-        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
-    ) -> MultiTaskGPBase:
-        """A new model with ``(X, Y)`` appended to the training data.
-
-        Hyperparameters and outcome-transform statistics are kept; the old factorisation is
-        reused (dense: a block Cholesky update; ICM: the old block of ``K_t``). The result
-        agrees with a model built from scratch on the concatenated data with the same
-        hyperparameters. Subclasses customise the last step through
-        :meth:`_after_conditioning`.
-
-        Batched ``X: batch_shape x m x d`` and ``Y: batch_shape' x m x n`` (e.g. BoTorch's
-        ``fantasize``, with ``batch_shape' = num_fantasies x batch_shape``) give a model of
-        batch shape ``batch_shape'``: a Gaussian update of this posterior
-        (:class:`~botorch_mtucb.models.conditioning.ConditionedSolver`).
-
-        Args:
-            X: ``[batch_shape x] m x d`` new inputs.
-            Y: ``[batch_shape' x] m x n`` new observations (original outcome scale).
-            noise: Noise variances of the new observations, shaped like ``Y`` and, as in
-                BoTorch, already outcome-transformed. Required for a model with known noise
-                (``train_Yvar``); for a batched update of a homoscedastic model it replaces η;
-                otherwise it must be ``None`` (η is shared).
-        """
-        self._check_new_observations(X, Y, noise)
-        old_solver = self.solver()  # eval mode: train_inputs are transformed
-        new, Xt, Yt = self._appended_copy(X, Y)
-        batched = X.dim() > 2 or Y.dim() > 2
-        if not batched and not self._conditioned_blocks and self.batch_shape == torch.Size():
-            if self.known_noise:  # the new rows' variances join the likelihood; rebuild lazily
-                new.likelihood.noise = torch.cat([self.likelihood.noise, noise.to(Yt)], dim=-2)
-                return new
-            self._after_conditioning(new, old_solver, Xt)
-            return new
-        # batched (fantasies): a Gaussian update of this posterior, no rebuild
-        new._conditioned_blocks = [*self._conditioned_blocks, (Xt, Yt, noise)]
-        new._input_batch_shape = new.train_targets.shape[:-2]
-        new._solver_cache = (new._cache_key(), self._update_solver(old_solver, Xt, Yt, noise))
-        return new
-
-    def _update_solver(
-        self, solver: MultiTaskSolver, Xt: Tensor, Yt: Tensor, noise: Tensor | None
-    ) -> MultiTaskSolver:
-        """:class:`ConditionedSolver` of ``solver`` on a batched block (the solver's dtype).
-
-        ``noise`` (``batch_shape x m x n``, outcome-transformed) defaults to η, or for a
-        known-noise model to each task's average training variance.
-        """
-        cdt = solver.dtype
-        resid = Yt if self._zero_mean else Yt - self.mean_module(Xt)
-        if noise is None:
-            noise = self._observation_noise(Yt, True) if self.known_noise else self.noise
-        with torch.no_grad() if gpt_settings.detach_test_caches.on() else nullcontext():
-            return ConditionedSolver(solver, Xt.to(cdt), resid.to(cdt), noise.to(cdt))
-
-    def _check_new_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:
-        batched = X.dim() > 2 or Y.dim() > 2
-        if noise is not None:
-            check_finite(noise, "noise")
-            if noise.shape[-1] != Y.shape[-1] or not bool((noise > 0).all()):
-                raise ValueError(
-                    "`noise` must hold positive variances with one column per task, got shape "
-                    f"{tuple(noise.shape)}."
-                )
-            if not (batched or self.known_noise):
-                raise NotImplementedError(
-                    "Per-observation `noise` needs a model built with `train_Yvar`: this "
-                    "model's noise η is shared by all observations."
-                )
-        elif self.known_noise and not batched:
-            raise ValueError("A model with known noise (`train_Yvar`) needs `noise` for new rows.")
-        if not batched:
-            validate_train_data(X, Y, names=("X", "Y"))
-        else:
-            check_finite(X, "X")
-            check_finite(Y, "Y")
-            try:
-                torch.broadcast_shapes(X.shape[:-1], Y.shape[:-1])
-            except RuntimeError as err:
-                raise BotorchTensorDimensionError(
-                    "Batched `X: batch_shape x m x d` and `Y: batch_shape' x m x n` must have "
-                    f"broadcastable batch shapes, got {tuple(X.shape)} and {tuple(Y.shape)}."
-                ) from err
-        if X.dim() < 2 or X.shape[-1] != self._d or Y.shape[-1] != self.num_tasks:
-            raise BotorchTensorDimensionError(
-                f"Expected `X: [batch_shape x] m x {self._d}` and `Y: [batch_shape x] m x "
-                f"{self.num_tasks}`, got {tuple(X.shape)} and {tuple(Y.shape)}."
-            )
-
-    def _deepcopy_memo(self) -> dict:
-        """Objects that copies of this model share instead of duplicating."""
-        return {}
-
-    def _appended_copy(self, X: Tensor, Y: Tensor) -> tuple[MultiTaskGPBase, Tensor, Tensor]:
-        """A copy of this model (without its solver cache) with ``(X, Y)`` appended.
-
-        Batched ``X`` / ``Y`` broadcast the training data to their common batch shape.
-
-        Returns:
-            The copy, the input-transformed ``X`` and the outcome-transformed ``Y``.
-        """
-        Xt = self.transform_inputs(X).to(self.train_inputs[0])
-        Yt = Y.to(self.train_targets)
-        if hasattr(self, "outcome_transform"):
-            Yt, _ = self.outcome_transform(Yt, X=Xt)
-        cache, self._solver_cache = self._solver_cache, None
-        try:
-            new = copy.deepcopy(self, self._deepcopy_memo())
-        finally:
-            self._solver_cache = cache
-        old_X, old_Y = self.train_inputs[0], self.train_targets
-        batch = torch.broadcast_shapes(old_X.shape[:-2], Xt.shape[:-2], Yt.shape[:-2])
-
-        def cat(old: Tensor, add: Tensor) -> Tensor:
-            return torch.cat([old.expand(*batch, *old.shape[-2:]),
-                              add.expand(*batch, *add.shape[-2:])], dim=-2)
-
-        new.set_train_data(cat(old_X, Xt), cat(old_Y, Yt), strict=False)
-        if getattr(self, "_original_train_inputs", None) is not None:
-            new._original_train_inputs = cat(
-                self._original_train_inputs, X.to(self._original_train_inputs)
-            )
-        return new, Xt, Yt
-
-    @abstractmethod
-    def _after_conditioning(
-        self, new: MultiTaskGPBase, old_solver: MultiTaskSolver, Xt: Tensor
-    ) -> None:
-        """Pass this model's state on to ``new`` (this model with ``Xt`` appended).
-
-        Args:
-            new: The conditioned copy (its training data already extended).
-            old_solver: This model's solver.
-            Xt: ``m x d`` appended inputs, input-transformed.
-        """
 
     def subset_output(self, idcs: list[int]) -> MultiTaskGPBase:
         """Not supported: the tasks are coupled, so a subset model would lose information."""
