@@ -17,8 +17,9 @@ scalarization, at (t, n) ∈ {(20, 2), (100, 4), (500, 10)} (d = 4).
 Both use the same seeds for the initial conditions (``torch.manual_seed`` before each
 ``optimize_acqf``; its raw samples use the global RNG). Reported: the median step time of
 each, their ratio (package / minimal, target ≤ 1.3), the number of acquisition evaluations
-(the same when both follow the same L-BFGS path) and the ratio of time per evaluation.
-Single-threaded.
+(the same when both follow the same L-BFGS path), the ratio of time per evaluation, and one
+acquisition call at 10 points (forward + backward) split into the model's
+``projected_task_posterior`` and the acquisition's own work. Single-threaded.
 
 Run: ``python benchmarks/bo_step.py [--repeats 5] [--out benchmarks/results/bo_step.json]``
 """
@@ -171,6 +172,29 @@ def check_agreement(pkg: AcquisitionFunction, mini: AcquisitionFunction) -> dict
     return {"max_rel_value_diff": rel_v, "max_rel_grad_diff": rel_g}
 
 
+def per_call_us(fns: dict, X0: Tensor, rounds: int = 40, calls: int = 10) -> dict:
+    """Time (µs) of one forward + backward of each ``fns[name]`` at fresh leaf copies of X0.
+
+    The functions are timed in interleaved rounds of ``calls`` calls (so load changes on a
+    shared machine hit all of them alike); the minimum over rounds is reported.
+    """
+    best = dict.fromkeys(fns, float("inf"))
+    for r in range(rounds + 2):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                X = X0.clone().requires_grad_(True)
+                fn(X).sum().backward()
+            if r >= 2:  # two warm-up rounds
+                best[name] = min(best[name], (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
+def _summed(moments: tuple[Tensor, Tensor]) -> Tensor:
+    """mean.sum(-1) + var.sum(-1): backpropagates through both outputs of the model call."""
+    return moments[0].sum(-1) + moments[1].sum(-1)
+
+
 def step(build, bounds: Tensor, seed: int) -> tuple[float, int, Tensor]:
     t0 = time.perf_counter()
     acqf = build()
@@ -221,6 +245,19 @@ def main() -> None:
                 "same_candidates": same,
             }
             row["ratio"] = row["package_s"] / row["minimal_s"]
+            # One acquisition call at 10 points (an L-BFGS iteration), split into the model's
+            # projected_task_posterior and the acquisition's own work.
+            X0 = torch.rand(10, 1, D, dtype=DT, generator=torch.Generator().manual_seed(9))
+            acqf = build_pkg()
+            W = acqf._projection
+            calls = per_call_us({
+                "call_package_us": acqf,
+                "call_model_only_us": lambda X, m=model, W=W: _summed(
+                    m.projected_task_posterior(X, W)
+                ),
+                "call_minimal_us": mini,
+            }, X0)
+            row.update(calls)
             row["ratio_per_eval"] = (sum(tp) / sum(cp)) / (sum(tm) / sum(cm))
             rows.append(row)
             print(
@@ -229,6 +266,13 @@ def main() -> None:
                 f"per-eval ratio {row['ratio_per_eval']:.2f}  evals {row['package_evals']:.0f}/"
                 f"{row['minimal_evals']:.0f}  same x* {same}  agree "
                 f"{agree['max_rel_value_diff']:.1e}/{agree['max_rel_grad_diff']:.1e}",
+                flush=True,
+            )
+            print(
+                f"{'':26s}one call (10 points, fwd+bwd): package {row['call_package_us']:.0f} µs"
+                f" = model {row['call_model_only_us']:.0f} µs + acquisition "
+                f"{row['call_package_us'] - row['call_model_only_us']:.0f} µs; minimal "
+                f"{row['call_minimal_us']:.0f} µs",
                 flush=True,
             )
     out = Path(args.out)
