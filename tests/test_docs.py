@@ -134,6 +134,28 @@ def test_built_inventory_lists_every_exported_name():
         assert f"{home}.{name}" in py_names, f"{home}.{name} missing from the built reference"
 
 
+def test_included_files_and_markers_exist():
+    """Every ``{include}`` of the hand-written pages names a file and markers that exist.
+
+    The getting-started, index and citing pages include parts of README.md between its
+    headings; renaming a heading there must fail here, not only in the docs build.
+    """
+    pattern = re.compile(r"```\{include\} (\S+)\n((?::[\w-]+: .*\n)*)```")
+    found = 0
+    for page in DOCS.glob("*.md"):
+        for target, options in pattern.findall(page.read_text()):
+            found += 1
+            path = (DOCS / target).resolve()
+            if "_generated" in target:  # written by conf.py at build time
+                continue
+            assert path.is_file(), f"{page.name} includes missing {target}"
+            text = path.read_text()
+            for key, value in re.findall(r":(start-after|end-before): (.*)", options):
+                marker = value.strip().strip('"')
+                assert marker in text, f"{page.name}: {key} {marker!r} not in {target}"
+    assert found >= 5
+
+
 def test_user_guide_examples_run():
     """The guide's Python blocks run as written (they are short; a few seconds)."""
     text = (DOCS / "user_guide.md").read_text()
