@@ -26,6 +26,7 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.linalg.icm_likelihood import ICMMultitaskMultivariateNormal
 from botorch_mtucb.linalg.precision import working_dtype
 from botorch_mtucb.models.conditioning import MultiTaskConditioningMixin
 from botorch_mtucb.models.likelihoods import FixedNoiseMultitaskGaussianLikelihood
@@ -161,8 +162,6 @@ class MultiTaskGPBase(
         An ``ICMMultitaskMultivariateNormal``: for ICM kernels with the homoscedastic noise its
         ``log_prob`` (the exact MLL) costs one ``eigh`` of the ``N x N`` kernel matrix.
         """
-        from botorch_mtucb.linalg.icm_likelihood import ICMMultitaskMultivariateNormal
-
         if self.training:
             x = self.transform_inputs(x)
         return ICMMultitaskMultivariateNormal(self.mean_module(x), self.covar_module(x))
