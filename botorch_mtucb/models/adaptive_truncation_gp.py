@@ -255,9 +255,11 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         n = self._counts
         r = Fp.shape[-1]
         sqrt_n = n.sqrt().unsqueeze(-1)
-        Wc, e, DP = spectral_ridge(sqrt_n * Fp, self.lam)
+        Wc, e, DP = spectral_ridge(sqrt_n * Fp, self.lam, rows=False)
         Z = (Wc * e.rsqrt()) @ Wc.transpose(-1, -2)  # C^{-1/2}
-        P = torch.where(sqrt_n > 0, DP / sqrt_n.clamp_min(1e-30), Fp @ Z)  # A x r
+        P = Fp @ Z  # A x r
+        if DP is not None:  # SVD path: the pulled arms' rows without λ^{-1/2} amplification
+            P = torch.where(sqrt_n > 0, DP / sqrt_n.clamp_min(1e-30), P)
         G = P @ W.transpose(-1, -2)  # A x m; row a: u_{·,τ} for every round τ at arm a
         if self.num_observations and r:
             b = self.truncation_level()

@@ -102,8 +102,8 @@ MAX_EPS_KAPPA_RIDGE = 10.0
 
 
 def spectral_ridge(
-    Phi: Tensor, lam: float, what: str = "AdaptiveTruncationGP"
-) -> tuple[Tensor, Tensor, Tensor]:
+    Phi: Tensor, lam: float, what: str = "AdaptiveTruncationGP", rows: bool = True
+) -> tuple[Tensor, Tensor, Tensor | None]:
     """``V = ΦᵀΦ + λI = W diag(e) Wᵀ`` (every ``e ≥ λ``) and ``Φ V^{-1/2}``, accurately.
 
     Paper 001, Algorithm 2: ``V_t`` and the rows ``u_iᵀ`` of ``V_t^{-1/2} Φ_tᵀ``. When
@@ -117,9 +117,11 @@ def spectral_ridge(
         Phi: ``t x m`` matrix (``t`` or ``m`` may be 0).
         lam: Regulariser ``λ > 0``.
         what: Model name for the error message.
+        rows: ``False`` skips ``Φ V^{-1/2}`` on the Gram path (returned as ``None``; then
+            ``Φ V^{-1/2} = Φ W diag(e^{-1/2}) Wᵀ`` is as accurate as it gets).
 
     Returns:
-        ``(W, e, Phi_Vmh)``: ``m x m`` orthonormal, ``m`` eigenvalues, ``t x m``.
+        ``(W, e, Phi_Vmh)``: ``m x m`` orthonormal, ``m`` eigenvalues, ``t x m`` (or ``None``).
 
     Raises:
         ValueError: if ``eps · (1 + tr(ΦᵀΦ)/λ) > 10`` (the dtype cannot give an accurate fit).
@@ -134,7 +136,9 @@ def spectral_ridge(
     if torch.finfo(Phi.dtype).eps * trace / lam <= _GRAM_OK:
         s2, W = torch.linalg.eigh(gram)
         e = s2.clamp_min(0.0) + lam
-        return W, e, ((Phi @ W) * e.rsqrt()) @ W.transpose(-1, -2)
+        if not rows:
+            return W, e, None
+        return W, e, Phi @ ((W * e.rsqrt()) @ W.transpose(-1, -2))  # one t x m x m product
     U, S, Wh = torch.linalg.svd(Phi, full_matrices=t < m)
     k, W = S.shape[0], Wh.transpose(-1, -2)
     e = torch.cat([S.square(), S.new_zeros(m - k)]) + lam
