@@ -33,18 +33,25 @@ bounds by C; needs a model with ``information_gain()``, read before and after co
 Multi-task models observe all ``n`` tasks at each pending point, so C_p is joint over tasks.
 
 β itself is evaluated on the model *before* hallucination: it measures the information of
-real data only.
+real data only. Hallucination leaves every random state as it was (Nyström models resample
+their dictionary when conditioned), so a seeded batch run draws the same dictionaries as if
+the pending points had not been hallucinated.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import torch
 from botorch.models import ModelListGP
-from botorch.models.model import Model
+from botorch.models.model import Model, ModelList
 from torch import Tensor
 
+from botorch_mtucb.features.nystrom import NystromFeatures
+from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
+from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
 from botorch_mtucb.models.protocols import (
     InformationGainModel,
     MarginalMomentsModel,
@@ -123,13 +130,44 @@ def hallucinate_mean(model: Model, X_pending: Tensor) -> Model:
     """
     Y = posterior_mean(model, X_pending)  # m x n, original scale
     try:
-        return condition_model(model, X_pending, Y)
+        with _rng_untouched(model, X_pending.device):
+            return condition_model(model, X_pending, Y)
     except NotImplementedError as err:
         raise ValueError(
             f"{type(model).__name__} cannot be conditioned on pending points "
             "(`condition_on_observations` is not implemented), so `X_pending` is unsupported; "
             "choose one point at a time."
         ) from err
+
+
+def _model_generators(model: Model) -> list[torch.Generator]:
+    """The generators a model's conditioning draws from (Nyström dictionaries)."""
+    if isinstance(model, ModelList):
+        return [g for sub in model.models for g in _model_generators(sub)]
+    if isinstance(model, NystromMultiTaskGP):
+        return [] if model.generator is None else [model.generator]
+    if isinstance(model, AdaptiveTruncationGP) and isinstance(model.features, NystromFeatures):
+        return [] if model.features.generator is None else [model.features.generator]
+    return []
+
+
+@contextmanager
+def _rng_untouched(model: Model, device: torch.device) -> Iterator[None]:
+    """Restore every random state that conditioning may draw from.
+
+    Hallucinating pending points must not change the run: Nyström models resample their
+    dictionary when conditioned, from a generator they share with the caller's model (or from
+    torch's global generator), so their states are put back afterwards.
+    """
+    gens = _model_generators(model)
+    states = [g.get_state() for g in gens]
+    devices = [device] if device.type == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=devices):
+            yield
+    finally:
+        for g, state in zip(gens, states, strict=True):
+            g.set_state(state)
 
 
 def gp_bucb_inflation(model: Model, hallucinated: Model) -> Tensor:

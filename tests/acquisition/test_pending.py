@@ -232,3 +232,39 @@ def test_pending_points_on_cuda_match_cpu():
     gpu_acqf = ScalarizedMultiTaskUCB(gpu, s, beta=2.0, X_pending=Xp.to(dev))
     assert gpu_acqf.beta.device.type == "cuda"
     torch.testing.assert_close(gpu_acqf(Xq.to(dev)).cpu(), cpu_acqf(Xq), atol=1e-8, rtol=0)
+
+
+def test_hallucination_leaves_the_random_states_alone():
+    """Nyström models resample their dictionary when conditioned: hallucinating pending points
+    must not move the shared generator (nor torch's global one), so the real run is unchanged."""
+    from botorch_mtucb.features import NystromFeatures
+    from botorch_mtucb.models import AdaptiveTruncationGP, NystromMultiTaskGP
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(15, 2, generator=g, dtype=DT)
+    Y = torch.randn(15, 3, generator=g, dtype=DT)
+    k = RBFKernel().to(DT)
+    k.lengthscale = torch.tensor(LS, dtype=DT)
+    gen = torch.Generator().manual_seed(5)
+    nys = NystromMultiTaskGP(X, Y, ICMKernel(k, 3, task_covar=B), noise=ETA, q=2.0, generator=gen)
+    Xp = torch.rand(3, 2, generator=g, dtype=DT)
+    before = gen.get_state()
+    s = LinearScalarization(torch.tensor([0.3, 0.3, 0.4], dtype=DT))
+    acqf = ScalarizedMultiTaskUCB(nys, s, beta=2.0, X_pending=Xp)
+    assert acqf.model is not nys and torch.equal(gen.get_state(), before)
+    # ...while conditioning itself does draw from it (so the check above can fail)
+    nys.condition_on_observations(Xp, torch.zeros(3, 3, dtype=DT))
+    assert not torch.equal(gen.get_state(), before)
+
+    x1 = torch.rand(20, 1, generator=g, dtype=DT)
+    y1 = torch.sin(6 * x1)
+    kern = RBFKernel().to(DT)
+    kern.lengthscale = torch.tensor(0.2, dtype=DT)
+    ata = AdaptiveTruncationGP(x1, y1, 1.0, 2.0, NystromFeatures(kern, q=50.0), horizon=100,
+                               constants="authors")  # no generator: torch's global one
+    torch.manual_seed(11)
+    state = torch.get_rng_state()
+    HeavyTailedUCB(ata, X_pending=x1[:4] + 0.01)
+    assert torch.equal(torch.get_rng_state(), state)
+    ata.condition_on_observations(x1[:4] + 0.01, torch.zeros(4, 1, dtype=DT))  # does draw
+    assert not torch.equal(torch.get_rng_state(), state)
