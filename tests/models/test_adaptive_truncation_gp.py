@@ -424,3 +424,27 @@ def test_protocols_dictionary_size_and_noise() -> None:
     assert not isinstance(qff, DictionaryModel)  # a QFF map has no dictionary
     for m in (qff, nys):
         assert isinstance(m, RegularisedModel) and float(m.noise) == pytest.approx(0.3)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("kind", ["qff", "nystrom"])
+def test_cuda_matches_cpu(kind: str) -> None:
+    arms = torch.linspace(0, 1, 20, dtype=DT).unsqueeze(-1)
+    g = torch.Generator().manual_seed(14)
+    X = arms[torch.randint(0, 20, (40,), generator=g)]
+    _, Y = _heavy(40, 15, X=X)
+    out = {}
+    for dev in ("cpu", "cuda"):
+        if kind == "qff":
+            feats = QuadratureFourierFeatures(0.2, 16, 1)
+        else:
+            D = arms[::3].to(dev)  # q = 1e6: every pulled arm is redrawn (deterministic)
+            feats = NystromFeatures(_rbf().to(dev), q=1e6).with_dictionary(D)
+        m = AdaptiveTruncationGP(X[:30].to(dev), Y[:30].to(dev), 1.0, 2.0, feats, lam=LAM,
+                                 arms=arms.to(dev), horizon=40, sample_dictionary=False)
+        for s in range(30, 40):
+            m = m.condition_on_observations(X[s : s + 1].to(dev), Y[s : s + 1].to(dev))
+        out[dev] = m.mean_and_variance(arms.unsqueeze(-2).to(dev))
+    assert out["cuda"][0].device.type == "cuda"
+    for a, b in zip(out["cuda"], out["cpu"], strict=True):
+        torch.testing.assert_close(a.cpu(), b, atol=1e-8, rtol=0)

@@ -385,3 +385,24 @@ def test_precomputed_kernel_validates_each_input_tensor_once() -> None:
     dense = TruncatedGP(arms[idx[:, 0].long()], Y, 1.0, 2.0, _rbf(), lam=LAM)
     torch.testing.assert_close(fast.posterior(torch.arange(6, dtype=DT).unsqueeze(-1)).mean,
                                dense.posterior(arms).mean, atol=1e-10, rtol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("on_arms", [False, True], ids=["dense", "arms"])
+def test_cuda_matches_cpu(on_arms: bool) -> None:
+    arms, _ = _arm_problem(20)
+    g = torch.Generator().manual_seed(11)
+    X = arms[torch.randint(0, 20, (30,), generator=g)]
+    Y = torch.randn(30, 1, dtype=DT, generator=g)
+    models = {}
+    for dev in ("cpu", "cuda"):
+        kw = dict(lam=LAM, arms=arms.to(dev) if on_arms else None)
+        m = TruncatedGP(X[:20].to(dev), Y[:20].to(dev), 1.0, 2.0, _rbf().to(dev), **kw)
+        for s in range(20, 30):
+            m = m.condition_on_observations(X[s : s + 1].to(dev), Y[s : s + 1].to(dev))
+        models[dev] = m
+    mean_c, var_c = models["cpu"].mean_and_variance(arms.unsqueeze(-2))
+    mean_g, var_g = models["cuda"].mean_and_variance(arms.unsqueeze(-2).cuda())
+    assert mean_g.device.type == "cuda"
+    torch.testing.assert_close(mean_g.cpu(), mean_c, atol=1e-9, rtol=0)
+    torch.testing.assert_close(var_g.cpu(), var_c, atol=1e-9, rtol=0)
