@@ -22,7 +22,7 @@ from types import ModuleType
 
 from rst_fixes import escape_lines
 
-__all__ = ["ApiModule", "collect", "public_module_names", "write"]
+__all__ = ["ApiModule", "aliases", "collect", "public_module_names", "write"]
 
 PACKAGE = "botorch_mtucb"
 
@@ -142,6 +142,22 @@ def collect(package: str = PACKAGE) -> dict[str, ApiModule]:
     return pages
 
 
+def aliases(pages: dict[str, ApiModule]) -> dict[str, str]:
+    """``module.name`` -> the documented full name, for every re-export of a documented name.
+
+    A docstring may refer to an object by the module that defines it
+    (``botorch_mtucb.utils.optimum.polish_maxima``) while the reference documents it under the
+    shortest path (``botorch_mtucb.utils.polish_maxima``); ``docs/conf.py`` resolves such
+    references through this map.
+    """
+    out = {}
+    for page in pages.values():
+        for name, home in page.canonical.items():
+            if home != page.name:
+                out[f"{page.name}.{name}"] = f"{home}.{name}"
+    return out
+
+
 def _title(text: str, char: str = "=") -> str:
     return f"{text}\n{char * len(text)}\n"
 
@@ -203,17 +219,24 @@ def _index(package: str) -> str:
     )
 
 
-def write(out_dir: Path, package: str = PACKAGE) -> list[Path]:
+def write(
+    out_dir: Path, package: str = PACKAGE, pages: dict[str, ApiModule] | None = None
+) -> list[Path]:
     """Writes ``index.rst`` and one ``<module>.rst`` per public module into ``out_dir``.
 
     Files whose content is unchanged are not rewritten (keeps incremental builds
     incremental); stale ``.rst`` files of modules that no longer exist are removed.
 
+    Args:
+        out_dir: Folder of the reference sources (created if absent).
+        package: The package documented.
+        pages: The result of :func:`collect`, if already computed.
+
     Returns:
         The paths of all files the reference now consists of.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    pages = collect(package)
+    pages = collect(package) if pages is None else pages
     contents = {out_dir / "index.rst": _index(package)}
     contents.update({out_dir / f"{name}.rst": _render(p) for name, p in pages.items()})
     for path in out_dir.glob("*.rst"):
