@@ -268,3 +268,27 @@ def test_hallucination_leaves_the_random_states_alone():
     assert torch.equal(torch.get_rng_state(), state)
     ata.condition_on_observations(x1[:4] + 0.01, torch.zeros(4, 1, dtype=DT))  # does draw
     assert not torch.equal(torch.get_rng_state(), state)
+
+
+@pytest.mark.filterwarnings("ignore::botorch.exceptions.warnings.InputDataWarning")
+def test_heavy_tailed_ucb_pending_on_a_botorch_gp_matches_a_refit_on_hallucinated_data():
+    from botorch.models import SingleTaskGP
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(8, 1, generator=g, dtype=DT)
+    Y = torch.sin(6 * X)
+    model = SingleTaskGP(X, Y, outcome_transform=None).eval()
+    model.covar_module.lengthscale = torch.tensor(0.2, dtype=DT)
+    model.likelihood.noise = torch.tensor(0.01, dtype=DT)
+    Xp = torch.tensor([[0.3], [0.7]], dtype=DT)
+    acqf = HeavyTailedUCB(model, beta=2.0, X_pending=Xp)
+    ref = SingleTaskGP(torch.cat([X, Xp]), torch.cat([Y, model.posterior(Xp).mean.detach()]),
+                       outcome_transform=None)
+    ref.load_state_dict(model.state_dict())
+    ref.eval()
+    Xq = torch.linspace(0, 1, 7, dtype=DT).reshape(7, 1, 1)
+    with torch.no_grad():
+        expected = model.posterior(Xq).mean[..., 0, 0] + 2.0 * ref.posterior(Xq).variance[
+            ..., 0, 0
+        ].sqrt()
+    torch.testing.assert_close(acqf(Xq), expected, atol=1e-10, rtol=0)
