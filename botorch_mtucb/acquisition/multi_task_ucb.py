@@ -176,6 +176,7 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             else self._directions
         )
         scalarization._constants(like)
+        self._lipschitz = scalarization.lipschitz.to(like)  # L_λ of the spectral bound
         self.pending_beta_inflation = resolve_inflation(pending_beta_inflation)
         if self.pending_beta_inflation == "gp-bucb" and not isinstance(
             model, InformationGainModel
@@ -248,7 +249,8 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             var = project_covariance(covar, directions)
             return s.directional_ucb_from_variances(mean, var, beta)
         width = spectral_norm_psd(covar).clamp_min(1e-30).sqrt()
-        return s(mean) + s.lipschitz.to(mean) * beta * width
+        lipschitz = self._lipschitz if self._lipschitz.dtype == mean.dtype else s.lipschitz.to(mean)
+        return s(mean) + lipschitz * beta * width
 
 
 def _model_like(model: Model) -> Tensor:

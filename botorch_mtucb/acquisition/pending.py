@@ -9,9 +9,9 @@ is conditioned on them with its own posterior mean as the hallucinated observati
 
 so the mean is unchanged and the width Γ_{t,p}(x, x) ⪯ Γ_t(x, x) shrinks where evaluations are
 already under way; the next UCB maximiser moves elsewhere. (For MT-BKB the conditioned model
-resamples its dictionary, so its mean is unchanged only up to the Nyström approximation.) The posterior covariance of a GP does
-not depend on the observed values, so this is exactly the width the model will have once the
-pending results arrive. This is what ``set_X_pending`` of
+resamples its dictionary, so its mean is unchanged only up to the Nyström approximation.)
+The posterior covariance of a GP does not depend on the observed values, so this is exactly
+the width the model will have once the pending results arrive. This is what ``set_X_pending`` of
 :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
 :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` does, so BoTorch's own
 ``optimize_acqf(q=k, sequential=True)`` and ``optimize_acqf_discrete(q=k)`` return batches.
