@@ -71,7 +71,8 @@ def run_trial(seed: int, q: int, inflation, evals: int) -> dict:
     return {
         "seed": seed,
         "avg_regret_by_eval": [round(v, 6) for v in avg.tolist()],
-        "avg_regret_by_round": [round(v, 6) for v in avg[q - 1::q].tolist()],  # R_C(t)/t at the end of each round
+        # R_C(t)/t at the end of each round
+        "avg_regret_by_round": [round(v, 6) for v in avg[q - 1::q].tolist()],
         "wall_s": time.perf_counter() - t0,
     }
 
