@@ -188,6 +188,7 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             )
         self._pending = PendingState(model)
         self._input_dim = like.shape[-1] if isinstance(model, ExactGP) else None
+        self._dtype_device = (like.dtype, like.device)
         self.set_X_pending(X_pending)
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
@@ -205,6 +206,8 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             X_pending: ``m x d`` pending points, or ``None`` / an empty tensor for none.
         """
         X = check_pending(X_pending, self._input_dim)
+        if X is not None:  # the model's dtype and device (BoTorch passes candidates as given)
+            X = X.to(*self._dtype_device)
         base = self._pending.base
         self.model = self._pending.update(X)
         self.X_pending = X
