@@ -207,7 +207,7 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         """
         X = check_pending(X_pending, self._input_dim)
         if X is not None:  # the model's dtype and device (BoTorch passes candidates as given)
-            X = X.to(*self._dtype_device)
+            X = X.to(dtype=self._dtype_device[0], device=self._dtype_device[1])
         base = self._pending.base
         self.model = self._pending.update(X)
         self.X_pending = X

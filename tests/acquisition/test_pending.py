@@ -292,3 +292,14 @@ def test_heavy_tailed_ucb_pending_on_a_botorch_gp_matches_a_refit_on_hallucinate
             ..., 0, 0
         ].sqrt()
     torch.testing.assert_close(acqf(Xq), expected, atol=1e-10, rtol=0)
+
+
+def test_pending_points_in_another_dtype_are_cast_to_the_model():
+    model, _, _ = _model()
+    s = LinearScalarization(torch.tensor([0.3, 0.3, 0.4], dtype=DT))
+    Xp = torch.tensor([[0.2, 0.8], [0.9, 0.1]], dtype=DT)
+    a = ScalarizedMultiTaskUCB(model, s, beta=2.0, X_pending=Xp.float())
+    b = ScalarizedMultiTaskUCB(model, s, beta=2.0, X_pending=Xp)
+    assert a.X_pending.dtype == DT
+    Xq = torch.rand(5, 1, 2, generator=torch.Generator().manual_seed(4), dtype=DT)
+    torch.testing.assert_close(a(Xq), b(Xq), atol=1e-6, rtol=0)  # float32 rounding of X_p
