@@ -227,7 +227,8 @@ class HeavyTailedModel(Model):
         """Marginal posterior mean and variance at ``batch_shape x q x d`` inputs.
 
         The fast path of :class:`HeavyTailedUCB` (no joint covariance, no posterior object,
-        no host synchronisation).
+        no host synchronisation). On the whole arm set in order the results may be views of
+        the model's state: do not modify them in place.
 
         Returns:
             ``(mean, variance)``, each ``batch_shape x q``.

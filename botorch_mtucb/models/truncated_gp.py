@@ -272,7 +272,7 @@ class TruncatedGP(HeavyTailedModel):
     def _rank_one_update(self, old: TruncatedGP, a: int, y: float) -> None:
         """Kalman / Sherman–Morrison update of the arm-space posterior by one reward, O(A²).
 
-        ``c = λ + Σ[a, a]``, ``h = Σ[:, a] / √c``: ``μ ← μ + h (ŷ − μ[a]) / √c``,
+        ``c = λ + max(Σ[a, a], 0)``, ``h = Σ[:, a] / √c``: ``μ ← μ + h (ŷ − μ[a]) / √c``,
         ``Σ ← Σ − h hᵀ``, ``ln det ← ln det + ln(c/λ)``. Only tensor–tensor operations (a
         Python scalar in an operation costs as much as the operation itself).
         """
@@ -283,7 +283,7 @@ class TruncatedGP(HeavyTailedModel):
         b = tgp_truncation_level(t + 1, self.alpha, self.v) if self.truncate else math.inf
         y_hat = self._y_buf.data[t] if abs(y) <= b else self._zero  # 0-dim tensors
         col = old._cov_A[a]  # row a = column a (Σ_A is symmetric)
-        c = col[a] + self._lam_t
+        c = col[a].clamp_min(0.0) + self._lam_t  # c ≥ λ before the inverse square root
         r = c.rsqrt()
         h = col * r
         state = {
