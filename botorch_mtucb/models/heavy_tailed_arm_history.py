@@ -59,17 +59,20 @@ class RowBuffer:
         """The first ``n`` rows (a view)."""
         return self.data[:n]
 
-    def appended(self, n: int, rows: Tensor | float) -> RowBuffer:
-        """A buffer holding ``data[:n]`` followed by ``rows`` (``self`` when in place).
+    def appended_value(self, n: int, value: float) -> RowBuffer:
+        """:meth:`appended` for one Python number (a single row of a 1-d buffer)."""
+        if n == self.length and n < self.data.shape[0]:
+            self.data[n] = value
+            self.length = n + 1
+            return self
+        return self.appended(n, torch.tensor([value], dtype=self.data.dtype,
+                                             device=self.data.device))
 
-        ``rows`` is a tensor of rows or one Python number (a single row of a 1-d buffer).
-        """
-        k = 1 if isinstance(rows, int | float) else rows.shape[0]
+    def appended(self, n: int, rows: Tensor) -> RowBuffer:
+        """A buffer holding ``data[:n]`` followed by ``rows`` (``self`` when in place)."""
+        k = rows.shape[0]
         if n == self.length and n + k <= self.data.shape[0]:
-            if k == 1 and not torch.is_tensor(rows):
-                self.data[n] = rows
-            else:
-                self.data[n : n + k] = rows
+            self.data[n : n + k] = rows
             self.length = n + k
             return self
         cap = self.data.shape[0]

@@ -307,8 +307,8 @@ class HeavyTailedModel(Model):
             host = (idx_list, y_list)
             if n == 1:
                 state = {
-                    "_y_buf": self._y_buf.appended(t, y_list[0]),
-                    "_idx_buf": self._idx_buf.appended(t, idx_list[0]),
+                    "_y_buf": self._y_buf.appended_value(t, y_list[0]),
+                    "_idx_buf": self._idx_buf.appended_value(t, idx_list[0]),
                 }
             else:
                 idx_t = torch.tensor(idx_list, dtype=torch.long, device=X.device)

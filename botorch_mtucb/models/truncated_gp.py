@@ -233,7 +233,7 @@ class TruncatedGP(HeavyTailedModel):
                 if cached is None or cached[0] != X.shape:
                     shape = X.shape[:-1]
                     views = (self._mean_A.reshape(shape), self._cov_A.diagonal().reshape(shape))
-                    cached = self._whole_views = (X.shape, views)
+                    cached = self.__dict__["_whole_views"] = (X.shape, views)
                 return cached[1]
             return self._mean_A[idx], self._cov_A.diagonal()[idx]
         k_xx = self._kernel(X, X, diag=not full)
