@@ -8,7 +8,7 @@ but the per-round wall times). The serial run's CPU seconds over its wall second
 much of a core this process got (below 1: the machine is shared), and ``pool_start_s`` is
 the wall time of a parallel run of one round per worker (start-up: forkserver, imports).
 
-    python benchmarks/parallel_runner.py                 # rkhs-n20, 10 trials, T = 100
+    python benchmarks/parallel_runner.py                 # rkhs-n20, 10 trials, T = 150
     python benchmarks/parallel_runner.py --quick         # a few seconds, smoke test
 
 Writes ``benchmarks/results/parallel_runner.json``.
@@ -59,7 +59,7 @@ def main() -> None:
     p.add_argument("--experiment", default="rkhs-n20")
     p.add_argument("--algorithms", nargs="+", default=["MT-KB", "MT-BKB", "IT-KB", "IT-KB-fair"])
     p.add_argument("--trials", type=int, default=10)
-    p.add_argument("--horizon", type=int, default=100)
+    p.add_argument("--horizon", type=int, default=150)
     p.add_argument("--workers", type=int, nargs="+", default=[2])
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="2 trials, T = 10, 1 repeat")

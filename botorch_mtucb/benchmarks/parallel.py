@@ -19,7 +19,9 @@ deterministic, just not faster: start Dask workers with one thread each
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -137,8 +139,8 @@ def execute(
     if scheduler is not None:
         _execute_dask(units, on_result, scheduler)
     elif workers:
-        with ProcessPoolExecutor(max_workers=min(workers, len(units)),
-                                 mp_context=_context()) as pool:
+        with ProcessPoolExecutor(max_workers=min(workers, len(units)), mp_context=_context(),
+                                 initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(run_unit, u) for u in units]
             try:
                 for fut in as_completed(futures):
@@ -160,6 +162,26 @@ def require_distributed() -> Any:
             "`--scheduler` needs Dask distributed: pip install 'botorch-mtucb[dask]'."
         ) from err
     return distributed
+
+
+def _watch_parent(pid: int, interval: float = 1.0) -> None:
+    """Worker initializer: exit when the process that started the pool is gone.
+
+    Without it a worker whose parent was killed (``kill``, an out-of-memory kill) would finish
+    its current unit, minutes of CPU, before noticing the closed pipe.
+    """
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # alive, owned by someone else (cannot happen here)
+                pass
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def _context() -> multiprocessing.context.BaseContext:

@@ -82,13 +82,12 @@ def load_run(path: str | Path) -> ExperimentResult:
     if plan is not None:
         expected = expected_units(plan)
         have = {(tr.trial, tr.algorithm) for tr in trials}
-        if manifest is not None:
-            stray = sorted(trial_file_name(*u) for u in have - set(expected))
-            if stray:
-                raise ValueError(
-                    f"{str(path / stray[0])!r} is not part of the run's configuration "
-                    f"({MANIFEST_FILE}); move it away."
-                )
+        stray = sorted(trial_file_name(*u) for u in have - set(expected))
+        if stray:  # e.g. a trial of another --first-trial run written into this folder
+            raise ValueError(
+                f"{str(path / stray[0])!r} is not part of the run's configuration "
+                f"({MANIFEST_FILE if manifest is not None else source}); move it away."
+            )
         missing = [u for u in expected if u not in have and u[1] not in skipped]
     return ExperimentResult(
         experiment=settings["experiment"], settings=settings, trials=trials,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -100,3 +103,15 @@ def test_execute_arguments_and_errors(tmp_path, capsys):
                  "--out", str(tmp_path / "x"), "--no-progress"])
     assert code == 2 and "not both" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # refused before anything was written
+
+
+def test_worker_exits_when_its_parent_is_gone():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    code = ("from botorch_mtucb.benchmarks.parallel import _watch_parent\n"
+            f"_watch_parent({dead.pid}, 0.05)\nimport time\ntime.sleep(30)\n")
+    child = subprocess.run([sys.executable, "-c", code], timeout=25)
+    assert child.returncode == 1
+    alive = ("import os\nfrom botorch_mtucb.benchmarks.parallel import _watch_parent\n"
+             f"_watch_parent({os.getpid()}, 0.05)\nimport time\ntime.sleep(0.5)\n")
+    assert subprocess.run([sys.executable, "-c", alive], timeout=25).returncode == 0

@@ -208,3 +208,10 @@ def test_summarize_names_files_it_cannot_use(runs, tmp_path, capsys):
     assert "trial00_IT-KB.json" in capsys.readouterr().err
     (mixed / "trial00_IT-KB.json").unlink()
     assert main(["summarize", str(mixed)]) == 0  # legacy folders still load
+    # a trial of another --first-trial run of the same configuration, pooled by hand
+    run_experiment("rkhs-n2", algorithms=["MT-KB"], out_dir=tmp_path / "k5",
+                   **{**KW, "trials": 1}, first_trial=5)
+    (mixed / "trial05_MT-KB.json").write_bytes((tmp_path / "k5" / "trial05_MT-KB.json")
+                                               .read_bytes())
+    assert main(["summarize", str(mixed)]) == 2
+    assert "trial05_MT-KB.json' is not part of" in capsys.readouterr().err
