@@ -22,24 +22,13 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
 ``MT-*`` and ``IT-*`` maximise :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with
 ``bound="spectral"`` (paper 000 eq. (2)) or ``"directional"`` (:class:`RunConfig`).
 
-Heavy-tailed (paper 001; λ = 1, δ = 0.1, ε = 0.1):
-
-==========================  ================================================================
-``TGP-UCB``                 TruncatedGP + HeavyTailedUCB (its own β).
-``ATA-GP-UCB-QFF``          AdaptiveTruncationGP with QuadratureFourierFeatures (SE only).
-``ATA-GP-UCB-Nystrom``      AdaptiveTruncationGP with NystromFeatures.
-``GP-UCB``                  TruncatedGP without truncation, width :func:`gp_ucb_width`.
-==========================  ================================================================
-
-``RunConfig.constants`` picks the theory or the authors' constants of the heavy-tailed models
-(the papers' figures used the authors' code; default ``"authors"``).
+Heavy-tailed entries live in :mod:`botorch_mtucb.benchmarks.ht_algorithms`; the registry
+merges both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -51,24 +40,19 @@ from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import TheoremTwoBeta
 from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
-from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.benchmarks.algorithm_types import AlgorithmSetup, AlgorithmSpec, RunConfig
 from botorch_mtucb.benchmarks.baselines import (
     AppendixEBeta,
     ScalarizedIndependentUCB,
-    gp_ucb_width,
     srinivas_beta,
 )
-from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
-from botorch_mtucb.features.nystrom import NystromFeatures
-from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
+from botorch_mtucb.benchmarks.ht_algorithms import HT_ALGORITHMS
+from botorch_mtucb.benchmarks.problems import MultiTaskProblem
 from botorch_mtucb.kernels.icm import ICMKernel
-from botorch_mtucb.kernels.precomputed import PrecomputedKernel
-from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
-from botorch_mtucb.models.truncated_gp import TruncatedGP
 
 __all__ = [
     "ALGORITHMS",
@@ -80,65 +64,6 @@ __all__ = [
 
 #: Exact hypervolume-based acquisitions are exponential in n; refuse qLogNEHVI above this.
 MAX_NEHVI_OBJECTIVES = 4
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """Settings shared by all algorithms of a run.
-
-    Attributes:
-        horizon: T (enters the Nyström q and the ATA schedules).
-        bound: ``"spectral"`` or ``"directional"`` scalarized UCB for MT-* / IT-*.
-        constants: ``"authors"`` or ``"theory"`` for the heavy-tailed models.
-        seed: Seed of algorithm-internal randomness (Nyström dictionaries, MC samplers).
-        epsilon_mt: Nyström accuracy ε of MT-BKB / IT-BKB (paper 000: 0.5).
-        epsilon_ht: Nyström accuracy ε of ATA-GP-UCB-Nyström (paper 001: 0.1).
-        lam: Regulariser λ of the heavy-tailed models (paper 001: 1).
-        delta: Confidence δ of the heavy-tailed models.
-    """
-
-    horizon: int
-    bound: str = "spectral"
-    constants: str = "authors"
-    seed: int = 0
-    epsilon_mt: float = 0.5
-    epsilon_ht: float = 0.1
-    lam: float = 1.0
-    delta: float = 0.1
-
-
-@dataclass
-class AlgorithmSetup:
-    """What :func:`run_bo_loop` needs from an algorithm.
-
-    Attributes:
-        model_factory: ``(X, Y) -> Model``.
-        acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction``.
-        representation: Heavy-tailed only: arm coordinates ``"kernel"`` or ``"qff"``.
-    """
-
-    model_factory: Callable[[Tensor, Tensor], Model]
-    acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction]
-    representation: str = "kernel"
-
-
-@dataclass(frozen=True)
-class AlgorithmSpec:
-    """A registry entry.
-
-    Attributes:
-        name: Name used on the command line.
-        kind: ``"multi_task"`` or ``"heavy_tailed"``.
-        description: One line for ``list``.
-        build: ``(problem, config) -> AlgorithmSetup``.
-        available: ``problem -> None`` or the reason the algorithm cannot run on it.
-    """
-
-    name: str
-    kind: str
-    description: str
-    build: Callable[[Any, RunConfig], AlgorithmSetup]
-    available: Callable[[Any], str | None] = lambda problem: None
 
 
 # ----------------------------------------------------------------------------- multi-task
@@ -285,123 +210,32 @@ def _nehvi_available(problem: MultiTaskProblem) -> str | None:
     return None
 
 
-# ----------------------------------------------------------------------------- heavy-tailed
-def _arms_kw(problem: HeavyTailedProblem, kernel) -> dict[str, Tensor]:
-    """``arms=`` for the fast finite-arm path (implicit with a PrecomputedKernel)."""
-    return {} if isinstance(kernel, PrecomputedKernel) else {"arms": problem.arms}
+#: The multi-task registry entries.
+MT_ALGORITHMS: list[AlgorithmSpec] = [
+    AlgorithmSpec("MT-KB", "multi_task", "exact multi-task GP, Theorem-2 radius",
+                  _exact(False, "theorem2")),
+    AlgorithmSpec("MT-BKB", "multi_task", "Nystrom multi-task GP, Theorem-3 radius",
+                  _nystrom(False, "theorem3")),
+    AlgorithmSpec("IT-KB", "multi_task",
+                  "independent tasks, single-task GP-UCB radius x sqrt(n) (Appendix E)",
+                  _exact(True, "appendix-e")),
+    AlgorithmSpec("IT-KB-fair", "multi_task", "independent tasks, Theorem-2 radius",
+                  _exact(True, "theorem2")),
+    AlgorithmSpec("IT-BKB", "multi_task",
+                  "independent-task Nystrom, single-task BKB radius x sqrt(n) (Appendix E)",
+                  _nystrom(True, "appendix-e")),
+    AlgorithmSpec("IT-BKB-fair", "multi_task", "independent-task Nystrom, Theorem-3 radius",
+                  _nystrom(True, "theorem3")),
+    AlgorithmSpec("MOBO", "multi_task",
+                  "Paria et al.: independent GPs, scalarized per-objective UCB",
+                  _build_mobo),
+    AlgorithmSpec("qLogNParEGO", "multi_task", "BoTorch qLogNParEGO (round's lambda)",
+                  _build_parego),
+    AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 4)", _build_nehvi,
+                  _nehvi_available),
+]
 
-
-def _build_tgp(truncate: bool):
-    def build(problem: HeavyTailedProblem, cfg: RunConfig) -> AlgorithmSetup:
-        def model_factory(X: Tensor, Y: Tensor) -> Model:
-            kern = problem.kernel()
-            return TruncatedGP(
-                X,
-                Y,
-                alpha=problem.alpha,
-                v=problem.v,
-                covar_module=kern,
-                lam=cfg.lam,
-                delta=cfg.delta,
-                B=problem.B,
-                constants=cfg.constants,
-                truncate=truncate,
-                **_arms_kw(problem, kern),
-            )
-
-        if truncate:
-
-            def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-                return HeavyTailedUCB(model)
-
-        else:
-
-            def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-                width = gp_ucb_width(model.num_observations, problem.v, problem.B, cfg.lam)
-                return HeavyTailedUCB(model, beta=width)
-
-        return AlgorithmSetup(model_factory, acq)
-
-    return build
-
-
-def _build_ata(kind: str):
-    def build(problem: HeavyTailedProblem, cfg: RunConfig) -> AlgorithmSetup:
-        if kind == "qff":
-            spec = problem.qff
-            arms = spec.arms
-            features = QuadratureFourierFeatures(
-                lengthscale=spec.lengthscale, num_nodes=spec.num_nodes, dim=arms.shape[-1]
-            )
-            arms_kw = {"arms": arms}
-        else:
-            kern = problem.kernel()
-            gen = torch.Generator().manual_seed(cfg.seed)
-            features = NystromFeatures(kern, epsilon=cfg.epsilon_ht, generator=gen)
-            arms_kw = _arms_kw(problem, kern)
-
-        def model_factory(X: Tensor, Y: Tensor) -> Model:
-            return AdaptiveTruncationGP(
-                X,
-                Y,
-                alpha=problem.alpha,
-                v=problem.v,
-                features=features,
-                lam=cfg.lam,
-                delta=cfg.delta,
-                B=problem.B,
-                horizon=cfg.horizon,
-                constants=cfg.constants,
-                **arms_kw,
-            )
-
-        def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-            return HeavyTailedUCB(model)
-
-        return AlgorithmSetup(model_factory, acq, "qff" if kind == "qff" else "kernel")
-
-    return build
-
-
-def _qff_available(problem: HeavyTailedProblem) -> str | None:
-    if problem.qff is None:
-        return "no QFF variant (the kernel has no analytic SE form; paper 001 excludes it too)"
-    return None
-
-
-ALGORITHMS: dict[str, AlgorithmSpec] = {
-    s.name: s
-    for s in [
-        AlgorithmSpec("MT-KB", "multi_task", "exact multi-task GP, Theorem-2 radius",
-                      _exact(False, "theorem2")),
-        AlgorithmSpec("MT-BKB", "multi_task", "Nystrom multi-task GP, Theorem-3 radius",
-                      _nystrom(False, "theorem3")),
-        AlgorithmSpec("IT-KB", "multi_task",
-                      "independent tasks, single-task GP-UCB radius x sqrt(n) (Appendix E)",
-                      _exact(True, "appendix-e")),
-        AlgorithmSpec("IT-KB-fair", "multi_task", "independent tasks, Theorem-2 radius",
-                      _exact(True, "theorem2")),
-        AlgorithmSpec("IT-BKB", "multi_task",
-                      "independent-task Nystrom, single-task BKB radius x sqrt(n) (Appendix E)",
-                      _nystrom(True, "appendix-e")),
-        AlgorithmSpec("IT-BKB-fair", "multi_task", "independent-task Nystrom, Theorem-3 radius",
-                      _nystrom(True, "theorem3")),
-        AlgorithmSpec("MOBO", "multi_task",
-                      "Paria et al.: independent GPs, scalarized per-objective UCB",
-                      _build_mobo),
-        AlgorithmSpec("qLogNParEGO", "multi_task", "BoTorch qLogNParEGO (round's lambda)",
-                      _build_parego),
-        AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 4)", _build_nehvi,
-                      _nehvi_available),
-        AlgorithmSpec("TGP-UCB", "heavy_tailed", "truncated GP-UCB (paper 001 Alg. 1)",
-                      _build_tgp(True)),
-        AlgorithmSpec("ATA-GP-UCB-QFF", "heavy_tailed", "adaptive truncation, QFF features",
-                      _build_ata("qff"), _qff_available),
-        AlgorithmSpec("ATA-GP-UCB-Nystrom", "heavy_tailed",
-                      "adaptive truncation, Nystrom features", _build_ata("nystrom")),
-        AlgorithmSpec("GP-UCB", "heavy_tailed", "GP-UCB without truncation", _build_tgp(False)),
-    ]
-}
+ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in [*MT_ALGORITHMS, *HT_ALGORITHMS]}
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:

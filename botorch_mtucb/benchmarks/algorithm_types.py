@@ -1,0 +1,74 @@
+"""Types of the algorithm registry: the run settings and what an algorithm gives the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botorch.acquisition import AcquisitionFunction
+from botorch.models.model import Model
+from torch import Tensor
+
+from botorch_mtucb.acquisition.scalarization import Scalarization
+
+__all__ = ["AlgorithmSetup", "AlgorithmSpec", "RunConfig"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Settings shared by all algorithms of a run.
+
+    Attributes:
+        horizon: T (enters the Nyström q and the ATA schedules).
+        bound: ``"spectral"`` or ``"directional"`` scalarized UCB for MT-* / IT-*.
+        constants: ``"authors"`` or ``"theory"`` for the heavy-tailed models.
+        seed: Seed of algorithm-internal randomness (Nyström dictionaries, MC samplers).
+        epsilon_mt: Nyström accuracy ε of MT-BKB / IT-BKB (paper 000: 0.5).
+        epsilon_ht: Nyström accuracy ε of ATA-GP-UCB-Nyström (paper 001: 0.1).
+        lam: Regulariser λ of the heavy-tailed models (paper 001: 1).
+        delta: Confidence δ of the heavy-tailed models.
+    """
+
+    horizon: int
+    bound: str = "spectral"
+    constants: str = "authors"
+    seed: int = 0
+    epsilon_mt: float = 0.5
+    epsilon_ht: float = 0.1
+    lam: float = 1.0
+    delta: float = 0.1
+
+
+@dataclass
+class AlgorithmSetup:
+    """What :func:`run_bo_loop` needs from an algorithm.
+
+    Attributes:
+        model_factory: ``(X, Y) -> Model``.
+        acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction``.
+        representation: Heavy-tailed only: arm coordinates ``"kernel"`` or ``"qff"``.
+    """
+
+    model_factory: Callable[[Tensor, Tensor], Model]
+    acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction]
+    representation: str = "kernel"
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registry entry.
+
+    Attributes:
+        name: Name used on the command line.
+        kind: ``"multi_task"`` or ``"heavy_tailed"``.
+        description: One line for ``list``.
+        build: ``(problem, config) -> AlgorithmSetup``.
+        available: ``problem -> None`` or the reason the algorithm cannot run on it.
+    """
+
+    name: str
+    kind: str
+    description: str
+    build: Callable[[Any, RunConfig], AlgorithmSetup]
+    available: Callable[[Any], str | None] = lambda problem: None
