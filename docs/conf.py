@@ -58,6 +58,8 @@ def _tutorial_notebooks() -> dict[Path, str]:
     for source in sorted((ROOT / "tutorials").glob("[0-9]*.py")):
         nb = jupytext.read(source)
         nb.metadata.pop("jupytext", None)
+        for i, cell in enumerate(nb.cells):  # jupytext draws random ids: make them stable,
+            cell.id = f"cell-{i}"  # or every build would rewrite (and re-execute) the notebook
         out[DOCS / "tutorials" / f"{source.stem}.ipynb"] = nbformat.writes(nb) + "\n"
     return out
 
