@@ -10,7 +10,8 @@ Before Sphinx reads anything this file generates, into ignored folders:
 * ``docs/tutorials/``: the tutorials as notebooks without outputs, from the jupytext
   ``tutorials/*.py`` files; myst-nb executes them (FAST mode unless ``BOTORCH_MTUCB_FAST``
   is set otherwise) and renders their outputs and plots. ``-D nb_execution_mode=off``
-  skips the execution (pages without outputs) for a quick look at the rest;
+  skips the execution (pages without outputs) for a quick look at the rest. An incremental
+  build re-executes only tutorials whose file changed; ``-E`` (as in CI) re-executes all;
 * ``docs/_generated/benchmark_figures.md``: the figures of ``benchmarks/results/``.
 """
 
