@@ -1,0 +1,112 @@
+"""ScalarizedMultiTaskUCB: refusals of bad input and unsupported models, dtype handling.
+
+Split from ``test_multi_task_ucb.py`` (values, gradients and validity live there).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from botorch.models import KroneckerMultiTaskGP, ModelListGP, SingleTaskGP
+from botorch.models.transforms import Log
+
+from botorch_mtucb.acquisition import LinearScalarization, ScalarizedMultiTaskUCB
+from botorch_mtucb.models import ExactMultiTaskGP
+from tests.acquisition.test_multi_task_ucb import (
+    _icm,
+    _icm_standardized,
+    _scalarization,
+    _train_data,
+)
+
+DT = torch.float64
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.InputDataWarning",
+    "ignore::botorch.exceptions.warnings.OptimizationWarning",
+)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_bad_inputs_raise():
+    X, Y = _train_data()
+    model = _icm(X, Y)
+    s = _scalarization("linear", torch.tensor([0.5, 0.5], dtype=DT))
+    acqf = ScalarizedMultiTaskUCB(model, s, 1.0)
+    with pytest.raises(ValueError, match="q = 1"):
+        acqf(torch.rand(4, 2, 2, dtype=DT))
+    with pytest.raises(ValueError, match="q = 1"):
+        acqf(torch.rand(2, dtype=DT))
+    assert acqf(torch.rand(1, 2, dtype=DT)).shape == (1,)
+    s3 = LinearScalarization(torch.tensor([0.2, 0.3, 0.5], dtype=DT))
+    with pytest.raises(ValueError, match="3 weights but the model has 2 outputs"):
+        ScalarizedMultiTaskUCB(model, s3, 1.0)
+    for beta in (-0.1, float("nan"), torch.tensor([1.0, 2.0])):
+        with pytest.raises(ValueError, match="beta"):
+            ScalarizedMultiTaskUCB(model, s, beta)
+    with pytest.raises(ValueError, match="bound"):
+        ScalarizedMultiTaskUCB(model, s, 1.0, bound="trace")
+    with pytest.raises(ValueError, match="scalarization"):
+        ScalarizedMultiTaskUCB(model, lambda y: y.sum(-1), 1.0)
+    single = SingleTaskGP(X, Y[:, :1])
+    with pytest.raises(ValueError, match="multi-output model"):
+        ScalarizedMultiTaskUCB(single, LinearScalarization(torch.ones(1, dtype=DT)), 1.0)
+
+
+def test_kronecker_multitask_gp_is_refused():
+    X, Y = _train_data()
+    kron = KroneckerMultiTaskGP(X, Y)
+    kron.eval()
+    # why: its posterior drops the cross-task covariance that GPyTorch's predictive has
+    Xt = torch.rand(1, 2, dtype=DT)
+    with torch.no_grad():
+        block_post = kron.posterior(Xt).distribution.covariance_matrix
+        block_gp = kron(Xt).covariance_matrix
+    assert block_post[0, 1] == 0 and block_gp[0, 1].abs() > 1e-8
+    s = _scalarization("chebyshev", torch.tensor([0.5, 0.5], dtype=DT))
+    with pytest.raises(ValueError, match="KroneckerMultiTaskGP is not supported"):
+        ScalarizedMultiTaskUCB(kron, s, 1.0)
+
+
+def test_non_gaussian_posterior_is_refused():
+    X, Y = _train_data()
+    m1 = SingleTaskGP(X, Y[:, :1].exp(), outcome_transform=Log())
+    m2 = SingleTaskGP(X, Y[:, 1:])
+    model = ModelListGP(m1, m2)
+    model.eval()
+    acqf = ScalarizedMultiTaskUCB(model, _scalarization("linear", [0.5, 0.5]), 1.0)
+    with pytest.raises(ValueError, match="no Gaussian task covariance"):
+        acqf(torch.rand(3, 1, 2, dtype=DT))
+
+
+def test_malformed_pending_points_are_refused():
+    g = torch.Generator().manual_seed(11)
+    X = torch.rand(6, 1, generator=g, dtype=torch.float64)
+    Y = torch.randn(6, 2, generator=g, dtype=torch.float64)
+    acqf = ScalarizedMultiTaskUCB(
+        ExactMultiTaskGP(X, Y), LinearScalarization(torch.tensor([0.5, 0.5])), beta=1.0
+    )
+    acqf.set_X_pending(None)  # nothing pending is fine
+    acqf.set_X_pending(torch.empty(0, 1, dtype=torch.float64))  # nor is an empty batch
+    assert acqf.X_pending is None
+    with pytest.raises(ValueError, match="X_pending"):  # wrong d (GP-BUCB: see test_pending)
+        acqf.set_X_pending(torch.rand(2, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="X_pending"):
+        acqf.set_X_pending(torch.full((1, 1), float("nan"), dtype=torch.float64))
+
+
+def test_beta_and_values_follow_the_model_dtype():
+    """β is converted once to the model's dtype; a float32 model gives float32 values."""
+    g = torch.Generator().manual_seed(12)
+    X = torch.rand(10, 2, generator=g, dtype=DT)
+    Y = torch.randn(10, 2, generator=g, dtype=DT)
+    s = _scalarization("chebyshev", torch.tensor([0.4, 0.6], dtype=DT))
+    ref = ScalarizedMultiTaskUCB(_icm_standardized(X, Y), s, beta=1.5)
+    m32 = _icm_standardized(X.float(), Y.float())
+    acqf = ScalarizedMultiTaskUCB(m32, s, beta=1.5)
+    assert acqf.beta.dtype == torch.float32 and ref.beta.dtype == DT
+    Xt = torch.rand(5, 1, 2, generator=g, dtype=DT)
+    out = acqf(Xt.float())
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out.double(), ref(Xt), atol=1e-4, rtol=1e-4)
