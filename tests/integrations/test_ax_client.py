@@ -1,0 +1,225 @@
+"""Ax integration, part 2: real ``ax.Client`` loops (part 1, ``test_ax.py``: constructors).
+
+References: brute-force formulas written out here (Chebyshev / linear UCB with the signs,
+Pareto front by pairwise comparison, nadir reference point), models rebuilt from scratch on
+the augmented data (GP-BUCB hallucination), the raw values reported to Ax (data order and
+scale seen by the heavy-tailed model), Ax's own StandardizeY statistics (reference point =
+the user's objective thresholds).
+"""
+
+from __future__ import annotations
+
+import math
+import runpy
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("ax")
+
+from ax.api.client import Client  # noqa: E402
+from botorch.models import ModelListGP  # noqa: E402
+from botorch.test_functions.multi_objective import BraninCurrin  # noqa: E402
+
+from botorch_mtucb.acquisition import (  # noqa: E402
+    HeavyTailedUCB,
+    ScalarizedMultiTaskUCB,
+)
+from botorch_mtucb.features import QuadratureFourierFeatures  # noqa: E402
+from botorch_mtucb.integrations.ax import (  # noqa: E402
+    heavy_tailed_generation_strategy,
+    mtucb_generation_strategy,
+)
+from botorch_mtucb.models import (  # noqa: E402
+    AdaptiveTruncationGP,
+    ExactMultiTaskGP,
+    TruncatedGP,
+)
+from tests.integrations.test_ax import (  # noqa: E402
+    FAST_OPT,
+    _pareto_min,
+    _unit_box,
+)
+
+DT = torch.float64
+
+
+# ----------------------------------------------------------------------------- Ax loops
+def test_client_loop_branin_currin_mtucb() -> None:
+    """8 trials of "-a, -b" on BraninCurrin: 4 Sobol, then MT-UCB (two of them generated
+    together, so the second sees the first as pending)."""
+    problem = BraninCurrin()
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=_unit_box())
+    client.configure_optimization(objective="-a, -b")
+    client.set_generation_strategy(
+        mtucb_generation_strategy(num_initial_trials=4, seed=0, optimizer_options=FAST_OPT)
+    )
+    observed: dict[int, torch.Tensor] = {}
+    weights, batch = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (4, 1, 2, 1):
+            trials = client.get_next_trials(max_trials=k)
+            assert len(trials) == k
+            if k <= 2:  # BO trials: inspect what Ax built
+                gen = client._generation_strategy.adapter.generator
+                model, acq = gen.surrogate.model, gen._acquisition
+                assert type(acq.acqf) is ScalarizedMultiTaskUCB  # our acquisition ...
+                assert isinstance(model, ExactMultiTaskGP)  # ... on our joint model,
+                assert not isinstance(model, ModelListGP) and model.num_outputs == 2
+                sc = acq.acqf.scalarization
+                assert sc.minimize.tolist() == [True, True]  # "-a, -b"
+                # Reference point = Ax's (inferred) thresholds, mapped to outputs.
+                thr = acq.objective_thresholds
+                torch.testing.assert_close(sc.ref_point, -thr.to(sc.ref_point))
+                weights.append(sc.weights)
+            if k == 2:
+                batch = [
+                    torch.tensor([p["x0"], p["x1"]], dtype=DT) for p in trials.values()
+                ]
+            for idx, p in trials.items():
+                x = torch.tensor([[p["x0"], p["x1"]]], dtype=DT)
+                assert ((x >= 0) & (x <= 1)).all()
+                observed[idx] = problem(x)[0]
+                client.complete_trial(
+                    idx, raw_data={"a": float(observed[idx][0]), "b": float(observed[idx][1])}
+                )
+        front = client.get_pareto_frontier(use_model_predictions=False)
+    assert len(observed) == 8
+    assert not torch.allclose(batch[0], batch[1])  # pending point not proposed again
+    W = torch.stack(weights)
+    assert torch.cdist(W, W)[~torch.eye(len(W), dtype=torch.bool)].min() > 1e-6  # fresh λ
+    idx = sorted(observed)
+    expected = {idx[i] for i in _pareto_min(torch.stack([observed[i] for i in idx]))}
+    assert {row[2] for row in front} == expected
+    for _, values, i, _ in front:
+        assert values["a"][0] == pytest.approx(float(observed[i][0]))
+
+
+def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:
+    """Objective order ("-b, -a") differs from Ax's output order; thresholds land right."""
+    problem = BraninCurrin()
+    client = Client(random_seed=1)
+    client.configure_experiment(parameters=_unit_box())
+    client.configure_optimization(objective="-b, -a", outcome_constraints=["a <= 120",
+                                                                           "b <= 9.5"])
+    client.configure_tracking_metrics(["c"])  # reported, not modelled (not an objective)
+    client.set_generation_strategy(
+        mtucb_generation_strategy(
+            num_initial_trials=3, seed=1, optimizer_options=FAST_OPT,
+            model_options={"noise": 0.05},
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (3, 1):
+            for idx, p in client.get_next_trials(max_trials=k).items():
+                y = problem(torch.tensor([[p["x0"], p["x1"]]], dtype=DT))[0]
+                client.complete_trial(
+                    idx, raw_data={"a": float(y[0]), "b": float(y[1]), "c": p["x0"]}
+                )
+    adapter = client._generation_strategy.adapter
+    model = adapter.generator.surrogate.model
+    assert adapter.outcomes == ["a", "b"] and model.noise.item() == pytest.approx(0.05)
+    sc = adapter.generator._acquisition.acqf.scalarization
+    std = adapter.transforms["StandardizeY"]
+    raw = [float(sc.ref_point[i]) * std.Ystd[m] + std.Ymean[m]
+           for i, m in enumerate(adapter.outcomes)]
+    assert dict(zip(adapter.outcomes, raw, strict=True)) == pytest.approx(
+        {"a": 120.0, "b": 9.5}
+    )
+    with pytest.raises(ValueError, match="one arm per trial"):
+        adapter.gen(n=2)  # a batch trial would repeat the point: refused
+
+
+def test_client_loop_heavy_tailed_noisy_objective() -> None:
+    """8 trials minimising a noisy loss (Student-t(3) noise) on [-1, 2]^2 with TGP-UCB."""
+    g = torch.Generator().manual_seed(0)
+
+    def loss(p: dict[str, float]) -> float:
+        u0, u1 = (p["x0"] + 1) / 3, (p["x1"] + 1) / 3
+        z = torch.randn(4, generator=g, dtype=DT)
+        t3 = float(z[0] / (z[1:].square().sum() / 3).sqrt())
+        return -math.sin(3 * u0) * math.cos(2 * u1) + 0.5 * t3
+
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=_unit_box(-1.0, 2.0))
+    client.configure_optimization(objective="-loss")
+    alpha, v = 1.0, 1.0 + 0.25 * 3.0  # |f| <= 1, E(0.5 T_3)^2 = 0.75
+    client.set_generation_strategy(
+        heavy_tailed_generation_strategy(
+            alpha, v, num_initial_trials=4, seed=0, optimizer_options=FAST_OPT,
+            model_options={"constants": "authors"},
+        )
+    )
+    reported: dict[int, tuple[list[float], float]] = {}
+    batch = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (4, 1, 2, 1):
+            trials = client.get_next_trials(max_trials=k)
+            if k <= 2:
+                gen = client._generation_strategy.adapter.generator
+                model, acqf = gen.surrogate.model, gen._acquisition.acqf
+                assert type(acqf) is HeavyTailedUCB and isinstance(model, TruncatedGP)
+                # Rows = rounds in trial order, inputs mapped to [0, 1]^2 by UnitX, rewards
+                # in their raw units (no standardisation: b_t refers to the units of v).
+                done = sorted(reported)
+                X_ref = torch.tensor([reported[i][0] for i in done], dtype=DT)
+                Y_ref = torch.tensor([[reported[i][1]] for i in done], dtype=DT)
+                torch.testing.assert_close(model.train_X, (X_ref + 1) / 3)
+                torch.testing.assert_close(model.train_Y, Y_ref)
+                # Minimisation: the acquisition maximises −μ + β σ.
+                assert acqf.model is model and acqf.maximize is False
+                assert acqf._beta_float == pytest.approx(model.beta())
+            if k == 2:
+                batch = [(p["x0"], p["x1"]) for p in trials.values()]
+            for idx, p in trials.items():
+                assert all(-1.0 <= p[n] <= 2.0 for n in ("x0", "x1"))
+                reported[idx] = ([p["x0"], p["x1"]], loss(p))
+                client.complete_trial(idx, raw_data={"loss": reported[idx][1]})
+        best_params, best_values, best_idx, _ = client.get_best_parameterization(
+            use_model_predictions=False
+        )
+    assert len(reported) == 8 and batch[0] != batch[1]
+    assert best_idx == min(reported, key=lambda i: reported[i][1])
+    assert best_params == {"x0": reported[best_idx][0][0], "x1": reported[best_idx][0][1]}
+
+
+def test_client_adaptive_truncation_gp_runs() -> None:
+    """ATA-GP-UCB (QFF features) through the same helper: 3 Sobol + 2 BO trials, maximised."""
+    client = Client(random_seed=2)
+    client.configure_experiment(parameters=_unit_box())
+    client.configure_optimization(objective="y")
+    features = QuadratureFourierFeatures(lengthscale=0.3, num_nodes=6, dim=2)
+    client.set_generation_strategy(
+        heavy_tailed_generation_strategy(
+            0.5, 2.0, num_initial_trials=3, seed=2, model="adaptive_truncation",
+            model_options={"features": features, "constants": "authors"},
+            optimizer_options=FAST_OPT,
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (3, 1, 1):
+            trials = client.get_next_trials(max_trials=k)
+            for idx, p in trials.items():
+                assert all(0.0 <= p[n] <= 1.0 for n in ("x0", "x1"))
+                client.complete_trial(idx, raw_data={"y": p["x0"] - (p["x1"] - 0.5) ** 2})
+    gen = client._generation_strategy.adapter.generator
+    assert type(gen._acquisition.acqf) is HeavyTailedUCB
+    assert isinstance(gen.surrogate.model, AdaptiveTruncationGP)
+    assert gen._acquisition.acqf.model is gen.surrogate.model  # maximised, none pending
+    assert len(client._experiment.trials) == 5
+
+
+def test_example_script_runs(capsys) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "ax_mtucb.py"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runpy.run_path(str(example))["main"](trials=4, initial=3)
+    out = capsys.readouterr().out
+    assert "Branin-Currin: 4 trials" in out and "Heavy-tailed: 4 trials" in out
