@@ -1,4 +1,15 @@
-"""acquisition."""
+"""Acquisitions, confidence radii and batches.
+
+* :class:`ScalarizedMultiTaskUCB` — MT-KB / MT-BKB selection rule (paper 000, eq. (2) and the
+  directional bound of App. B.1) with :class:`LinearScalarization` /
+  :class:`ChebyshevScalarization` and λ ~ P_λ (:func:`sample_scalarization_weights`,
+  :class:`ScalarizationSampler`).
+* :class:`HeavyTailedUCB` — TGP-UCB / ATA-GP-UCB (paper 001, Algorithms 1–2).
+* :class:`TheoremTwoBeta`, :class:`TheoremThreeBeta`, :class:`ConstantBeta` — β schedules.
+* :mod:`~botorch_mtucb.acquisition.pending` — GP-BUCB batches (``set_X_pending``,
+  :func:`hallucinate_mean`, :func:`gp_bucb_inflation`).
+* :mod:`~botorch_mtucb.acquisition.optimizers` — the loop's per-round maximisers.
+"""
 
 from botorch_mtucb.acquisition.beta import (
     BetaSchedule,
