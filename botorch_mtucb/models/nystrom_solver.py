@@ -47,6 +47,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel, kron_interleaved
+from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.linalg.icm import ICMRotation
 from botorch_mtucb.linalg.nystrom import (
     default_pinv_rtol,
@@ -203,10 +204,10 @@ class NystromSolver(_NystromBase):
         self.train_psi = psi
         V = psi @ psi.transpose(-1, -2)
         eye = torch.eye(r, dtype=V.dtype, device=V.device)
-        self.chol = torch.linalg.cholesky(V + noise * eye)
+        self.factor = CholeskyFactor.from_matrix(V + noise * eye)
+        self.chol = self.factor.L
         b = psi @ train_resid.reshape(-1, 1)  # Σ_s ψ(x_s) y_s
-        self.alpha = torch.cholesky_solve(b, self.chol)  # (V + ηI)⁻¹ b, r x 1
-        self._V_evals = torch.linalg.eigvalsh(V).clamp_min(0.0) if r else V.new_zeros(0)
+        self.alpha = self.factor.solve(b)  # (V + ηI)⁻¹ b, r x 1
 
     def _factor(self, dict_X: Tensor, probs: Tensor) -> tuple[Tensor, Tensor]:
         """Basis points ``X_S`` and ``M`` (``r x |S|n``) with ``ψ(x) = M Γ(X_S, x)``."""
@@ -258,7 +259,7 @@ class NystromSolver(_NystromBase):
         if self.rank == 0:
             return prior
         psi = self._embed(X)
-        A = torch.linalg.solve_triangular(self.chol, psi, upper=False)
+        A = self.factor.solve_lower(psi)
         return prior - psi.transpose(-1, -2) @ psi + self.noise * (A.transpose(-1, -2) @ A)
 
     def task_blocks(self, X: Tensor) -> Tensor:
@@ -272,7 +273,7 @@ class NystromSolver(_NystromBase):
         prior = _dense(self.kernel.forward(X, X))
         if self.rank == 0:
             return mean, prior
-        A = torch.linalg.solve_triangular(self.chol, psi, upper=False)
+        A = self.factor.solve_lower(psi)
         cov = prior - psi.transpose(-1, -2) @ psi + self.noise * (A.transpose(-1, -2) @ A)
         return mean, cov
 
@@ -282,7 +283,7 @@ class NystromSolver(_NystromBase):
         prior = _dense(self.kernel.forward(Xp, Xp))  # batch x q x n x n
         if self.rank == 0:
             return prior
-        A = torch.linalg.solve_triangular(self.chol, psi, upper=False)
+        A = self.factor.solve_lower(psi)
         psi4 = psi.reshape(*psi.shape[:-1], q, n)  # batch x r x q x n
         A4 = A.reshape(*A.shape[:-1], q, n)
         explained = torch.einsum("...rqa,...rqb->...qab", psi4, psi4)
@@ -295,7 +296,7 @@ class NystromSolver(_NystromBase):
 
     def information_gain(self) -> Tensor:
         """½ log det(I + η⁻¹ Ṽ_t) = ½ log det(I_{nt} + η⁻¹ Φ̃_XᵀΦ̃_X) (Nyström estimate)."""
-        return 0.5 * torch.log1p(self._V_evals / self.noise).sum()
+        return 0.5 * (self.factor.logdet() - self.rank * torch.log(self.noise))
 
 
 class ICMNystromSolver(_NystromBase):
