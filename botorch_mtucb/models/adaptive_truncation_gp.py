@@ -255,11 +255,11 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         n = self._counts
         r = Fp.shape[-1]
         sqrt_n = n.sqrt().unsqueeze(-1)
-        Wc, e, DP = spectral_ridge(sqrt_n * Fp, self.lam, rows=False)
+        Wc, e, DPt = spectral_ridge(sqrt_n * Fp, self.lam, rows=False)
         Z = (Wc * e.rsqrt()) @ Wc.transpose(-1, -2)  # C^{-1/2}
         P = Fp @ Z  # A x r
-        if DP is not None:  # SVD path: the pulled arms' rows without λ^{-1/2} amplification
-            P = torch.where(sqrt_n > 0, DP / sqrt_n.clamp_min(1e-30), P)
+        if DPt is not None:  # SVD path: the pulled arms' rows without λ^{-1/2} amplification
+            P = torch.where(sqrt_n > 0, DPt.transpose(-1, -2) / sqrt_n.clamp_min(1e-30), P)
         G = P @ W.transpose(-1, -2)  # A x m; row a: u_{·,τ} for every round τ at arm a
         if self.num_observations and r:
             b = self.truncation_level()
@@ -282,11 +282,11 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         X, y = self.train_X, self.train_Y[:, 0]
         Phi = self.features(X)  # t x m
         m = Phi.shape[-1]
-        W, e, Phi_Vmh = spectral_ridge(Phi, self.lam)
+        W, e, U = spectral_ridge(Phi, self.lam)  # U = V^{-1/2}Φᵀ, m x t
         if self.num_observations and m:
-            U = Phi_Vmh.transpose(-1, -2) * y  # m x t: u_{i,τ} y_τ
+            U = U * y  # u_{i,τ} y_τ
             b = self.truncation_level()
-            r_hat = torch.where(U.abs() <= b, U, torch.zeros_like(U)).sum(-1)
+            r_hat = (U * (U.abs() <= b)).sum(-1)  # Σ_τ u_{i,τ} y_τ 1{|u_{i,τ} y_τ| ≤ b}
             theta = W @ (e.rsqrt() * (W.transpose(-1, -2) @ r_hat))  # V^{-1/2} r̂
         else:
             theta = Phi.new_zeros(m)

@@ -104,12 +104,12 @@ MAX_EPS_KAPPA_RIDGE = 10.0
 def spectral_ridge(
     Phi: Tensor, lam: float, what: str = "AdaptiveTruncationGP", rows: bool = True
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """``V = ΦᵀΦ + λI = W diag(e) Wᵀ`` (every ``e ≥ λ``) and ``Φ V^{-1/2}``, accurately.
+    """``V = ΦᵀΦ + λI = W diag(e) Wᵀ`` (every ``e ≥ λ``) and ``V^{-1/2} Φᵀ``, accurately.
 
     Paper 001, Algorithm 2: ``V_t`` and the rows ``u_iᵀ`` of ``V_t^{-1/2} Φ_tᵀ``. When
     ``eps · tr(ΦᵀΦ)/λ ≤ 1e-6`` the Gram's eigendecomposition is used with its eigenvalues
     clamped at 0 before adding ``λ`` (never an inverse square root of round-off); otherwise
-    the SVD ``Φ = U S Wᵀ`` gives ``e = S² + λ`` and ``Φ V^{-1/2} = U diag(S/√(S² + λ)) Wᵀ``
+    the SVD ``Φ = U S Wᵀ`` gives ``e = S² + λ`` and ``V^{-1/2} Φᵀ = W diag(S/√(S² + λ)) Uᵀ``
     without squaring the condition number (float32 stays accurate to ≈ 1e-3 down to
     ``λ = 1e-7`` with ``‖φ‖ = 1``, measured). One host sync (the trace).
 
@@ -117,11 +117,12 @@ def spectral_ridge(
         Phi: ``t x m`` matrix (``t`` or ``m`` may be 0).
         lam: Regulariser ``λ > 0``.
         what: Model name for the error message.
-        rows: ``False`` skips ``Φ V^{-1/2}`` on the Gram path (returned as ``None``; then
-            ``Φ V^{-1/2} = Φ W diag(e^{-1/2}) Wᵀ`` is as accurate as it gets).
+        rows: ``False`` skips ``V^{-1/2} Φᵀ`` on the Gram path (returned as ``None``; then
+            ``W diag(e^{-1/2}) Wᵀ Φᵀ`` is as accurate as it gets).
 
     Returns:
-        ``(W, e, Phi_Vmh)``: ``m x m`` orthonormal, ``m`` eigenvalues, ``t x m`` (or ``None``).
+        ``(W, e, U)``: ``m x m`` orthonormal, ``m`` eigenvalues and the ``m x t`` matrix
+        ``U = V^{-1/2} Φᵀ`` whose rows are Algorithm 2's ``u_iᵀ`` (or ``None``).
 
     Raises:
         ValueError: if ``eps · (1 + tr(ΦᵀΦ)/λ) > 10`` (the dtype cannot give an accurate fit).
@@ -129,7 +130,7 @@ def spectral_ridge(
     t, m = Phi.shape
     if t == 0 or m == 0:
         W = torch.eye(m, dtype=Phi.dtype, device=Phi.device)
-        return W, torch.full((m,), lam, dtype=Phi.dtype, device=Phi.device), Phi.new_zeros(t, m)
+        return W, torch.full((m,), lam, dtype=Phi.dtype, device=Phi.device), Phi.new_zeros(m, t)
     gram = Phi.transpose(-1, -2) @ Phi
     trace = float(gram.diagonal().sum())
     check_float_conditioning(trace, lam, Phi.dtype, what, MAX_EPS_KAPPA_RIDGE)
@@ -138,12 +139,12 @@ def spectral_ridge(
         e = s2.clamp_min(0.0) + lam
         if not rows:
             return W, e, None
-        return W, e, Phi @ ((W * e.rsqrt()) @ W.transpose(-1, -2))  # one t x m x m product
+        return W, e, ((W * e.rsqrt()) @ W.transpose(-1, -2)) @ Phi.transpose(-1, -2)
     U, S, Wh = torch.linalg.svd(Phi, full_matrices=t < m)
     k, W = S.shape[0], Wh.transpose(-1, -2)
     e = torch.cat([S.square(), S.new_zeros(m - k)]) + lam
     shrink = S * (S.square() + lam).rsqrt()
-    return W, e.clamp_min(lam), (U[:, :k] * shrink) @ W[:, :k].transpose(-1, -2)
+    return W, e.clamp_min(lam), (W[:, :k] * shrink) @ U[:, :k].transpose(-1, -2)
 
 
 class HeavyTailedModel(Model):

@@ -454,7 +454,7 @@ def test_cuda_matches_cpu(kind: str) -> None:
 @pytest.mark.parametrize("t, m", [(50, 16), (10, 24), (0, 8), (5, 0)])
 @pytest.mark.parametrize("path", ["gram", "svd"])
 def test_spectral_ridge_against_brute_force(t: int, m: int, path: str) -> None:
-    """``V = ΦᵀΦ + λI = W diag(e) Wᵀ`` with ``e ≥ λ`` and ``Φ V^{-1/2}``, by both routes.
+    """``V = ΦᵀΦ + λI = W diag(e) Wᵀ`` with ``e ≥ λ`` and ``V^{-1/2} Φᵀ``, by both routes.
 
     Gram route: float64, ``eps · tr/λ ≈ 1e-14``. SVD route: float32 with ``λ = 1e-2``
     (``eps · tr/λ ≈ 1e-3 > 1e-6``); reference: ``eigh`` of ``V`` itself in float64 on the
@@ -464,7 +464,8 @@ def test_spectral_ridge_against_brute_force(t: int, m: int, path: str) -> None:
     g = torch.Generator().manual_seed(16)
     Phi = _r(torch.randn(t, m, dtype=DT, generator=g) / max(m, 1) ** 0.5, dtype)
     W, e, Phi_Vmh = spectral_ridge(Phi.to(dtype), lam)
-    assert W.shape == (m, m) and e.shape == (m,) and Phi_Vmh.shape == (t, m)
+    assert W.shape == (m, m) and e.shape == (m,) and Phi_Vmh.shape == (m, t)
+    Phi_Vmh = Phi_Vmh.T
     assert W.dtype == e.dtype == Phi_Vmh.dtype == dtype and bool((e >= lam).all())
     if m == 0:  # no features: nothing to factor, no rows
         return
