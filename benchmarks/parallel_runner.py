@@ -4,9 +4,10 @@ The anchor is the serial run (``workers=0``, one torch thread) of the same proto
 invocation; each parallel run is reported as a ratio to it (``--workers N`` wall / serial
 wall). Serial and parallel runs alternate (``--repeats``) so that a change in the machine's
 load hits both. Every parallel run is checked to give the serial trial records (all fields
-but the per-round wall times). The serial run's CPU seconds over its wall seconds show how
-much of a core this process got (below 1: the machine is shared), and ``pool_start_s`` is
-the wall time of a parallel run of one round per worker (start-up: forkserver, imports).
+but the per-round wall times). CPU seconds over wall seconds ("cores") show how much of
+the machine a run got (serial below 1, or parallel below N: the machine is shared; the
+workers' CPU is sampled with psutil), and ``pool_start_s`` is the wall time of a parallel run
+of one round per worker (start-up: forkserver, imports).
 
     python benchmarks/parallel_runner.py                 # rkhs-n20, 10 trials, T = 150
     python benchmarks/parallel_runner.py --quick         # a few seconds, smoke test
@@ -22,6 +23,7 @@ import os
 import platform
 import resource
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,11 +49,57 @@ def _records(folder: Path) -> dict[str, dict]:
     return out
 
 
-def _timed(folder: Path | None, workers: int, kw: dict) -> tuple[float, float]:
-    """Wall and CPU seconds (CPU of this process: meaningful for serial runs only)."""
+class _ChildCPU:
+    """CPU seconds of this process's descendants (forkserver workers are grandchildren, so
+    ``RUSAGE_CHILDREN`` misses them), sampled every 0.2 s with psutil when it is installed."""
+
+    def __init__(self) -> None:
+        try:
+            import psutil
+        except ImportError:
+            self.psutil = None
+        else:
+            self.psutil = psutil
+        self.seen: dict[int, float] = {}
+        self.stop = threading.Event()
+
+    def _sample(self) -> None:
+        for c in self.psutil.Process().children(recursive=True):
+            try:
+                t = c.cpu_times()
+                self.seen[c.pid] = max(self.seen.get(c.pid, 0.0), t.user + t.system)
+            except self.psutil.Error:
+                pass
+
+    def __enter__(self) -> _ChildCPU:
+        if self.psutil is not None:
+            self.thread = threading.Thread(target=self._loop, daemon=True)
+            self.thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.2):
+            self._sample()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.psutil is not None:
+            self.thread.join()
+
+    @property
+    def total(self) -> float | None:
+        return None if self.psutil is None else sum(self.seen.values())
+
+
+def _timed(folder: Path | None, workers: int, kw: dict) -> tuple[float, float | None]:
+    """Wall seconds and CPU seconds (this process, plus its workers when psutil is there)."""
     cpu, start = _cpu(), time.perf_counter()
-    run_experiment(out_dir=folder, workers=workers, threads=1, progress=False, **kw)
-    return time.perf_counter() - start, _cpu() - cpu
+    with _ChildCPU() as kids:
+        run_experiment(out_dir=folder, workers=workers, threads=1, progress=False, **kw)
+    wall, own = time.perf_counter() - start, _cpu() - cpu
+    if workers and kids.total is None:
+        return wall, None
+    return wall, own + (kids.total or 0.0)
 
 
 def main() -> None:
@@ -79,18 +127,21 @@ def main() -> None:
             wall, cpu = _timed(root / f"serial{r}", 0, kw)
             rows["serial"].append({"wall_s": wall, "cpu_s": cpu})
             reference = reference or _records(root / f"serial{r}")
-            print(f"repeat {r}: serial {wall:.1f} s (cpu {cpu:.1f} s)", flush=True)
+            print(f"repeat {r}: serial {wall:.1f} s (cpu {cpu:.1f} s = {cpu / wall:.2f} cores)",
+                  flush=True)
             for w in args.workers:
-                wall_w, _ = _timed(root / f"w{w}_{r}", w, kw)
+                wall_w, cpu_w = _timed(root / f"w{w}_{r}", w, kw)
                 same = _records(root / f"w{w}_{r}") == reference
                 if not same:
                     raise SystemExit(f"--workers {w}: trial records differ from the serial run")
                 start_w, _ = _timed(None, w, {**kw, "trials": w, "horizon": 1,
                                               "algorithms": kw["algorithms"][:1]})
-                rows[f"workers={w}"].append({"wall_s": wall_w, "pool_start_s": start_w,
+                rows[f"workers={w}"].append({"wall_s": wall_w, "cpu_s": cpu_w,
+                                             "pool_start_s": start_w,
                                              "identical_to_serial": same})
+                used = "" if cpu_w is None else f", cpu {cpu_w:.1f} s = {cpu_w / wall_w:.2f} cores"
                 print(f"repeat {r}: --workers {w} {wall_w:.1f} s, ratio to serial "
-                      f"{wall_w / wall:.3f} (pool start {start_w:.1f} s)", flush=True)
+                      f"{wall_w / wall:.3f} (pool start {start_w:.1f} s{used})", flush=True)
             load.append(os.getloadavg())
     serial = sum(x["wall_s"] for x in rows["serial"]) / args.repeats
     summary = {}

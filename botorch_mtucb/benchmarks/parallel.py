@@ -74,12 +74,15 @@ class UnitOutcome:
         algorithm: Canonical algorithm name.
         record: :meth:`~.runner.TrialResult.to_json_dict` (plain lists), or ``None`` if skipped.
         skipped: The reason the algorithm cannot run on this problem, or ``None``.
+        versions: :func:`~.manifest.package_versions` of the process that ran it (a Dask
+            worker may have another environment than the client).
     """
 
     trial: int
     algorithm: str
     record: dict[str, Any] | None
     skipped: str | None = None
+    versions: dict[str, str] | None = None
 
 
 def run_unit(unit: TrialUnit) -> UnitOutcome:
@@ -88,6 +91,7 @@ def run_unit(unit: TrialUnit) -> UnitOutcome:
 
     from botorch_mtucb.benchmarks.algorithms import get_algorithm
     from botorch_mtucb.benchmarks.experiments import get_experiment
+    from botorch_mtucb.benchmarks.manifest import package_versions
     from botorch_mtucb.benchmarks.runner import run_trial
 
     with _LOCK:
@@ -99,13 +103,13 @@ def run_unit(unit: TrialUnit) -> UnitOutcome:
             spec = get_algorithm(unit.algorithm)
             reason = spec.available(problem)
             if reason is not None:
-                return UnitOutcome(unit.trial, spec.name, None, reason)
+                return UnitOutcome(unit.trial, spec.name, None, reason, package_versions())
             tr = run_trial(
                 problem, spec.name, unit.horizon, unit.trial_seed, trial=unit.trial,
                 bound=unit.bound, scalarization=unit.scalarization, constants=unit.constants,
                 progress=unit.progress,
             )
-            return UnitOutcome(unit.trial, spec.name, tr.to_json_dict())
+            return UnitOutcome(unit.trial, spec.name, tr.to_json_dict(), None, package_versions())
         finally:
             if unit.threads is not None:
                 torch.set_num_threads(previous)

@@ -309,6 +309,11 @@ def run_experiment(
         bar = tqdm(total=len(units), initial=len(done), desc=exp.name, unit="trial")
 
     def on_result(o: UnitOutcome) -> None:
+        if o.versions is not None and o.versions != manifest["versions"]:
+            raise ValueError(
+                f"A worker runs other package versions ({o.versions}) than this run "
+                f"({manifest['versions']}): its trials would not be those of a serial run."
+            )
         if o.record is None:
             if o.algorithm not in result.skipped:
                 warnings.warn(f"Skipping {o.algorithm}: {o.skipped}.", stacklevel=3)

@@ -115,3 +115,22 @@ def test_worker_exits_when_its_parent_is_gone():
     alive = ("import os\nfrom botorch_mtucb.benchmarks.parallel import _watch_parent\n"
              f"_watch_parent({os.getpid()}, 0.05)\nimport time\ntime.sleep(0.5)\n")
     assert subprocess.run([sys.executable, "-c", alive], timeout=25).returncode == 0
+
+
+def test_a_worker_with_other_package_versions_is_refused(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from botorch_mtucb.benchmarks import parallel
+    from botorch_mtucb.benchmarks.runner import run_experiment
+
+    real = parallel.run_unit
+
+    def other_environment(unit):
+        out = real(unit)
+        return replace(out, versions={**out.versions, "torch": "0.0"})
+
+    monkeypatch.setattr(parallel, "run_unit", other_environment)
+    with pytest.raises(ValueError, match="other package versions"):
+        run_experiment("rkhs-n2", algorithms=["MT-KB"], trials=1, horizon=2, progress=False,
+                       out_dir=tmp_path / "run")
+    assert not list((tmp_path / "run").glob("trial*.json"))  # nothing of it was written
