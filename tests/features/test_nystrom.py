@@ -91,13 +91,17 @@ def test_default_cut_off_is_dtype_aware_and_explicit_rtol_still_works() -> None:
     assert r_loose == psd_pinv_sqrt_factor(K_D, 1e-6)[1].numel() < r_default
 
 
-def test_resample_all_points_when_p_is_one_and_duplicates_collapse() -> None:
-    X = torch.tensor([[0.1], [0.5], [0.1], [0.9], [0.5]], dtype=DT)
+@DTYPES
+def test_resample_all_points_when_p_is_one_and_duplicates_collapse(dtype: torch.dtype) -> None:
+    X = torch.tensor([[0.1], [0.5], [0.1], [0.9], [0.5]], dtype=dtype)
     nys = NystromFeatures(_kernel(), generator=torch.Generator().manual_seed(0))
-    out = nys.resample(X, torch.ones(5, dtype=DT), q=10.0)
-    torch.testing.assert_close(out.dictionary, torch.tensor([[0.1], [0.5], [0.9]], dtype=DT))
+    out = nys.resample(X, torch.ones(5, dtype=dtype), q=10.0)
+    torch.testing.assert_close(out.dictionary, torch.tensor([[0.1], [0.5], [0.9]], dtype=dtype))
     assert out.num_features == 3 and nys.num_features == 0  # original object untouched
     torch.testing.assert_close(unique_rows(X), out.dictionary)
+    # The factor lives in the dictionary's dtype (float64 kernel parameters notwithstanding).
+    Q, scale = out.factor
+    assert Q.dtype == scale.dtype == out.transform.dtype == dtype
 
 
 def test_resample_inclusion_probability() -> None:
