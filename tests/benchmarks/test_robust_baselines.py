@@ -1,0 +1,141 @@
+"""Suite methods: robust moment estimate, practical TGP against a plain GP, the trial loop."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from botorch.models import SingleTaskGP
+from gpytorch.kernels import RBFKernel, ScaleKernel
+from gpytorch.means import ZeroMean
+
+from botorch_mtucb.benchmarks.ht_suite_problems import ht_suite_problem, sobol_unit_design
+from botorch_mtucb.benchmarks.robust_baselines import (
+    METHODS,
+    practical_truncated_gp,
+    recommend_index,
+    robust_location_and_moment,
+    run_suite_trial,
+)
+from botorch_mtucb.models.truncated_gp import TruncatedGP
+
+DT = torch.float64
+
+
+def _lower_median(values: list[float]) -> float:
+    s = sorted(values)
+    return s[(len(s) - 1) // 2]  # torch.median's convention for even counts
+
+
+@pytest.mark.parametrize("t, alpha", [(1, 1.0), (7, 0.5), (30, 1.0), (101, 0.9)])
+def test_robust_moment_brute_force(t, alpha):
+    y = torch.randn(t, dtype=DT, generator=torch.Generator().manual_seed(t)) * 3 + 5
+    loc, v = robust_location_and_moment(y, alpha)
+    vals = y.tolist()
+    med = _lower_median(vals)
+    K = max(1, min(math.ceil(8 * math.log(10)), t // 2))
+    groups = [[abs(vals[s] - med) ** (1 + alpha) for s in range(t) if s % K == k] for k in range(K)]
+    expected = _lower_median([sum(g) / len(g) for g in groups])
+    assert float(loc) == pytest.approx(med)
+    assert float(v) == pytest.approx(max(expected, 1e-12), rel=1e-12)
+    _, v_raw = robust_location_and_moment(y, alpha, centre=False)
+    assert float(v_raw) > float(v)  # about 0 instead of about 5
+
+
+def test_robust_moment_ignores_rare_outliers():
+    g = torch.Generator().manual_seed(0)
+    y = torch.randn(40, dtype=DT, generator=g)
+    y_out = y.clone()
+    y_out[[3, 17]] = 1e4  # two outliers hit two of the 19 groups
+    _, v = robust_location_and_moment(y)
+    _, v_out = robust_location_and_moment(y_out)
+    assert float(v_out) < 3 * float(v)
+    assert float(y_out.square().mean()) > 1e6  # the plain moment explodes
+    with pytest.raises(ValueError, match="`y` must be a non-empty vector"):
+        robust_location_and_moment(y.new_zeros(0))
+    with pytest.raises(ValueError, match="`alpha`"):
+        robust_location_and_moment(y, alpha=0.0)
+
+
+def test_practical_tgp_equals_zero_mean_gp_on_truncated_targets():
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(25, 2, dtype=DT, generator=g)
+    Y = (torch.sin(6 * X[:, :1]) + X[:, 1:] + 10.0) + 0.1 * torch.randn(25, 1, generator=g)
+    Y[[4, 11]] += torch.tensor([[500.0], [-300.0]], dtype=DT)
+    Y_before = Y.clone()
+    model, loc = practical_truncated_gp(X, Y)
+    assert torch.equal(Y, Y_before)  # the caller's tensor is untouched
+    assert float(loc) == pytest.approx(float(Y.median()))
+    targets = model.train_targets
+    assert targets[4] == 0 and targets[11] == 0  # outliers zeroed = imputed at the centre
+    kept = targets != 0
+    assert torch.allclose(targets[kept], (Y.squeeze(-1) - loc)[kept])
+    # Independent reference: a zero-mean exact GP with the same hyperparameters on ẑ.
+    k = model.covar_module
+    ref = SingleTaskGP(
+        X, targets.unsqueeze(-1), covar_module=ScaleKernel(RBFKernel(ard_num_dims=2)),
+        mean_module=ZeroMean(), outcome_transform=None,
+    ).to(DT)
+    ref.covar_module.base_kernel.lengthscale = k.base_kernel.lengthscale.detach().clone()
+    ref.covar_module.outputscale = k.outputscale.detach().clone()
+    ref.likelihood.noise = model.lam
+    ref.eval()
+    Xt = torch.rand(13, 2, dtype=DT, generator=g)
+    with torch.no_grad():
+        post = ref.posterior(Xt)
+        mean, var = model.mean_and_variance(Xt)
+    assert torch.allclose(mean, post.mean.squeeze(-1), atol=1e-8)
+    assert torch.allclose(var, post.variance.squeeze(-1), atol=1e-8)
+    # No truncation: the same pipeline, outliers kept.
+    plain, _ = practical_truncated_gp(X, Y, truncate=False)
+    assert torch.allclose(plain.train_targets, Y.squeeze(-1) - loc)
+
+
+def test_practical_tgp_declared_v_and_no_centring():
+    X = sobol_unit_design(12, 2, seed=0)
+    Y = 50.0 + torch.linspace(-1, 1, 12, dtype=DT).unsqueeze(-1)
+    model, _ = practical_truncated_gp(X, Y, alpha=0.5, v=2.0)
+    assert isinstance(model, TruncatedGP) and model.alpha == 0.5 and model.v == 2.0
+    # Uncentred data with a level estimated about 0 keep everything; with a small declared v
+    # every reward (≈ 50) is zeroed: the failure mode centring avoids.
+    zeroed, loc = practical_truncated_gp(X, Y, alpha=1.0, v=1.0, centre=False)
+    assert float(loc) == 0 and (zeroed.train_targets == 0).all()
+
+
+def test_recommend_index_is_posterior_mean_argmax():
+    X = sobol_unit_design(15, 2, seed=2)
+    Y = -(X - 0.3).square().sum(-1, keepdim=True)
+    model, _ = practical_truncated_gp(X, Y, truncate=False)
+    with torch.no_grad():
+        mean = model.posterior(X.unsqueeze(-2)).mean.view(-1)
+    assert recommend_index(model, X) == int(mean.argmax())
+
+
+def test_run_suite_trial_common_random_numbers():
+    p = ht_suite_problem("branin", "contaminated:0.1x100")
+    a = run_suite_trial(p, "TGP-UCB-practical", seed=3, n_init=5, iterations=2, raw_samples=32,
+                        num_restarts=2)
+    b = run_suite_trial(p, "STGP-UCB", seed=3, n_init=5, iterations=2, raw_samples=32,
+                        num_restarts=2)
+    assert len(a["regret"]) == 7 and len(a["simple_regret"]) == 3 and len(a["seconds"]) == 2
+    assert a["regret"][:5] == b["regret"][:5]  # same initial design
+    X0 = sobol_unit_design(5, 2, seed=3)
+    assert a["regret"][:5] == pytest.approx(p.regret(X0).tolist())
+    assert a["cumulative_regret"][-1] == pytest.approx(sum(a["regret"]))
+    assert all(r >= -1e-9 for r in a["simple_regret"])
+    again = run_suite_trial(p, "TGP-UCB-practical", seed=3, n_init=5, iterations=2,
+                            raw_samples=32, num_restarts=2)
+    assert again["regret"] == a["regret"]  # reproducible
+    with pytest.raises(ValueError, match="Unknown method 'EI'"):
+        run_suite_trial(p, "EI", seed=0)
+    with pytest.raises(ValueError, match="n_init >= 2"):
+        run_suite_trial(p, "STGP-UCB", seed=0, n_init=1)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_method_runs_one_round(method):
+    p = ht_suite_problem("branin", "student-t:3")
+    r = run_suite_trial(p, method, seed=0, n_init=6, iterations=1, raw_samples=16,
+                        num_restarts=1)
+    assert len(r["regret"]) == 7 and all(math.isfinite(x) for x in r["regret"])
