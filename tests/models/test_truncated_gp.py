@@ -406,3 +406,19 @@ def test_cuda_matches_cpu(on_arms: bool) -> None:
     assert mean_g.device.type == "cuda"
     torch.testing.assert_close(mean_g.cpu(), mean_c, atol=1e-9, rtol=0)
     torch.testing.assert_close(var_g.cpu(), var_c, atol=1e-9, rtol=0)
+
+
+def test_arm_lookup_cache_sees_in_place_changes() -> None:
+    """Candidate tensors are looked up once; an in-place change (version bump) is re-checked."""
+    arms, _ = _arm_problem(8)
+    m = TruncatedGP(arms[:3], torch.ones(3, 1, dtype=DT), 1.0, 2.0, _rbf(), lam=LAM, arms=arms)
+    cand = arms.clone().unsqueeze(-2)  # 8 x 1 x 1, the whole arm set in order
+    mean, var = m.mean_and_variance(cand)
+    torch.testing.assert_close(m.mean_and_variance(cand)[0], mean, atol=0, rtol=0)  # cached
+    sub = cand[[5, 2]]
+    torch.testing.assert_close(m.mean_and_variance(sub)[0], mean[[5, 2]], atol=0, rtol=0)
+    cand[3, 0, 0] = 0.123  # no longer an arm
+    with pytest.raises(ValueError, match="rows of `arms`"):
+        m.mean_and_variance(cand)
+    cand[3, 0, 0] = arms[4, 0]  # an arm again, but a different one: new indices
+    torch.testing.assert_close(m.mean_and_variance(cand)[0][3], mean[4], atol=0, rtol=0)
