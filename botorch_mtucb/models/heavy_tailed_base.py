@@ -167,8 +167,8 @@ class HeavyTailedModel(Model):
 
     @property
     def noise(self) -> Tensor:
-        """The regulariser ``λ`` as a 0-dim tensor (:class:`RegularisedModel`)."""
-        return torch.tensor(self.lam, dtype=self._dtype, device=self._y_buf.data.device)
+        """The regulariser ``λ`` as a 0-dim tensor (:class:`RegularisedModel`; do not modify)."""
+        return self._lam_t
 
     @property
     def num_observations(self) -> int:
@@ -190,6 +190,7 @@ class HeavyTailedModel(Model):
     def _init_data(self, X: Tensor, y: Tensor, arms: ArmSet | None, kernel: Kernel | None) -> None:
         """Store the training data (copied into :class:`RowBuffer` s) and the arm set."""
         self._arms, self._t, self._dtype = arms, X.shape[0], X.dtype
+        self._lam_t = torch.tensor(self.lam, dtype=X.dtype, device=X.device)
         self._y_buf = RowBuffer(y)
         if arms is not None:
             self._idx_buf = RowBuffer(arms.index(X, "train_X", kernel))

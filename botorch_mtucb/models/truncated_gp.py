@@ -118,7 +118,6 @@ class TruncatedGP(HeavyTailedModel):
         arms = ArmSet.resolve(arms, covar_module, X)
         self._init_data(X, y, arms, covar_module)
         self._log_det = None
-        self._lam_t = torch.tensor(self.lam, dtype=X.dtype, device=X.device)
         self._zero = torch.zeros((), dtype=X.dtype, device=X.device)
         # Largest tr(K_t) that passes check_float_conditioning (a float compare per round).
         self._max_trace = (MAX_EPS_KAPPA / torch.finfo(X.dtype).eps - 1.0) * self.lam
