@@ -349,3 +349,37 @@ def test_batch_loop_with_the_heavy_tailed_ucb():
     acqf = HeavyTailedUCB(model, X_pending=h.X[:1])
     torch.testing.assert_close(h.rounds[1].x, grid[acqf(grid.unsqueeze(1)).argmax()])
     assert h.model.train_X.shape[0] == 2 + 6
+
+
+def test_batch_mtbkb_loop_is_reproducible_and_hallucination_draws_nothing():
+    """MT-BKB with q = 2: the dictionary draws of a batch run are those of the real updates only
+    (hallucinating pending points restores the shared generator), so the generator ends where a
+    replay of the same real conditioning steps ends, and two runs agree exactly."""
+    from botorch_mtucb.acquisition import TheoremThreeBeta
+    from botorch_mtucb.models import NystromMultiTaskGP
+
+    prob = make_rkhs_problem(2, seed=9)
+    kern = icm_grid_model(prob, prob.grid[:2], prob.F[:2]).covar_module
+
+    def run(gen):
+        def model_factory(X, Y):
+            return NystromMultiTaskGP(X, Y, covar_module=kern, noise=0.1, epsilon=0.5,
+                                      horizon=20, generator=gen)
+
+        return run_bo_loop(
+            gaussian_observer(prob.f, 0.1, torch.Generator().manual_seed(1)), prob.grid[:1], 3,
+            model_factory, scalarized_ucb_factory(TheoremThreeBeta(b=prob.b_paper, sigma=0.1)),
+            FiniteArmOptimizer(prob.grid),
+            ScalarizationSampler(2, "chebyshev", ref_point=prob.F.min(0).values),
+            generator=torch.Generator().manual_seed(2), q=2,
+        ), gen
+
+    (a, ga), (b, gb) = run(torch.Generator().manual_seed(7)), run(torch.Generator().manual_seed(7))
+    assert torch.equal(a.X, b.X) and torch.equal(ga.get_state(), gb.get_state())
+    assert all(torch.unique(a.X[i:i + 2], dim=0).shape[0] == 2 for i in (0, 2, 4))
+    g = torch.Generator().manual_seed(7)  # replay: build, then condition on the real rounds only
+    m = NystromMultiTaskGP(a.initial_X, a.initial_Y, covar_module=kern, noise=0.1, epsilon=0.5,
+                           horizon=20, generator=g)
+    for i in (0, 2, 4):
+        m = m.condition_on_observations(a.X[i:i + 2], a.Y[i:i + 2])
+    assert torch.equal(g.get_state(), ga.get_state())
