@@ -1,0 +1,251 @@
+"""Multi-objective suite problems and metrics against BoTorch and brute-force references."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from botorch.test_functions.multi_objective import DTLZ2, ZDT1, BraninCurrin, VehicleSafety
+from torch.quasirandom import SobolEngine
+
+from botorch_mtucb.benchmarks.metrics import hypervolume_curve
+from botorch_mtucb.benchmarks.mo_suite_problems import (
+    MO_SUITE,
+    SuiteProblem,
+    _estimate_max_hv,
+    _FiniteDifferenceF,
+    correlated_problem,
+    hypervolume_percent,
+    hypervolume_percent_curve,
+    make_suite_problem,
+    suite_metrics,
+)
+from botorch_mtucb.benchmarks.problems import MultiTaskProblem
+
+DT = torch.float64
+CHEAP = ["branin-currin", "vehicle-safety", "car-side-impact", "zdt1", "zdt2", "zdt3", "dtlz2"]
+
+
+def _hv_2d(Y: torch.Tensor, ref: torch.Tensor) -> float:
+    """Brute-force 2-D hypervolume (maximisation): sweep the points by decreasing y1."""
+    Y = Y[(Y > ref).all(dim=-1)]
+    order = torch.argsort(Y[:, 0], descending=True)
+    hv, best2 = 0.0, float(ref[1])
+    for i in order.tolist():
+        y1, y2 = float(Y[i, 0]), float(Y[i, 1])
+        if y2 > best2:
+            hv += (y1 - float(ref[0])) * (y2 - best2)
+            best2 = y2
+    return hv
+
+
+@pytest.mark.parametrize(
+    "name, make",
+    [
+        ("branin-currin", lambda: BraninCurrin(negate=True)),
+        ("vehicle-safety", lambda: VehicleSafety(negate=True)),
+        ("zdt1", lambda: ZDT1(dim=4, negate=True)),
+        ("dtlz2", lambda: DTLZ2(dim=6, num_objectives=3, negate=True)),
+    ],
+)
+def test_botorch_problems_match_botorch(name, make):
+    """f, reference point and max HV are BoTorch's, negated, in both unit systems."""
+    bt = make().to(DT)
+    raw = make_suite_problem(name, units="raw")
+    norm = make_suite_problem(name)
+    X = raw.regret_X[:50]
+    expected = -bt.evaluate_true(X)
+    torch.testing.assert_close(raw.f(X), expected)
+    torch.testing.assert_close(norm.f(X) * norm.scale + norm.raw_ref_point, expected)
+    torch.testing.assert_close(raw.ref_point, bt.ref_point.to(DT))  # negated by BoTorch
+    assert raw.max_hv == pytest.approx(bt.max_hv)
+    assert norm.max_hv * float(norm.scale.prod()) == pytest.approx(bt.max_hv)
+    torch.testing.assert_close(norm.ref_point, torch.zeros(bt.num_objectives, dtype=DT))
+    torch.testing.assert_close(raw.bounds, bt.bounds.to(DT))
+    assert raw.max_hv_source == "botorch" and not raw.correlated
+    # hypervolume % is invariant to the normalisation
+    F_raw, F_norm = raw.f(raw.regret_X), norm.f(norm.regret_X)
+    assert hypervolume_percent(raw, F_raw) == pytest.approx(hypervolume_percent(norm, F_norm))
+
+
+def test_hypervolume_percent_against_brute_force_2d():
+    p = make_suite_problem("branin-currin")
+    F = p.f(p.regret_X[:300])
+    assert hypervolume_percent(p, F) == pytest.approx(
+        100 * _hv_2d(F, p.ref_point) / p.max_hv, rel=1e-9
+    )
+
+
+def test_hypervolume_percent_against_monte_carlo_3d():
+    p = make_suite_problem("vehicle-safety")
+    F = p.f(p.regret_X[:200])
+    lo, hi = p.ref_point, F.max(dim=0).values
+    g = torch.Generator().manual_seed(0)
+    Z = lo + (hi - lo) * torch.rand(200_000, 3, generator=g, dtype=DT)
+    dominated = (F[None, :, :] >= Z[:, None, :]).all(dim=-1).any(dim=-1).double()
+    mc = float(dominated.mean() * (hi - lo).prod())
+    se = float(dominated.std() / math.sqrt(Z.shape[0]) * (hi - lo).prod())
+    assert abs(hypervolume_percent(p, F) * p.max_hv / 100 - mc) < 4 * se + 1e-12
+
+
+def test_hypervolume_curve_matches_botorch_hypervolume():
+    p = make_suite_problem("dtlz2")
+    F = p.f(p.regret_X[:120])
+    curve = hypervolume_percent_curve(p, F)
+    ref = hypervolume_curve(F, p.ref_point) * 100 / p.max_hv  # BoTorch's Hypervolume class
+    torch.testing.assert_close(curve, ref)
+    assert curve[-1] > 0 and bool((curve.diff() >= 0).all())
+
+
+@pytest.mark.parametrize("name", ["zdt1", "dtlz2"])
+def test_pareto_set_reaches_max_hypervolume(name):
+    """Points of the known Pareto set reach (almost) 100 % and never more."""
+    p = make_suite_problem(name)
+    if name == "zdt1":
+        X = torch.zeros(400, 4, dtype=DT)
+        X[:, 0] = torch.linspace(0, 1, 400, dtype=DT)
+    else:  # DTLZ2: distance variables at 0.5, position variables on a grid
+        s = torch.linspace(0, 1, 30, dtype=DT)
+        G = torch.cartesian_prod(s, s)
+        X = torch.cat([G, torch.full((G.shape[0], 4), 0.5, dtype=DT)], dim=-1)
+    pct = hypervolume_percent(p, p.f(X))
+    assert 97.0 < pct <= 100.0 + 1e-6
+
+
+def test_all_problems_are_multitask_problems():
+    for name in CHEAP:
+        p = make_suite_problem(name)
+        assert isinstance(p, MultiTaskProblem) and isinstance(p, SuiteProblem)
+        n = p.num_objectives
+        assert p.task_covar.shape == (n, n) and p.b > 0 and p.bounds.shape == (2, p.dim)
+        assert bool((torch.linalg.eigvalsh(p.task_covar) > -1e-9).all())
+        Y = p.observer(torch.Generator().manual_seed(0))(p.regret_X[:3])
+        torch.testing.assert_close(Y, p.f(p.regret_X[:3]))  # noise-free by default
+        k = p.scalar_kernel()
+        torch.testing.assert_close(k.lengthscale[0], 0.2 * (p.bounds[1] - p.bounds[0]))
+
+
+def test_noise_is_added():
+    p = make_suite_problem("zdt1", noise_std=0.05)
+    X = p.regret_X[:2000]
+    Y = p.observer(torch.Generator().manual_seed(1))(X)
+    assert float((Y - p.f(X)).std()) == pytest.approx(0.05, rel=0.05)
+
+
+def test_correlated_problem_definition():
+    """f_i = φ_i(a_iᵀ z) (no independent part): each objective is a monotone function of its
+    own mixture of the standardised latents; correlations are strong, maximisers differ."""
+    bounds = torch.stack([torch.zeros(2, dtype=DT), torch.ones(2, dtype=DT)])
+    lat = [lambda X: -(X - 0.2).square().sum(-1), lambda X: -(X - 0.8).square().sum(-1)]
+    p = correlated_problem(lat, 3, bounds, seed=3, spread=0.5, independent=0.0, units="raw")
+    X = p.regret_X
+    F = p.f(X)
+    Z = torch.stack([fn(X) for fn in lat], -1)
+    # the documented standardisation: over 4096 scrambled Sobol points (seed 99)
+    S = SobolEngine(2, scramble=True, seed=99).draw(4096).to(DT)
+    ZS = torch.stack([fn(S) for fn in lat], -1)
+    Zs = (Z - ZS.mean(0)) / ZS.std(0)
+    thetas = torch.linspace(0, 0.5, 3, dtype=DT)  # the loadings' angles, in some order
+    for i in range(3):
+        # F_i is an increasing function of exactly one of the mixtures: same ranks
+        ranks = [torch.corrcoef(torch.stack([_rank(F[:, i]), _rank(Zs @ torch.stack(
+            [torch.cos(th), torch.sin(th)]))]))[0, 1] for th in thetas]
+        assert max(float(r) for r in ranks) > 1 - 1e-9
+    C = torch.corrcoef(F.T)
+    assert float(C.min()) > 0.6
+    assert p.correlated and p.max_hv_source.startswith("estimate")
+
+
+def test_correlated_problem_reproducible_and_conflicting():
+    a, b = make_suite_problem("corr-rff", seed=0), make_suite_problem("corr-rff", seed=1)
+    X = a.regret_X[:20]
+    torch.testing.assert_close(a.f(X), correlated_again(0)(X))
+    assert not torch.allclose(a.f(X), b.f(X))
+    F = a.f(a.regret_X)
+    assert float(torch.corrcoef(F.T).mean()) > 0.7
+    from botorch.utils.multi_objective.pareto import is_non_dominated
+
+    assert int(is_non_dominated(F).sum()) >= 3  # a front, not one point
+    assert 30 < hypervolume_percent(a, F) <= 100
+
+
+def _rank(v: torch.Tensor) -> torch.Tensor:
+    return torch.argsort(torch.argsort(v)).to(DT)
+
+
+def correlated_again(seed: int):
+    from botorch_mtucb.benchmarks.mo_suite_problems import _corr_rff
+
+    return _corr_rff(seed=seed).f
+
+
+def test_max_hv_estimate_is_a_tight_lower_bound():
+    bt = BraninCurrin(negate=True).to(DT)
+    X = SobolEngine(2, scramble=True, seed=0).draw(1024).to(DT)
+
+    def f(Z):
+        return bt(Z, noise=False)
+
+    est = _estimate_max_hv(f, X, f(X), bt.ref_point.to(DT), bt.bounds.to(DT), seed=0)
+    assert 0.97 * bt.max_hv < est <= bt.max_hv * (1 + 1e-9)
+
+
+def test_finite_difference_gradient():
+    bt = BraninCurrin(negate=True).to(DT)
+    X = torch.rand(3, 2, dtype=DT, requires_grad=True)
+    w = torch.tensor([0.3, -1.2], dtype=DT)
+    (bt.evaluate_true(X) @ w).sum().backward()
+    g_ref = X.grad.clone()
+    X.grad = None
+    h = torch.full((2,), 1e-6, dtype=DT)
+    (_FiniteDifferenceF.apply(X, bt.evaluate_true, h) @ w).sum().backward()
+    torch.testing.assert_close(X.grad, g_ref, rtol=1e-5, atol=1e-5)
+
+
+def test_suite_metrics_against_brute_force():
+    p = dataclasses.replace(make_suite_problem("branin-currin"), polish_regret=False)
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(8, 2, generator=g, dtype=DT)
+    W = torch.softmax(torch.randn(5, 2, generator=g, dtype=DT), -1)
+    out = suite_metrics(p, X, W, wall_time=torch.tensor([1.0, 2, 3, 4, 5]), num_initial=3)
+    F, F_ref = p.f(X), p.f(p.regret_X)
+    r = []
+    for t in range(5):
+        s_ref = (W[t] * (F_ref - p.ref_point)).min(-1).values.max()
+        s_x = (W[t] * (F[3 + t] - p.ref_point)).min()
+        r.append(float(torch.clamp(s_ref - s_x, min=0)))
+    r = torch.tensor(r, dtype=DT)
+    torch.testing.assert_close(out["time_average_regret"], r.cumsum(0) / torch.arange(1, 6))
+    assert out["hv_pct"] == pytest.approx(hypervolume_percent(p, F))
+    assert out["wall_time_per_round"] == pytest.approx(3.0)
+    br = out["bayes_regret"]
+    assert br.shape == (8,) and bool((br.diff() <= 1e-12).all()) and bool((br >= 0).all())
+    # the polished version can only find larger optima: regrets >= the grid ones
+    polished = suite_metrics(make_suite_problem("branin-currin"), X, W, num_initial=3)
+    assert bool((polished["time_average_regret"] >= out["time_average_regret"] - 1e-12).all())
+
+
+def test_bad_inputs_are_refused():
+    p = make_suite_problem("zdt1")
+    with pytest.raises(ValueError, match="Unknown suite problem"):
+        make_suite_problem("zdt9")
+    with pytest.raises(ValueError, match="units"):
+        make_suite_problem("zdt1", units="si")
+    with pytest.raises(ValueError, match="noise_std"):
+        make_suite_problem("zdt1", noise_std=-1.0)
+    with pytest.raises(ValueError, match="`Y` must be an N x n"):
+        hypervolume_percent(p, torch.zeros(3, 5, dtype=DT))
+    with pytest.raises(ValueError, match="`weights` must be T x n"):
+        suite_metrics(p, p.regret_X[:4], torch.ones(2, 2, dtype=DT) / 2, num_initial=1)
+    with pytest.raises(ValueError, match="`X` must be N x d"):
+        suite_metrics(p, torch.zeros(3, 2, dtype=DT))
+    bounds = torch.stack([torch.zeros(2, dtype=DT), torch.ones(2, dtype=DT)])
+    with pytest.raises(ValueError, match="spread"):
+        correlated_problem([lambda X: X[:, 0], lambda X: X[:, 1]], 2, bounds, spread=3.0)
+    with pytest.raises(ValueError, match="latents"):
+        correlated_problem([lambda X: X[:, 0]], 2, bounds)
+    with pytest.raises(ValueError, match="max_hv"):
+        dataclasses.replace(p, max_hv=0.0)
+    assert set(CHEAP) < set(MO_SUITE)
