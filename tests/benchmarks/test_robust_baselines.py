@@ -92,6 +92,21 @@ def test_practical_tgp_equals_zero_mean_gp_on_truncated_targets():
     assert torch.allclose(plain.train_targets, Y.squeeze(-1) - loc)
 
 
+def test_practical_tgp_levels():
+    g = torch.Generator().manual_seed(2)
+    X = torch.rand(20, 1, dtype=DT, generator=g)
+    Y = torch.randn(20, 1, dtype=DT, generator=g)
+    cur, loc = practical_truncated_gp(X, Y, alpha=1.0, v=1.0)
+    per, _ = practical_truncated_gp(X, Y, alpha=1.0, v=1.0, level="per-round")
+    z = Y.squeeze(-1) - loc
+    s = torch.arange(1, 21, dtype=DT)
+    assert torch.equal(cur.train_targets, torch.where(z.abs() <= 20**0.25, z, 0.0))
+    assert torch.equal(per.train_targets, torch.where(z.abs() <= s**0.25, z, 0.0))
+    assert per.truncate and not cur.truncate
+    with pytest.raises(ValueError, match="`level`"):
+        practical_truncated_gp(X, Y, level="final")
+
+
 def test_practical_tgp_declared_v_and_no_centring():
     X = sobol_unit_design(12, 2, seed=0)
     Y = 50.0 + torch.linspace(-1, 1, 12, dtype=DT).unsqueeze(-1)
