@@ -5,9 +5,11 @@ Sobol points (no optimisation: the exchangeable case the estimate assumes), 20 r
 
 * ``v_hat``: median-of-means estimate of ``E|y − median|²`` (α = 1, the practical default,
   :func:`robust_location_and_moment`) against the honest ``v`` of the problem (its declared α);
-* ``trunc_all``: fraction of rewards TGP zeroes at ``b_s = √v̂ s^{1/4}``;
-  ``trunc_outliers``: fraction of gross noise draws (``|ε| > 10·`` the median ``|ε|``) zeroed;
-  ``trunc_top``: fraction of the best 10 % of ``f`` values zeroed (signal lost);
+* ``trunc_all``: fraction of rewards TGP zeroes at ``b_s = √v̂ s^{1/4}`` (each reward at its
+  own round's level, Algorithm 1); ``trunc_outliers``: fraction of gross noise draws
+  (``|ε| > 10·`` the median ``|ε|``) zeroed; ``trunc_top``: fraction of the best 10 % of
+  ``f`` values zeroed (signal lost); ``*_current``: the same at the current level
+  ``b_t = √v̂ t^{1/4}`` for every reward (the practical model's default);
 * the same three without centring (``loc = 0``, moment about 0);
 * ``hill_alpha``: the Hill estimate of the tail index from the top 10 % of ``|y − median|``,
   turned into ``α̂ = min(1, ξ̂ − 1.1)`` (the rule of ``natural_alpha``), median and 10–90 %
@@ -39,16 +41,19 @@ REPS = 20
 
 def _fractions(y: torch.Tensor, eps: torch.Tensor, f: torch.Tensor, centre: bool) -> dict:
     loc, v = robust_location_and_moment(y, 1.0, centre=centre)
-    s = torch.arange(1, y.shape[0] + 1, dtype=y.dtype)
-    cut = (y - loc).abs() > tgp_truncation_levels(s, 1.0, float(v))
+    t = y.shape[0]
+    s = torch.arange(1, t + 1, dtype=y.dtype)
     gross = eps.abs() > 10 * eps.abs().median()
     top = f >= f.quantile(0.9)
-    return {
-        "v_hat": float(v),
-        "trunc_all": float(cut.double().mean()),
-        "trunc_outliers": float(cut[gross].double().mean()) if gross.any() else float("nan"),
-        "trunc_top": float(cut[top].double().mean()),
-    }
+    out = {"v_hat": float(v)}
+    for tag, rounds in (("", s), ("_current", torch.full_like(s, float(t)))):
+        cut = (y - loc).abs() > tgp_truncation_levels(rounds, 1.0, float(v))
+        out["trunc_all" + tag] = float(cut.double().mean())
+        out["trunc_outliers" + tag] = (
+            float(cut[gross].double().mean()) if gross.any() else float("nan")
+        )
+        out["trunc_top" + tag] = float(cut[top].double().mean())
+    return out
 
 
 def _hill_alpha(y: torch.Tensor) -> float:
@@ -94,13 +99,16 @@ def main() -> None:
                 rows.append(
                     f"| {function} | {spec} | {t} | {rec['honest_v']:.3g} | {m('v_hat')} | "
                     f"{m('trunc_all')} | {m('trunc_outliers')} | {m('trunc_top')} | "
+                    f"{m('trunc_all_current')} | {m('trunc_outliers_current')} | "
+                    f"{m('trunc_top_current')} | "
                     f"{m('trunc_all_uncentred')} | {m('trunc_top_uncentred')} | "
                     f"{p.alpha:.2f} | {h['median']:.2f} [{h['p10']:.2f}, {h['p90']:.2f}] |"
                 )
     OUT.write_text(json.dumps(out, indent=1))
-    print("| function | noise | t | honest v | v̂ (MoM) | zeroed: all | gross outliers | "
-          "top-10% f | uncentred: all | uncentred: top-10% f | α | Hill α̂ [10%, 90%] |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| function | noise | t | honest v | v̂ (MoM) | zeroed at b_s: all | gross outliers | "
+          "top-10% f | at b_t: all | gross | top-10% f | uncentred (b_s): all | top-10% f | "
+          "α | Hill α̂ [10%, 90%] |")
+    print("|---" * 15 + "|")
     print("\n".join(rows))
 
 

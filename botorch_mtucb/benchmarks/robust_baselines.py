@@ -161,7 +161,7 @@ def practical_truncated_gp(
     3. ``ẑ_s = z_s 1{|z_s| ≤ b}`` with paper 001's level ``b_u = v^{1/(1+α)} u^{1/(2(1+α))}``
        (Alg. 1) at ``u = t`` for every reward (``level="current"``, default: the model is
        rebuilt every round with a new ``v̂`` anyway, and the rewards of the first rounds
-       would otherwise be cut at ``b_1 = v̂^{1/(1+α)}``: 17 % instead of 10 % of the rewards
+       would otherwise be cut at ``b_1 = v̂^{1/(1+α)}``: 17–20 % instead of 10–13 % of the rewards
        zeroed at t = 30, measured by ``benchmarks/ht_moment_estimates.py``) or at ``u = s``,
        the reward's own round (``level="per-round"``, Algorithm 1 verbatim).
     4. ``SingleTaskGP`` fitted on ``(X, ẑ)`` supplies the RBF lengthscales, outputscale and
