@@ -383,9 +383,8 @@ def test_float32_small_lambda_is_accurate_not_nan(on_arms: bool) -> None:
     """
     g = torch.Generator().manual_seed(0)
     arms = _r(torch.linspace(0, 1, 30, dtype=DT).unsqueeze(-1), F32)
-    X = arms[torch.randint(0, 30, (50,), generator=g)] if on_arms else torch.rand(50, 1,
-                                                                                 generator=g,
-                                                                                 dtype=DT)
+    idx = torch.randint(0, 30, (50,), generator=g)
+    X = arms[idx] if on_arms else torch.rand(50, 1, generator=g, dtype=DT)
     Y = torch.sin(6 * X) + 0.1 * torch.randn(50, 1, dtype=DT, generator=g)
     X, Y = _r(X, F32), _r(Y, F32)
     qff = QuadratureFourierFeatures(0.2, 32, 1)
