@@ -183,11 +183,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             return 130
     from botorch_mtucb.benchmarks.bound_table import TABLE_PROBLEMS, bound_table, format_bound_table
 
-    rows = bound_table(
-        problems=tuple(args.problems or TABLE_PROBLEMS), scalarizations=tuple(args.scalarizations),
-        seeds=args.seeds, horizon=args.horizon, seed=args.seed, out_dir=args.out,
-        progress=not args.no_progress,
-    )
+    try:  # each cell is a run folder under --out: another configuration there is refused
+        rows = bound_table(
+            problems=tuple(args.problems or TABLE_PROBLEMS),
+            scalarizations=tuple(args.scalarizations), seeds=args.seeds, horizon=args.horizon,
+            seed=args.seed, out_dir=args.out, progress=not args.no_progress,
+        )
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(format_bound_table(rows))
     return 0
 

@@ -356,7 +356,7 @@ def resume_experiment(out_dir: str | Path, **kwargs: Any) -> ExperimentResult:
 
     Raises:
         FileNotFoundError: If ``out_dir`` has no manifest.
-        ValueError: If ``kwargs`` holds a configuration option.
+        ValueError: If ``kwargs`` holds a configuration option, or ``out_dir`` is a merged run.
     """
     allowed = {"progress", "csv_stride", "plot", "workers", "scheduler", "threads"}
     bad = sorted(set(kwargs) - allowed)
@@ -369,6 +369,11 @@ def resume_experiment(out_dir: str | Path, **kwargs: Any) -> ExperimentResult:
     if not path.is_file():
         raise FileNotFoundError(f"Nothing to resume: {str(path)!r} does not exist.")
     m = read_json(path)
+    if "merged_from" in m or "trials" not in m:
+        raise ValueError(
+            f"{str(out_dir)!r} holds a merged run (summarize --merge): resume its pieces "
+            f"({', '.join(m.get('merged_from', [])) or 'unknown'}) and merge them again."
+        )
     o = m.get("options", {})
     return run_experiment(
         m["experiment"], algorithms=m["algorithms"], trials=m["trials"], horizon=m["horizon"],

@@ -141,3 +141,16 @@ def test_cli_resume_and_execution_errors(tmp_path, capsys, monkeypatch):
         code = main([*base[:-3], "--out", str(tmp_path / "d"), "--scheduler",
                      "tcp://127.0.0.1:9", "--no-progress"])
     assert code == 2 and "error:" in capsys.readouterr().err
+
+
+def test_cli_table_reruns_and_refuses_another_configuration(tmp_path, capsys):
+    args = ["table", "--problems", "rkhs-n2", "--scalarizations", "chebyshev", "--seeds", "1",
+            "--horizon", "2", "--out", str(tmp_path), "--no-progress"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    cell = tmp_path / "rkhs-n2_chebyshev_spectral" / "trial00_MT-KB.json"
+    stamp = cell.stat().st_mtime_ns
+    assert main(args) == 0 and capsys.readouterr().out == first  # finished cells are kept
+    assert cell.stat().st_mtime_ns == stamp
+    assert main([*args[:6], "2", *args[7:]]) == 2  # --seeds 2 into the same folders
+    assert "trials: 1 there, 2 here" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from botorch_mtucb.benchmarks.cli import main
-from botorch_mtucb.benchmarks.runner import run_experiment
+from botorch_mtucb.benchmarks.runner import resume_experiment, run_experiment
 from botorch_mtucb.benchmarks.summarize import (
     format_results_table,
     load_run,
@@ -183,6 +183,8 @@ def test_merged_folder_is_a_run_with_a_manifest(runs, tmp_path):
     for name in ("trial00_MOBO.json", "trial01_IT-KB.json"):
         src = piece if "MOBO" in name else root / "ab"
         assert (tmp_path / "m" / name).read_bytes() == (src / name).read_bytes()
+    with pytest.raises(ValueError, match="merged run"):
+        resume_experiment(tmp_path / "m")
     (piece / "trial00_MOBO.json").unlink()  # a piece that planned MOBO trial 0 but lost it
     gap = merge_runs([root / "ab", piece])
     assert gap.missing == [(0, "MOBO")]
