@@ -21,7 +21,12 @@ from botorch_mtucb.benchmarks.metrics import (
     time_average_regret,
 )
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
-from botorch_mtucb.benchmarks.runner import ExperimentResult, run_experiment, run_trial
+from botorch_mtucb.benchmarks.runner import (
+    ExperimentResult,
+    resume_experiment,
+    run_experiment,
+    run_trial,
+)
 from botorch_mtucb.benchmarks.summarize import (
     format_results_table,
     load_run,
@@ -49,6 +54,7 @@ __all__ = [
     "load_run",
     "merge_runs",
     "paired_comparison",
+    "resume_experiment",
     "run_experiment",
     "run_trial",
     "scalarized_optima",

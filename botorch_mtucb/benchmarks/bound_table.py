@@ -9,9 +9,9 @@ problem instance, λ sequence and noise stream (common random numbers).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from botorch_mtucb.benchmarks.fileio import write_json, write_text
 from botorch_mtucb.benchmarks.runner import run_experiment
 
 __all__ = ["TABLE_PROBLEMS", "bound_table", "format_bound_table"]
@@ -52,8 +52,8 @@ def bound_table(
             rows.append(row)
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "bound_table.json").write_text(json.dumps(rows, indent=2))
-        (Path(out_dir) / "bound_table.md").write_text(format_bound_table(rows))
+        write_json(Path(out_dir) / "bound_table.json", rows, indent=2)  # atomic writes
+        write_text(Path(out_dir) / "bound_table.md", format_bound_table(rows))
     return rows
 
 
