@@ -1,8 +1,9 @@
 r"""Multi-objective benchmark suite (issue 16): BoTorch test functions and correlated problems.
 
-Every problem is a :class:`SuiteProblem`, a :class:`~botorch_mtucb.benchmarks.problems.
-MultiTaskProblem` (so the runner and the one BO loop take it as is) with a hypervolume
-reference point, the maximum hypervolume and its provenance. All objectives are maximised.
+Every problem is a :class:`SuiteProblem`, a
+:class:`~botorch_mtucb.benchmarks.problems.MultiTaskProblem` (so the runner and the one BO
+loop take it as is) with a hypervolume reference point, the maximum hypervolume and its
+provenance. All objectives are maximised.
 
 **Kinds.**
 
@@ -92,8 +93,10 @@ _REGRET_SIZE = 2048
 class SuiteProblem(MultiTaskProblem):
     """A :class:`MultiTaskProblem` of the suite, with what the hypervolume metric needs.
 
-    Attributes (besides :class:`MultiTaskProblem`'s; ``ref_point`` is the hypervolume
-    reference, in the problem's units):
+    The attributes below come besides :class:`MultiTaskProblem`'s; ``ref_point`` is the
+    hypervolume reference, in the problem's units.
+
+    Attributes:
         max_hv: Maximum hypervolume above ``ref_point`` (problem units).
         max_hv_source: ``"botorch"`` or how the estimate was made.
         scale: ``n`` per-objective scale s_i of the normalised units (ones for ``"raw"``).

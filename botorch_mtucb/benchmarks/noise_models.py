@@ -7,19 +7,19 @@ wrong one ("dishonest").
 
 Spec syntax (``parse_noise``), ``@SCALE`` is an optional positive multiplier of ``ε``:
 
-=============================  ===============================================================
-``gaussian:SIGMA``             ``ε ~ N(0, SIGMA²)``.
-``student-t:NU[@S]``           ``ε = S·T_ν``, Student-t with any real ``ν > 0`` (Bailey's polar
-                               method, exact for every ν; ``E|ε|^p`` finite iff ``p < ν``).
-``pareto:SHAPE[@S]``           symmetrised Lomax: ``ε = S·R·(P − 1)``, ``P ~ Pareto(SHAPE, 1)``
-                               (``P ≥ 1``), ``R = ±1`` with probability ½ each, so
-                               ``P(|ε| > x) = (1 + x/S)^{−SHAPE}``; mean 0 for SHAPE > 1;
-                               ``E|ε|^p`` finite iff ``p < SHAPE``.
-``contaminated:RATExMULT[@S]`` Tukey's contaminated normal: ``ε ~ N(0, S²)`` (``S`` default 0.1)
-                               and, independently with probability RATE, the noise of the
-                               reward is multiplied by MULT, i.e. ``ε ~ N(0, (MULT·S)²)``: a
-                               fraction RATE of gross outliers of size ≈ MULT·S.
-=============================  ===============================================================
+===============================  ===============================================================
+``gaussian:SIGMA``               ``ε ~ N(0, SIGMA²)``.
+``student-t:NU[@S]``             ``ε = S·T_ν``, Student-t with any real ``ν > 0`` (Bailey's polar
+                                 method, exact for every ν; ``E|ε|^p`` finite iff ``p < ν``).
+``pareto:SHAPE[@S]``             symmetrised Lomax: ``ε = S·R·(P − 1)``, ``P ~ Pareto(SHAPE, 1)``
+                                 (``P ≥ 1``), ``R = ±1`` with probability ½ each, so
+                                 ``P(|ε| > x) = (1 + x/S)^{−SHAPE}``; mean 0 for SHAPE > 1;
+                                 ``E|ε|^p`` finite iff ``p < SHAPE``.
+``contaminated:RATExMULT[@S]``   Tukey's contaminated normal: ``ε ~ N(0, S²)`` (``S`` default 0.1)
+                                 and, independently with probability RATE, the noise of the
+                                 reward is multiplied by MULT, i.e. ``ε ~ N(0, (MULT·S)²)``: a
+                                 fraction RATE of gross outliers of size ≈ MULT·S.
+===============================  ===============================================================
 
 Closed-form absolute moments (``p = 1 + α``; ``m_p = E|Z|^p = 2^{p/2} Γ((p+1)/2)/√π`` for
 ``Z ~ N(0, 1)``):

@@ -4,22 +4,22 @@ Every method works on unit-cube inputs ``t x d`` and raw rewards ``t x 1``, refi
 hyperparameters every round with ``fit_gpytorch_mll`` (BoTorch's default priors) and picks
 the next point with ``optimize_acqf``:
 
-=====================  ======================================================================
-``STGP-UCB``           ``SingleTaskGP`` (Standardize, BoTorch defaults) + ``UpperConfidence
-                       Bound(beta=w²)``, i.e. ``μ + w σ``.
-``STGP-LogEI``         ``SingleTaskGP`` + ``LogExpectedImprovement`` (``best_f`` = the largest
-                       posterior mean at an evaluated point).
-``RRP-UCB/-LogEI``     ``RobustRelevancePursuitSingleTaskGP`` (Ament et al. 2024; BoTorch's
-                       default support-size schedule) + the same acquisitions.
-``StudentT-GP-UCB``    variational GP (inducing points = the data) with GPyTorch's
-                       ``StudentTLikelihood``, ELBO fit, ``μ + w σ`` of the latent ``f``.
-``TGP-UCB-practical``  :func:`practical_truncated_gp` + ``HeavyTailedUCB(beta=w)``.
-``TGP-UCB-practical-v``  the same with the problem's declared (α, v) instead of the estimate.
-``TGP-UCB-uncentred``  the same without centring (``loc = 0``): what centring is worth.
-``GP-UCB-practical``   :func:`practical_truncated_gp` without truncation, same width ``w``.
-``TGP-UCB-paper``      paper 001 as published: TruncatedGP on raw (uncentred) rewards, SE
-                       lengthscale 0.2, λ = 1, authors' β, declared (α, v, B).
-=====================  ======================================================================
+=========================  ======================================================================
+``STGP-UCB``               ``SingleTaskGP`` (Standardize, BoTorch defaults) + ``UpperConfidence
+                           Bound(beta=w²)``, i.e. ``μ + w σ``.
+``STGP-LogEI``             ``SingleTaskGP`` + ``LogExpectedImprovement`` (``best_f`` = the largest
+                           posterior mean at an evaluated point).
+``RRP-UCB/-LogEI``         ``RobustRelevancePursuitSingleTaskGP`` (Ament et al. 2024; BoTorch's
+                           default support-size schedule) + the same acquisitions.
+``StudentT-GP-UCB``        variational GP (inducing points = the data) with GPyTorch's
+                           ``StudentTLikelihood``, ELBO fit, ``μ + w σ`` of the latent ``f``.
+``TGP-UCB-practical``      :func:`practical_truncated_gp` + ``HeavyTailedUCB(beta=w)``.
+``TGP-UCB-practical-v``    the same with the problem's declared (α, v) instead of the estimate.
+``TGP-UCB-uncentred``      the same without centring (``loc = 0``): what centring is worth.
+``GP-UCB-practical``       :func:`practical_truncated_gp` without truncation, same width ``w``.
+``TGP-UCB-paper``          paper 001 as published: TruncatedGP on raw (uncentred) rewards, SE
+                           lengthscale 0.2, λ = 1, authors' β, declared (α, v, B).
+=========================  ======================================================================
 
 The **recommended point** after round t is the evaluated point with the largest posterior
 mean of the method's own model (robust methods thus discount their outliers); its simple
