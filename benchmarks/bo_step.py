@@ -172,7 +172,7 @@ def check_agreement(pkg: AcquisitionFunction, mini: AcquisitionFunction) -> dict
     return {"max_rel_value_diff": rel_v, "max_rel_grad_diff": rel_g}
 
 
-def per_call_us(fns: dict, X0: Tensor, rounds: int = 40, calls: int = 10) -> dict:
+def per_call_us(fns: dict, X0: Tensor, rounds: int = 150, calls: int = 5) -> dict:
     """Time (µs) of one forward + backward of each ``fns[name]`` at fresh leaf copies of X0.
 
     The functions are timed in interleaved rounds of ``calls`` calls (so load changes on a
