@@ -115,7 +115,7 @@ def effective_horizon(horizon: int | None, t: int) -> int:
 def tgp_truncation_level(t: int, alpha: float, v: float) -> float:
     """TGP-UCB's truncation level ``b_t = v^{1/(1+α)} t^{1/(2(1+α))}`` (paper 001, Theorem 1).
 
-    The reward of round ``t`` is kept iff ``|y_t| ≤ b_t`` (Algorithm 1, line 5); ``b_0 = 0``.
+    The reward of round ``t`` is kept iff ``|y_t| ≤ b_t`` (Algorithm 1); ``b_0 = 0``.
 
     Args:
         t: Round index ``t ≥ 0``.
