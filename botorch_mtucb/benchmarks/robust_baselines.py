@@ -29,7 +29,6 @@ regret is ``f* − f(x_rec)``. Cumulative regret sums ``f* − f(x_s)`` over all
 from __future__ import annotations
 
 import copy
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -52,6 +51,7 @@ from botorch_mtucb.benchmarks.ht_suite_problems import (
     ContinuousHeavyTailedProblem,
     sobol_unit_design,
 )
+from botorch_mtucb.models.heavy_tailed_defaults import robust_location_and_moment
 from botorch_mtucb.models.truncated_gp import TruncatedGP
 from botorch_mtucb.theory.heavy_tailed import tgp_truncation_levels
 
@@ -68,47 +68,6 @@ __all__ = [
 
 #: Default practical UCB width w (μ + w σ) of the suite; see benchmarks/README.md.
 DEFAULT_WIDTH = 1.0
-
-
-def robust_location_and_moment(
-    y: Tensor, alpha: float = 1.0, delta: float = 0.1, centre: bool = True
-) -> tuple[Tensor, Tensor]:
-    """Median location and a median-of-means estimate of ``E|y − loc|^{1+α}``.
-
-    ``loc = median(y)``; the ``t`` values ``|y_s − loc|^{1+α}`` are split into
-    ``K = max(1, min(⌈8 ln(1/δ)⌉, ⌊t/2⌋))`` groups by round index (``s mod K``) and ``v̂`` is
-    the median of the group means. For a variable with finite variance ``σ²``, ``K ≈
-    8 ln(1/δ)`` groups put the median of means within ``O(σ √(ln(1/δ)/t))`` of the mean with
-    probability ≥ 1 − δ (Bubeck, Cesa-Bianchi & Lugosi 2013, Lemma 2); here the variable is
-    ``|y − loc|^{1+α}``, whose variance is finite only if ``E|y|^{2(1+α)} < ∞``; for heavier
-    tails ``v̂`` is a robust scale statistic that grows slowly with ``t``, not a consistent
-    estimate. What it assumes: exchangeable rewards (the spread of ``f`` over the evaluated
-    points counts as spread, which keeps the truncation level above the signal) and outliers
-    in fewer than ``K/2`` groups (then they do not set the level). The median of means of a
-    skewed variable is biased low (≈ 0.69× for pairs of χ²₁ values), which makes truncation
-    a little more aggressive than the true moment would.
-
-    Args:
-        y: ``t`` rewards (``t ≥ 1``).
-        alpha: Moment order α ∈ (0, 1].
-        delta: Confidence of the median-of-means group count.
-        centre: ``False`` takes ``loc = 0`` (the raw moment ``E|y|^{1+α}``).
-
-    Returns:
-        ``(loc, v)`` as 0-dim tensors (``v`` clamped to ≥ 1e-12).
-    """
-    if y.dim() != 1 or y.shape[0] == 0:
-        raise ValueError(f"`y` must be a non-empty vector of rewards, got {tuple(y.shape)}.")
-    if not 0.0 < alpha <= 1.0:
-        raise ValueError(f"`alpha` must lie in (0, 1], got {alpha!r}.")
-    t = y.shape[0]
-    loc = y.median() if centre else y.new_zeros(())
-    z = (y - loc).abs().pow(1.0 + alpha)
-    K = max(1, min(math.ceil(8.0 * math.log(1.0 / delta)), t // 2))
-    groups = torch.arange(t, device=y.device) % K
-    sums = torch.zeros(K, dtype=y.dtype, device=y.device).index_add_(0, groups, z)
-    counts = torch.bincount(groups, minlength=K).to(y)
-    return loc, (sums / counts).median().clamp_min(1e-12)
 
 
 def _fit(model: Model, mll) -> Model:

@@ -42,6 +42,11 @@ from botorch_mtucb.models.heavy_tailed_base import (
     check_float_conditioning,
     check_training_data,
 )
+from botorch_mtucb.models.heavy_tailed_defaults import (
+    PRACTICAL_WIDTH,
+    fit_kernel_on_targets,
+    robust_location_and_moment,
+)
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
     check_constants,
@@ -60,56 +65,108 @@ DEFAULT_LENGTHSCALE = 0.2
 class TruncatedGP(HeavyTailedModel):
     """Single-output BoTorch model of TGP-UCB (paper 001, Algorithm 1).
 
+    Two modes:
+
+    * **declared** (``v`` given; paper 001 verbatim): rewards used as they are, the default
+      kernel SE with lengthscale 0.2, ``λ = 1``, ``beta()`` of Theorem 1 or the authors.
+    * **data-driven** (``v=None``, the practical default of issue 16): ``α = 1`` unless given;
+      rewards centred at their median ``loc`` (truncation zeroes large rewards, so uncentred
+      rewards would be pulled to 0 of the raw scale); ``v`` = the median-of-means estimate
+      of ``E|y − loc|^{1+α}`` (:func:`robust_location_and_moment`; what it assumes is
+      documented there); without ``covar_module``, the kernel and ``λ`` are fitted the BoTorch
+      way on the truncated centred rewards (:func:`fit_kernel_on_targets`; ``t ≥ 2``);
+      ``beta()`` is the constant practical width ``PRACTICAL_WIDTH = 1`` (``constants=
+      "practical"``). ``loc`` and ``v`` are fixed at construction: rebuild the model to
+      update them (``condition_on_observations`` keeps them). Predictions are in the
+      rewards' units (``loc`` added back).
+
+    With the default kernel the inputs must lie in the unit cube (its lengthscale 0.2 would
+    otherwise give a zero mean almost everywhere): normalise them or pass ``covar_module``.
+
     Example:
         >>> model = TruncatedGP(train_X, train_Y, alpha=1.0, v=4.0, B=1.0, constants="authors")
         >>> acqf = HeavyTailedUCB(model)          # β = model.beta()
         >>> model = model.condition_on_observations(x_new, y_new)
+        >>> practical = TruncatedGP(normalize(X, bounds), Y)   # data-driven α, v, kernel, β
     """
 
     def __init__(
         self,
         train_X: Tensor,
         train_Y: Tensor,
-        alpha: float,
-        v: float,
+        alpha: float | None = None,
+        v: float | None = None,
         covar_module: Kernel | None = None,
-        lam: float = 1.0,
+        lam: float | None = None,
         delta: float = 0.1,
         B: float = 1.0,
         *,
-        constants: Constants = "theory",
+        constants: Constants | str | None = None,
         truncate: bool = True,
         arms: Tensor | None = None,
+        centre: bool | None = None,
     ) -> None:
         """
         Args:
             train_X: ``t x d`` inputs in round order (float arm indices ``t x 1`` with a
                 :class:`PrecomputedKernel`).
             train_Y: ``t x 1`` raw (untruncated) rewards, row ``s`` observed in round ``s+1``.
-            alpha: Moment order ``α ∈ (0, 1]`` with ``E|y|^{1+α} ≤ v``.
-            v: Moment bound ``v > 0``.
+            alpha: Moment order ``α ∈ (0, 1]`` with ``E|y|^{1+α} ≤ v`` (default 1).
+            v: Moment bound ``v > 0``; ``None``: data-driven mode (class docstring).
             covar_module: Kernel ``k`` with ``k(x, x) ≤ 1``; default ``RBFKernel`` with
-                lengthscale 0.2 (the paper's synthetic setting). Hyperparameters are fixed.
-            lam: Regulariser ``λ > 0`` (GP noise variance).
+                lengthscale 0.2 (the paper's synthetic setting; fitted in the data-driven
+                mode). Hyperparameters are fixed.
+            lam: Regulariser ``λ > 0`` (GP noise variance); default 1 (fitted with the kernel
+                in the data-driven mode).
             delta: Confidence ``δ ∈ (0, 1]`` (theory ``β``).
             B: Bound on ``‖f‖_H``.
-            constants: ``"theory"`` (default: Theorem 1's ``β``, which carries the
-                high-probability guarantee) or ``"authors"`` (public-code ``β``, much smaller;
-                what the paper's figures used). ``b_t`` is the same for both.
+            constants: ``"theory"`` (default with a declared ``v``: Theorem 1's ``β``, which
+                carries the high-probability guarantee), ``"authors"`` (public-code ``β``, much
+                smaller; what the paper's figures used) or ``"practical"`` (default of the
+                data-driven mode: ``β = PRACTICAL_WIDTH``). ``b_t`` is the same for all.
             truncate: ``False`` sets ``b_t = ∞`` (plain GP-UCB posterior).
             arms: Optional ``A x d`` finite candidate set; all training inputs and all
                 posterior inputs must then be rows of it (fast arm-space path).
+            centre: Subtract the median reward before truncating (default: only in the
+                data-driven mode).
         """
         super().__init__()
         X, y = check_training_data(train_X, train_Y)
+        driven = v is None
+        alpha = 1.0 if alpha is None else alpha
+        if constants is None:
+            constants = "practical" if driven else "theory"
+        if (centre if centre is not None else driven) and y.shape[0]:
+            loc, v_hat = robust_location_and_moment(y, float(alpha))
+        else:
+            loc, v_hat = y.new_zeros(()), None
+        if driven:
+            if v_hat is None:  # no centring (or no data): the moment about 0
+                v_hat = robust_location_and_moment(y, float(alpha), centre=False)[1] \
+                    if y.shape[0] else torch.ones((), dtype=y.dtype)
+            v = float(v_hat)
+        self._loc = float(loc)
+        y = y - loc  # a new tensor: the caller's is untouched
         self.alpha, self.v, self.lam, self.delta, self.B = check_heavy_tailed_params(
-            alpha, v, lam, delta, B
+            alpha, v, 1.0 if lam is None else lam, delta, B
         )
-        self.constants = check_constants(constants)
+        self.constants = constants if constants == "practical" else check_constants(constants)
         self.truncate = bool(truncate)
         if covar_module is None:
-            covar_module = RBFKernel().to(X)
-            covar_module.lengthscale = DEFAULT_LENGTHSCALE
+            if arms is None and X.shape[0] and ((X < -1e-9) | (X > 1 + 1e-9)).any():
+                raise ValueError(
+                    "`train_X` lies outside the unit cube [0, 1]^d, where the default kernel "
+                    "(SE, lengthscale 0.2) would give a zero mean almost everywhere: normalise "
+                    "the inputs (botorch.utils.transforms.normalize) or pass `covar_module`."
+                )
+            if driven and lam is None and X.shape[0] >= 2:
+                s = torch.arange(1, y.shape[0] + 1, dtype=y.dtype, device=y.device)
+                b = tgp_truncation_levels(s, self.alpha, self.v) if truncate else math.inf
+                covar_module, fitted = fit_kernel_on_targets(X, torch.where(y.abs() <= b, y, 0))
+                self.lam = check_heavy_tailed_params(1.0, 1.0, fitted, 0.1, 0.0)[2]
+            else:
+                covar_module = RBFKernel().to(X)
+                covar_module.lengthscale = DEFAULT_LENGTHSCALE
         if not isinstance(covar_module, Kernel):
             raise ValueError(
                 f"`covar_module` must be a gpytorch Kernel, got {type(covar_module).__name__}."
@@ -137,8 +194,18 @@ class TruncatedGP(HeavyTailedModel):
     # ------------------------------------------------------------------ schedules
     @property
     def train_targets(self) -> Tensor:
-        """``t`` truncated rewards ``ŷ_s = y_s 1{|y_s| ≤ b_s}`` in round order."""
+        """``t`` truncated (centred) rewards ``ŷ_s = z_s 1{|z_s| ≤ b_s}``, ``z = y − loc``."""
         return self._truncate(self._y_buf.view(self._t), 0)
+
+    @property
+    def train_Y(self) -> Tensor:
+        """``t x 1`` raw rewards in round order."""
+        return self._y_buf.view(self._t).unsqueeze(-1) + self._loc
+
+    @property
+    def location(self) -> float:
+        """The centre ``loc`` subtracted from the rewards (0 without centring)."""
+        return self._loc
 
     def truncation_level(self, t: int | None = None) -> float:
         """Truncation level ``b_t`` of round ``t`` (default: the latest round ``t``)."""
@@ -155,7 +222,9 @@ class TruncatedGP(HeavyTailedModel):
         return float(self._log_det)
 
     def beta(self) -> float:
-        """Confidence width ``β_{t+1}`` for choosing the next point (Theorem 1 or authors)."""
+        """Width ``β_{t+1}`` for choosing the next point (Theorem 1, authors or practical)."""
+        if self.constants == "practical":
+            return PRACTICAL_WIDTH
         log_det = self.log_det() if self.constants == "theory" else 0.0  # authors: unused
         return tgp_beta(
             self.num_observations,
@@ -222,6 +291,11 @@ class TruncatedGP(HeavyTailedModel):
 
     # ------------------------------------------------------------------ BoTorch API
     def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """:meth:`_centred_moments` with the centre ``loc`` added back to the mean."""
+        mean, var = self._centred_moments(X, full)
+        return (mean, var) if self._loc == 0.0 else (mean + self._loc, var)
+
+    def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         """``μ̂_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
         if self._arms is not None:
             idx, whole = self._arm_index(X)
@@ -256,8 +330,10 @@ class TruncatedGP(HeavyTailedModel):
 
         Args:
             X: ``n x d`` new inputs (cast to the model's dtype).
-            Y: ``n x 1`` new raw rewards.
+            Y: ``n x 1`` new raw rewards (centred with the model's ``loc``).
         """
+        if self._loc != 0.0:
+            Y = Y - self._loc
         new, X, _, _, host = self._appended_copy(X, Y, self.covar_module)
         with torch.no_grad():
             if self._arms is None:

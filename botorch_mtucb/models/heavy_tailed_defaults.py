@@ -1,0 +1,92 @@
+"""Practical defaults of the heavy-tailed models (issue 16): data-driven (α, v) and a fitted kernel.
+
+Used by :class:`~botorch_mtucb.models.TruncatedGP` when it is built without ``alpha`` / ``v``
+(and by the issue-16 benchmark suite). Measurements: ``benchmarks/ht_moment_estimates.py``
+and ``benchmarks/README.md`` (heavy-tailed suite section).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+__all__ = ["PRACTICAL_WIDTH", "fit_kernel_on_targets", "robust_location_and_moment"]
+
+#: UCB width ``w`` of ``μ + w σ`` used by the data-driven models' ``beta()`` (issue 16 suite:
+#: w = 1 against 0.5 and 2; benchmarks/README.md).
+PRACTICAL_WIDTH = 1.0
+
+
+def robust_location_and_moment(
+    y: Tensor, alpha: float = 1.0, delta: float = 0.1, centre: bool = True
+) -> tuple[Tensor, Tensor]:
+    """Median location and a median-of-means estimate of ``E|y − loc|^{1+α}``.
+
+    ``loc = median(y)`` (torch's lower middle for even counts); the values
+    ``|y_s − loc|^{1+α}`` are split into ``K = max(1, min(⌈8 ln(1/δ)⌉, ⌊t/2⌋))`` groups by
+    round index (``s mod K``) and ``v̂`` is the median of the group means. For a variable with
+    finite variance ``σ²`` the median of ``K ≈ 8 ln(1/δ)`` means is within
+    ``O(σ √(ln(1/δ)/t))`` of the mean with probability ≥ 1 − δ (Bubeck, Cesa-Bianchi &
+    Lugosi 2013, Lemma 2); that variance is finite only if ``E|y|^{2(1+α)} < ∞``, so for
+    heavier tails ``v̂`` is a robust scale statistic that grows slowly with ``t``, not a
+    consistent estimate. Assumes exchangeable rewards (the spread of ``f`` over the evaluated
+    points counts as spread, which keeps the level above the signal) and outliers in fewer
+    than ``K/2`` groups. Biased low for skewed values (≈ 0.69× for pairs of χ²₁ values).
+    Measured against the truth in ``benchmarks/ht_moment_estimates.py``.
+
+    Args:
+        y: ``t ≥ 1`` rewards.
+        alpha: Moment order α ∈ (0, 1].
+        delta: Confidence of the group count.
+        centre: ``False`` takes ``loc = 0`` (the raw moment ``E|y|^{1+α}``).
+
+    Returns:
+        ``(loc, v̂)`` as 0-dim tensors (``v̂ ≥ 1e-12``).
+    """
+    if y.dim() != 1 or y.shape[0] == 0:
+        raise ValueError(f"`y` must be a non-empty vector of rewards, got {tuple(y.shape)}.")
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"`alpha` must lie in (0, 1], got {alpha!r}.")
+    t = y.shape[0]
+    loc = y.median() if centre else y.new_zeros(())
+    z = (y - loc).abs().pow(1.0 + alpha)
+    K = max(1, min(math.ceil(8.0 * math.log(1.0 / delta)), t // 2))
+    groups = torch.arange(t, device=y.device) % K
+    sums = torch.zeros(K, dtype=y.dtype, device=y.device).index_add_(0, groups, z)
+    counts = torch.bincount(groups, minlength=K).to(y)
+    return loc, (sums / counts).median().clamp_min(1e-12)
+
+
+def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:
+    """BoTorch-fitted kernel and noise for a zero-mean GP on ``t`` (truncated) targets.
+
+    A ``SingleTaskGP(X, targets)`` (BoTorch's defaults: RBF with its dimension-scaled
+    lengthscale prior, Standardize, ``fit_gpytorch_mll``) supplies the lengthscales and the
+    noise; converted from standardised units (outcome std ``s``): ``ScaleKernel`` with
+    outputscale ``s²`` and ``λ = η s²``. Hyperparameters are returned frozen.
+
+    Returns:
+        ``(kernel, lam)``.
+    """
+    import copy
+    import warnings
+
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from botorch.models.transforms import Standardize
+    from gpytorch.kernels import ScaleKernel
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant (all-truncated) targets are legitimate
+        gp = SingleTaskGP(X, targets.unsqueeze(-1), outcome_transform=Standardize(m=1))
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+    s2 = gp.outcome_transform.stdvs.squeeze().square().detach()
+    kernel = ScaleKernel(copy.deepcopy(gp.covar_module)).to(X)
+    kernel.outputscale = s2
+    for p in kernel.parameters():
+        p.requires_grad_(False)
+    return kernel, float(gp.likelihood.noise.squeeze().detach() * s2)
