@@ -20,6 +20,14 @@ configuration of a seed). Factors:
   or ``careful`` (ICM with Matérn-5/2 + the same prior, constant mean per task, noise learned
   with BoTorch's LogNormal(−4, 1) prior, floor 1e-4); hyperparameters fitted every round with
   ``fit_gpytorch_mll`` in both;
+* ``ref``: the Chebyshev reference point of the scale-free scalarization: observed minimum
+  (``min``) or ``nadir``, the worst value of the observed *non-dominated* points (both minus
+  0.1 × range);
+* ``aug``: augmented Chebyshev ρ (ParEGO's 0.05): min_i w_i (u_i − z_i) + ρ Σ_i w_i (u_i − z_i)
+  on per-objective UCBs u = μ + βσ (:class:`AugmentedChebyshevUCB`; maximisers Pareto optimal,
+  not only weakly);
+* ``model="stgp"``: the same acquisition on independent BoTorch-default SingleTaskGPs;
+  ``icm-qLogNParEGO``: qLogNParEGO on the ``careful`` ICM model (model vs acquisition);
 * references: ``sobol`` (40 Sobol points) and ``qLogNParEGO`` (ModelListGP of BoTorch-default
   SingleTaskGPs with Normalize + Standardize, the round's λ_t as weights).
 
@@ -33,7 +41,10 @@ NRMSE (RMSE / std of f, averaged over objectives, 256 Sobol test points) of the 
 on 20 Sobol points, against independent BoTorch ``SingleTaskGP`` s.
 
 Run: ``python benchmarks/mo_diagnosis.py [--seeds 3] [--rounds 30] [--configs a,b]
-[--out benchmarks/results/mo_diagnosis.json]`` (single-threaded; ~30 min in full).
+[--problems DTLZ2,...] [--no-nrmse] [--out benchmarks/results/mo_diagnosis.json]``
+(single-threaded; about an hour for all configurations). Results of issue 16:
+``mo_diagnosis.json`` (the factor ladder and leave-one-out), ``mo_diagnosis_ref.json``
+(reference point and augmentation), ``mo_diagnosis_model.json`` (model vs acquisition).
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ import warnings
 from pathlib import Path
 
 import torch
+from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.multi_objective.parego import qLogNParEGO
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import ModelListGP, SingleTaskGP
@@ -55,6 +67,7 @@ from botorch.optim import optimize_acqf
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.test_functions.multi_objective import DTLZ2, BraninCurrin, VehicleSafety
 from botorch.utils.multi_objective.box_decompositions.dominated import DominatedPartitioning
+from botorch.utils.multi_objective.pareto import is_non_dominated
 from gpytorch.means import ConstantMean, MultitaskMean
 from gpytorch.mlls import ExactMarginalLogLikelihood, SumMarginalLogLikelihood
 from gpytorch.priors import LogNormalPrior
@@ -87,6 +100,14 @@ CONFIGS: dict[str, dict] = {
     "fixed-scalraw": {**FIXED, "scal": "raw"},
     "fixed-modelpaper": {**FIXED, "model": "paper"},
     "fixed-simplex": {**FIXED, "lam": "simplex"},
+    "fixed-nadir": {**FIXED, "ref": "nadir"},
+    "fixed-aug": {**FIXED, "aug": 0.05},
+    "fixed-aug-nadir": {**FIXED, "aug": 0.05, "ref": "nadir"},
+    "fixed-aug-nadir-beta2": {**FIXED, "aug": 0.05, "ref": "nadir", "beta": 2.0},
+    "fixed-aug-nadir-simplex": {**FIXED, "aug": 0.05, "ref": "nadir", "lam": "simplex"},
+    "stgp-aug-nadir": {**FIXED, "aug": 0.05, "ref": "nadir", "model": "stgp"},
+    "stgp-aug-nadir-beta0": {**FIXED, "aug": 0.05, "ref": "nadir", "model": "stgp", "beta": 0.0},
+    "icm-qLogNParEGO": {"method": "parego", "model": "careful", "x": "norm"},
     "qLogNParEGO": {"method": "parego"},
 }
 
@@ -135,13 +156,34 @@ def fit(model) -> None:
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
 
 
-def scalarization(lam: Tensor, Y: Tensor, kind: str) -> ChebyshevScalarization:
+def scalarization(lam: Tensor, Y: Tensor, kind: str, ref: str = "min") -> ChebyshevScalarization:
     lo, hi = Y.min(dim=0).values, Y.max(dim=0).values
     if kind == "raw":
         return ChebyshevScalarization(lam, ref_point=lo)
     span = (hi - lo).clamp_min(1e-9)
+    if ref == "nadir":  # worst value of the observed non-dominated points
+        lo = Y[is_non_dominated(Y)].min(dim=0).values
     w = lam / span
     return ChebyshevScalarization(w / w.sum(), ref_point=lo - 0.1 * span)
+
+
+class AugmentedChebyshevUCB(AcquisitionFunction):
+    """min_i w_i (u_i − z_i) + ρ Σ_i w_i (u_i − z_i) on per-objective UCBs u = μ + βσ.
+
+    An upper bound on the augmented Chebyshev value of f (monotone in every u_i), whose
+    maximisers are Pareto optimal rather than only weakly Pareto optimal.
+    """
+
+    def __init__(self, model, scal: ChebyshevScalarization, beta: float, rho: float) -> None:
+        super().__init__(model=model)
+        self.w, self.z = scal.weights.to(DT), scal.ref_point.to(DT)
+        self.beta, self.rho = beta, rho
+
+    def forward(self, X: Tensor) -> Tensor:
+        post = self.model.posterior(X)
+        u = post.mean[..., 0, :] + self.beta * post.variance[..., 0, :].clamp_min(1e-30).sqrt()
+        pieces = self.w * (u - self.z)
+        return pieces.min(dim=-1).values + self.rho * pieces.sum(dim=-1)
 
 
 def parego_model(X: Tensor, Y: Tensor, bounds: Tensor) -> ModelListGP:
@@ -168,16 +210,24 @@ def run(problem, cfg: dict, seed: int, n0: int, rounds: int) -> dict:
             start = time.perf_counter()
             torch.manual_seed(seed * 1000 + t)
             if method == "parego":
-                model = parego_model(X, Y, bounds)
+                if cfg.get("model") == "careful":
+                    model = make_mt_model(X, Y, bounds, cfg)
+                else:
+                    model = parego_model(X, Y, bounds)
                 fit(model)
                 acqf = qLogNParEGO(model, X_baseline=X, scalarization_weights=lam_all[t],
                                    sampler=SobolQMCNormalSampler(torch.Size([64]), seed=t))
             else:
-                model = make_mt_model(X, Y, bounds, cfg)
+                if cfg["model"] == "stgp":
+                    model = parego_model(X, Y, bounds)
+                else:
+                    model = make_mt_model(X, Y, bounds, cfg)
                 fit(model)
-                acqf = ScalarizedMultiTaskUCB(
-                    model, scalarization(lam_all[t], Y, cfg["scal"]), beta=cfg["beta"]
-                )
+                scal = scalarization(lam_all[t], Y, cfg["scal"], cfg.get("ref", "min"))
+                if cfg.get("aug", 0.0) > 0:
+                    acqf = AugmentedChebyshevUCB(model, scal, cfg["beta"], cfg["aug"])
+                else:
+                    acqf = ScalarizedMultiTaskUCB(model, scal, beta=cfg["beta"])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 x, _ = optimize_acqf(acqf, bounds, q=1, num_restarts=4, raw_samples=128)

@@ -295,7 +295,11 @@ def run_bo_loop(
         points: list[tuple[Tensor, Scalarization | None, AcquisitionFunction, float]] = []
         for j in range(q):
             start = time.perf_counter()
-            scal = None if scalarization_sampler is None else scalarization_sampler(generator)
+            scal = None
+            if getattr(scalarization_sampler, "uses_data", False):  # scale-free, from data
+                scal = scalarization_sampler(generator, Y_all)
+            elif scalarization_sampler is not None:
+                scal = scalarization_sampler(generator)
             acqf = acquisition_factory(model, scal)
             if j > 0:
                 _set_pending(acqf, torch.cat([p[0] for p in points]))

@@ -383,3 +383,32 @@ def test_batch_mtbkb_loop_is_reproducible_and_hallucination_draws_nothing():
     for i in (0, 2, 4):
         m = m.condition_on_observations(a.X[i:i + 2], a.Y[i:i + 2])
     assert torch.equal(g.get_state(), ga.get_state())
+
+
+def test_data_sampler_gets_the_observations_of_the_round():
+    """With ref_point='data' each round's s_λ is from_data(λ_t, all observations so far)."""
+    prob = make_rkhs_problem(2, seed=1)
+    seen = []
+
+    class Recording(ScalarizationSampler):
+        def __call__(self, generator=None, Y=None):
+            seen.append(Y.clone())
+            return super().__call__(generator, Y)
+
+    sampler = Recording(2, ref_point="data")
+    h = run_bo_loop(
+        observe=prob.f, initial_X=prob.grid[:3], num_rounds=4,
+        model_factory=lambda X, Y: icm_grid_model(prob, X, Y),
+        acquisition_factory=scalarized_ucb_factory(1.0),
+        optimizer=FiniteArmOptimizer(prob.grid),
+        scalarization_sampler=sampler, true_f=prob.f, generator=torch.Generator().manual_seed(5),
+    )
+    assert [y.shape[0] for y in seen] == [3, 4, 5, 6]
+    torch.testing.assert_close(seen[-1], torch.cat([h.initial_Y, h.Y[:-1]]))
+    g = torch.Generator().manual_seed(5)
+    for r, Y in zip(h.rounds, seen, strict=True):
+        w = sample_scalarization_weights(2, 1, "chebyshev", g)[0]
+        s = ChebyshevScalarization.from_data(w, Y)
+        torch.testing.assert_close(r.weights, s.weights)
+        best = s(prob.F).max()
+        assert abs(r.regret - float(best - s(prob.f(r.x.unsqueeze(0)))[0])) < 1e-12

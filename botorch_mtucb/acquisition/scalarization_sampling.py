@@ -74,36 +74,62 @@ class ScalarizationSampler:
         self,
         num_objectives: int,
         kind: Literal["chebyshev", "linear"] = "chebyshev",
-        ref_point: Tensor | Sequence[float] | None = None,
+        ref_point: Tensor | Sequence[float] | Literal["data"] | None = None,
         minimize: Sequence[bool] | Tensor | None = None,
+        augmentation: float | None = None,
     ) -> None:
         """
         Args:
             num_objectives: Number of objectives ``n``.
             kind: ``"chebyshev"`` (needs ``ref_point``) or ``"linear"``.
-            ref_point: ``n`` Chebyshev reference point z (original units).
+            ref_point: ``n`` Chebyshev reference point z (original units), or ``"data"``: the
+                scale-free s_λ of :meth:`ChebyshevScalarization.from_data` built each round
+                from the observations passed to :meth:`__call__` (what
+                :func:`~botorch_mtucb.loop.run_bo_loop` does).
             minimize: Optional ``n`` booleans marking objectives to minimise.
+            augmentation: Chebyshev ρ ≥ 0 (default: 0.05 with ``"data"``, else 0, paper 000).
         """
         if kind not in ("chebyshev", "linear"):
             raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
         if kind == "chebyshev" and ref_point is None:
-            raise ValueError("`ref_point` is required for the Chebyshev scalarization.")
+            raise ValueError(
+                "`ref_point` is required for the Chebyshev scalarization (a point, or 'data')."
+            )
         if not isinstance(num_objectives, int) or num_objectives < 1:
             raise ValueError(
                 f"`num_objectives` must be a positive integer, got {num_objectives!r}."
             )
         self.num_objectives = num_objectives
         self.kind = kind
-        self.ref_point = None if ref_point is None else _as_vector(ref_point, "ref_point")
-        if self.ref_point is not None and self.ref_point.numel() != num_objectives:
+        self.uses_data = isinstance(ref_point, str)
+        if self.uses_data and (ref_point != "data" or kind != "chebyshev"):
             raise ValueError(
-                f"`ref_point` must have {num_objectives} entries, got {self.ref_point.numel()}."
+                f"`ref_point` as a string must be 'data' (Chebyshev only), got {ref_point!r}."
             )
+        self.ref_point = None
+        if ref_point is not None and not self.uses_data:
+            self.ref_point = _as_vector(ref_point, "ref_point")
+            if self.ref_point.numel() != num_objectives:
+                raise ValueError(
+                    f"`ref_point` must have {num_objectives} entries, got "
+                    f"{self.ref_point.numel()}."
+                )
+        self.augmentation = (0.05 if self.uses_data else 0.0) if augmentation is None else (
+            float(augmentation)
+        )
         self.minimize = minimize
 
-    def __call__(self, generator: torch.Generator | None = None) -> Scalarization:
-        """Return s_λ for one fresh λ ~ P_λ."""
+    def __call__(
+        self, generator: torch.Generator | None = None, Y: Tensor | None = None
+    ) -> Scalarization:
+        """Return s_λ for one fresh λ ~ P_λ (``Y``: ``N x n`` observations, for ``"data"``)."""
         w = sample_scalarization_weights(self.num_objectives, 1, self.kind, generator)[0]
+        if self.uses_data:
+            if Y is None:
+                raise ValueError("A ScalarizationSampler with ref_point='data' needs `Y`.")
+            return ChebyshevScalarization.from_data(
+                w, Y, self.minimize, augmentation=self.augmentation
+            )
         if self.kind == "chebyshev":
-            return ChebyshevScalarization(w, self.ref_point, self.minimize)
+            return ChebyshevScalarization(w, self.ref_point, self.minimize, self.augmentation)
         return LinearScalarization(w, self.minimize)

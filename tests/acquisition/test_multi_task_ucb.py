@@ -394,3 +394,19 @@ def test_ucb_validity_on_rkhs_function(kind):
         Y = torch.cat([Y, prob.f(x) + 0.1 * torch.randn(1, n, generator=g, dtype=DT)])
     assert valid["directional"] >= 0.9 * T and valid["spectral"] >= 0.9 * T
     assert valid["mean only"] <= 0.5 * T  # the check can fail: the mean alone is no UCB
+
+
+def test_default_beta_is_the_practical_width_one():
+    from botorch_mtucb.acquisition import ChebyshevScalarization, ScalarizedMultiTaskUCB
+    from botorch_mtucb.models import ExactMultiTaskGP
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(8, 2, generator=g, dtype=torch.float64)
+    model = ExactMultiTaskGP(X, torch.randn(8, 2, generator=g, dtype=torch.float64))
+    s = ChebyshevScalarization(torch.tensor([0.5, 0.5]), torch.zeros(2, dtype=torch.float64))
+    a = ScalarizedMultiTaskUCB(model, s)
+    b = ScalarizedMultiTaskUCB(model, s, beta=1.0)
+    Xt = torch.rand(5, 1, 2, generator=g, dtype=torch.float64)
+    assert float(a.beta) == 1.0
+    torch.testing.assert_close(a(Xt), b(Xt))
+    assert not torch.allclose(a(Xt), ScalarizedMultiTaskUCB(model, s, beta=2.0)(Xt))

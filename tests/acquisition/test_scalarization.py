@@ -175,3 +175,96 @@ def test_directional_ucb_from_variances_matches_brute_force(kind, dtype):
     # the constants are converted once per dtype and reused
     assert s._constants(mean)["weights"] is s._constants(mean)["weights"]
     assert s._constants(mean)["weights"].dtype == dtype
+
+
+# ------------------------------------------------------------- augmented and scale-free
+
+
+def test_augmented_chebyshev_hand_values_and_pieces():
+    s = ChebyshevScalarization(_t([0.2, 0.8]), _t([1.0, -1.0]), augmentation=0.05)
+    Y = _t([[3.0, 0.0], [1.0, 5.0]])
+    p = torch.stack([0.2 * (Y[:, 0] - 1), 0.8 * (Y[:, 1] + 1)], -1)
+    expected = p.min(-1).values + 0.05 * p.sum(-1)
+    torch.testing.assert_close(s(Y), expected)
+    torch.testing.assert_close(s.pieces(Y).min(-1).values, expected)
+    assert math.isclose(float(s.lipschitz), 0.8 + 0.05 * math.hypot(0.2, 0.8))
+    assert "augmentation=0.05" in repr(s)
+
+
+def test_augmented_lipschitz_is_valid():
+    s = ChebyshevScalarization(_t([0.3, 0.5, 0.2]), torch.zeros(3, dtype=DT), augmentation=0.1)
+    g = _gen(0)
+    A, B = torch.randn(4000, 3, generator=g, dtype=DT), torch.randn(4000, 3, generator=g, dtype=DT)
+    ratio = (s(A) - s(B)).abs() / (A - B).norm(dim=-1)
+    assert float(ratio.max()) <= float(s.lipschitz) + 1e-12
+
+
+def test_augmented_directional_ucb_is_brute_force_upper_bound():
+    """The bound equals s(μ + βσ) (monotone s) and dominates s(y) for y in the box."""
+    s = ChebyshevScalarization(_t([0.3, 0.7]), _t([-1.0, 0.5]), minimize=[False, True],
+                               augmentation=0.05)
+    g = _gen(1)
+    mean, var = torch.randn(6, 2, generator=g, dtype=DT), torch.rand(6, 2, generator=g, dtype=DT)
+    beta = 1.5
+    ucb = s.directional_ucb_from_variances(mean, var, beta)
+    signs = _t([1.0, -1.0])
+    torch.testing.assert_close(ucb, s(mean + beta * signs * var.sqrt()))
+    U = torch.rand(500, 6, 2, generator=g, dtype=DT) * 2 - 1  # points of the box
+    Y = mean + beta * var.sqrt() * U
+    assert bool((s(Y) <= ucb + 1e-12).all())
+    assert s.directional_ucb(mean, torch.diag_embed(var), _t(beta)).allclose(ucb)
+
+
+def test_augmentation_makes_the_maximiser_pareto_optimal():
+    """Plain Chebyshev ties a weakly dominated point with a Pareto point; ρ > 0 breaks it."""
+    Y = _t([[1.0, 1.0], [1.0, 3.0]])  # (1, 3) dominates (1, 1)
+    plain = ChebyshevScalarization(_t([0.5, 0.5]), torch.zeros(2, dtype=DT))
+    aug = ChebyshevScalarization(_t([0.5, 0.5]), torch.zeros(2, dtype=DT), augmentation=0.05)
+    assert float(plain(Y)[0]) == float(plain(Y)[1])
+    assert float(aug(Y)[1]) > float(aug(Y)[0])
+
+
+def test_from_data_is_scale_free_and_uses_the_nondominated_nadir():
+    g = _gen(2)
+    Y = torch.randn(20, 3, generator=g, dtype=DT)
+    lam = _t([0.2, 0.3, 0.5])
+    s = ChebyshevScalarization.from_data(lam, Y)
+    # brute force: normalise by the range, z = nadir of the non-dominated rows - 0.1 range
+    nd = [i for i in range(20) if not any(bool((Y[j] >= Y[i]).all() & (Y[j] > Y[i]).any())
+                                          for j in range(20))]
+    span = Y.max(0).values - Y.min(0).values
+    z = Y[nd].min(0).values - 0.1 * span
+    Yn, zn = Y / span, z / span
+    p = lam * (Yn - zn)
+    ref = p.min(-1).values + 0.05 * p.sum(-1)
+    c = float((lam / span).sum())
+    torch.testing.assert_close(s(Y) * c, ref)
+    torch.testing.assert_close(s.ref_point, z)
+    # rescaling objective 1 (units) gives the same scalarization up to a positive factor
+    D = _t([1000.0, 1.0, 0.01])
+    s2 = ChebyshevScalarization.from_data(lam, Y * D)
+    v1, v2 = s(Y), s2(Y * D)
+    assert torch.allclose(v2 / v1, (v2 / v1)[0].expand(20))
+    assert float((v2 / v1)[0]) > 0
+
+
+def test_from_data_minimize_equals_negated_data():
+    g = _gen(3)
+    Y = torch.randn(15, 2, generator=g, dtype=DT)
+    lam = _t([0.4, 0.6])
+    a = ChebyshevScalarization.from_data(lam, Y, minimize=[False, True])
+    b = ChebyshevScalarization.from_data(lam, Y * _t([1.0, -1.0]))
+    torch.testing.assert_close(a(Y), b(Y * _t([1.0, -1.0])))
+
+
+def test_from_data_and_augmentation_bad_inputs():
+    with pytest.raises(ValueError, match="augmentation"):
+        ChebyshevScalarization(_t([0.5, 0.5]), torch.zeros(2, dtype=DT), augmentation=-1.0)
+    with pytest.raises(ValueError, match="`Y` must be an N x n"):
+        ChebyshevScalarization.from_data(_t([0.5, 0.5]), torch.zeros(3, 3, dtype=DT))
+    with pytest.raises(ValueError, match="`Y` must be an N x n"):
+        ChebyshevScalarization.from_data(_t([0.5, 0.5]), torch.zeros(0, 2, dtype=DT))
+    with pytest.raises(ValueError, match="margin"):
+        ChebyshevScalarization.from_data(_t([0.5, 0.5]), torch.ones(3, 2, dtype=DT), margin=-1)
+    one = ChebyshevScalarization.from_data(_t([0.5, 0.5]), _t([[2.0, 3.0]]))  # one point
+    torch.testing.assert_close(one.ref_point, _t([1.9, 2.9]))

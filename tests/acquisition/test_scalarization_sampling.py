@@ -99,3 +99,23 @@ def test_scalarization_sampler_draws_fresh_weights():
     expected = sample_scalarization_weights(3, 1, "chebyshev", g2)[0]
     torch.testing.assert_close(s1.weights, expected)
     assert isinstance(ScalarizationSampler(2, "linear")(g), LinearScalarization)
+
+
+def test_sampler_from_data_matches_from_data():
+    g = torch.Generator().manual_seed(4)
+    Y = torch.randn(12, 3, generator=g, dtype=DT)
+    sampler = ScalarizationSampler(3, ref_point="data")
+    s = sampler(_gen(7), Y)
+    w = sample_scalarization_weights(3, 1, "chebyshev", _gen(7))[0]
+    ref = ChebyshevScalarization.from_data(w, Y, augmentation=0.05)
+    torch.testing.assert_close(s.weights, ref.weights)
+    torch.testing.assert_close(s.ref_point, ref.ref_point)
+    assert sampler.uses_data and s.augmentation == 0.05
+    with pytest.raises(ValueError, match="needs `Y`"):
+        sampler(_gen(0))
+    with pytest.raises(ValueError, match="'data'"):
+        ScalarizationSampler(3, ref_point="nadir")
+    with pytest.raises(ValueError, match="'data'"):
+        ScalarizationSampler(3, kind="linear", ref_point="data")
+    fixed = ScalarizationSampler(2, ref_point=[0.0, 0.0], augmentation=0.1)(_gen(0))
+    assert fixed.augmentation == 0.1 and not ScalarizationSampler(2, ref_point=[0, 0]).uses_data
