@@ -17,6 +17,7 @@ from botorch_mtucb.benchmarks.heavy_tailed_problems import (
     stock_problem,
     synthetic_heavy_tailed_problem,
 )
+from botorch_mtucb.benchmarks.mo_suite_problems import MO_SUITE, make_suite_problem
 from botorch_mtucb.benchmarks.multi_task_problems import (
     branin_problem,
     intel_lab_problem,
@@ -31,6 +32,10 @@ MT_ALGORITHMS = (
     "qLogNParEGO", "qLogNEHVI",
 )
 MT_FAST = ("MT-KB", "MT-BKB", "IT-KB", "MOBO")
+#: Multi-objective suite (issue 16): practical and paper MT-UCB, IT-UCB and BoTorch's
+#: baselines, all with fitted hyperparameters except MT-UCB-paper (qLogNEHVI: n <= 4 only).
+SUITE_ALGORITHMS = ("MT-UCB", "MT-UCB-paper", "IT-UCB", "MOBO", "qLogNParEGO", "qLogNEHVI")
+SUITE_FAST = ("MT-UCB", "qLogNParEGO")
 HT_ALGORITHMS = ("TGP-UCB", "ATA-GP-UCB-QFF", "ATA-GP-UCB-Nystrom", "GP-UCB")
 HT_FAST = ("TGP-UCB", "ATA-GP-UCB-Nystrom")
 
@@ -124,6 +129,14 @@ EXPERIMENTS: dict[str, Experiment] = {
                    HT_FAST, 100, random_instance=False),
     ]
 }
+EXPERIMENTS.update({
+    f"mo-{name}": Experiment(
+        f"mo-{name}", "multi_task", "issue 16 multi-objective suite",
+        lambda s, o, _name=name: make_suite_problem(_name, seed=s), SUITE_ALGORITHMS, 30, 10,
+        SUITE_FAST, 3, random_instance=name == "corr-rff",
+    )
+    for name in MO_SUITE
+})
 
 
 def get_experiment(name: str) -> Experiment:

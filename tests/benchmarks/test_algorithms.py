@@ -158,3 +158,80 @@ def test_every_heavy_tailed_algorithm_runs():
     with pytest.raises(ValueError, match="Unknown algorithm"):
         get_algorithm("UCB1")
     assert RunConfig(horizon=5).bound == "spectral"
+
+
+# ------------------------------------------------------------- issue 16: practical entries
+
+
+def test_practical_model_predicts_better_than_the_paper_defaults():
+    """Held-out NRMSE at 20 Sobol points on VehicleSafety (measured in mo_diagnosis.py)."""
+    from botorch.models.transforms import Normalize, Standardize
+
+    from botorch_mtucb.benchmarks.algorithms import practical_multitask_gp
+    from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
+    from botorch_mtucb.models import ExactMultiTaskGP
+
+    p = make_suite_problem("vehicle-safety")
+    X, Xt = _sobol(20, p.bounds, 0), _sobol(256, p.bounds, 1)
+    Y, Ft = p.f(X), p.f(Xt)
+    careful = practical_multitask_gp(X, Y, p.bounds)
+    assert careful.likelihood.raw_noise.requires_grad and not careful._zero_mean
+    paper = ExactMultiTaskGP(X, Y, input_transform=Normalize(5, bounds=p.bounds),
+                             outcome_transform=Standardize(m=3))
+
+    def nrmse(m):
+        with torch.no_grad():
+            mu = m.posterior(Xt).mean
+        return float(((mu - Ft).square().mean(0).sqrt() / Ft.std(0)).mean())
+
+    assert nrmse(careful) < 0.8 * nrmse(paper)
+
+
+def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
+    from botorch_mtucb.acquisition import ChebyshevScalarization
+    from botorch_mtucb.benchmarks.algorithms import RunConfig, get_algorithm
+    from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
+
+    p = make_suite_problem("branin-currin", units="raw")
+    X = _sobol(6, p.bounds, 0)
+    Y = p.f(X)
+    for name in ("MT-UCB", "IT-UCB"):
+        setup = get_algorithm(name).build(p, RunConfig(horizon=5, bound="directional"))
+        model = setup.model_factory(X, Y)
+        lam = torch.tensor([0.3, 0.7], dtype=torch.float64)
+        acqf = setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
+        ref = ChebyshevScalarization.from_data(lam, Y)
+        torch.testing.assert_close(acqf.scalarization.weights, ref.weights)
+        torch.testing.assert_close(acqf.scalarization.ref_point, ref.ref_point)
+        assert acqf.scalarization.augmentation == 0.05 and float(acqf.beta) == 1.0
+        assert acqf.model is not model  # refitted on the model's data
+        assert acqf(X[:3].unsqueeze(-2)).shape == (3,)
+
+
+def test_suite_baselines_are_fitted_paper_baselines_fixed():
+    from botorch_mtucb.benchmarks.algorithms import _suite_baseline_models
+    from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
+    from botorch_mtucb.benchmarks.multi_task_problems import rkhs_problem
+
+    factory, refit = _suite_baseline_models(rkhs_problem(2, 0))
+    m = factory(torch.rand(3, 1, dtype=torch.float64), torch.randn(3, 2, dtype=torch.float64))
+    assert refit(m) is m
+    p = make_suite_problem("zdt1")
+    factory, refit = _suite_baseline_models(p)
+    X = _sobol(8, p.bounds, 0)
+    m = factory(X, p.f(X))
+    lengthscales = m.models[0].covar_module.lengthscale
+    assert not torch.allclose(lengthscales, lengthscales.mean().expand_as(lengthscales))
+    m2 = refit(m)
+    assert m2 is not m and m2.models[0].train_inputs[0].shape[0] == 8
+
+
+def test_suite_experiments_registered():
+    from botorch_mtucb.benchmarks.experiments import EXPERIMENTS
+    from botorch_mtucb.benchmarks.mo_suite_problems import MO_SUITE, SuiteProblem
+
+    for name in MO_SUITE:
+        exp = EXPERIMENTS[f"mo-{name}"]
+        assert "MT-UCB" in exp.algorithms and "qLogNParEGO" in exp.algorithms
+        assert exp.random_instance == (name == "corr-rff")
+    assert isinstance(EXPERIMENTS["mo-zdt1"].make_problem(0, None), SuiteProblem)
