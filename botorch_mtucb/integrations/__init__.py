@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__: list[str] = ["heavy_tailed_generation_strategy", "mtucb_generation_strategy"]
+__all__: list[str] = [
+    "heavy_tailed_generation_strategy",
+    "mtucb_generation_strategy",
+    "multitask_gp_generation_strategy",
+]
 
 _AX_NAMES = frozenset(__all__)
 

@@ -110,6 +110,11 @@ from botorch_mtucb.integrations._ax_models import (
     AxExactMultiTaskGP,
     AxTruncatedGP,
 )
+from botorch_mtucb.integrations._ax_surrogate import (
+    JointSurrogate,
+    joint_surrogate,
+    multitask_gp_generation_strategy,
+)
 from botorch_mtucb.models.heavy_tailed_schedules import check_heavy_tailed_params
 
 __all__ = [
@@ -117,11 +122,13 @@ __all__ = [
     "AxAdaptiveTruncationGP",
     "AxExactMultiTaskGP",
     "AxTruncatedGP",
+    "JointSurrogate",
     "UCBAcquisition",
     "construct_inputs_heavy_tailed_ucb",
     "construct_inputs_scalarized_mtucb",
     "heavy_tailed_generation_strategy",
     "mtucb_generation_strategy",
+    "multitask_gp_generation_strategy",
 ]
 
 #: Ax transforms of ``heavy_tailed_generation_strategy``: Ax's BoTorch input transforms, inputs
@@ -273,15 +280,8 @@ def mtucb_generation_strategy(
     if bound not in ("spectral", "directional"):
         raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
     generator_kwargs = {
-        "surrogate_spec": SurrogateSpec(
-            model_configs=[
-                ModelConfig(
-                    botorch_model_class=AxExactMultiTaskGP,
-                    model_options=dict(model_options or {}),
-                    name="MT-KB",
-                )
-            ]
-        ),
+        # one joint model, also when a trial reports a NaN or missing metric value
+        "surrogate": joint_surrogate(model_options, name="MT-KB"),
         "botorch_acqf_class": ScalarizedMultiTaskUCB,
         "botorch_acqf_options": {
             "beta": beta,

@@ -1,0 +1,109 @@
+"""One joint multi-task model in Ax, even when some metric values are missing.
+
+Ax builds one dataset per metric and drops the rows whose value is NaN or missing; once the
+metrics' inputs differ it falls back to a ``ModelListGP`` of independent models, which throws
+away what MT-UCB is for (the coupling of the objectives) and which the MT-UCB acquisition
+cannot use as one joint model. :class:`JointSurrogate` merges the datasets into one block
+design first, keeping the inputs at which every metric was observed (Ax's own
+``convert_to_block_design(force=True)``), so the surrogate stays one ``AxExactMultiTaskGP``.
+
+:func:`multitask_gp_generation_strategy` is the recipe for Ax's *own* acquisition (qLogNEHVI for
+a multi-objective experiment, chosen by Ax) on that joint model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
+from ax.generators.torch.botorch_modular.utils import ModelConfig, convert_to_block_design
+from torch import Tensor
+
+from botorch_mtucb.integrations._ax_models import AxExactMultiTaskGP
+
+__all__ = ["JointSurrogate", "joint_surrogate", "multitask_gp_generation_strategy"]
+
+
+class JointSurrogate(Surrogate):
+    """Ax ``Surrogate`` whose datasets are merged into one block design before fitting.
+
+    Rows not observed for every metric are dropped (and only those): with a NaN or missing
+    value for one metric in one trial, that trial does not enter the joint model, and all the
+    others still do. Known noise variances are dropped when only some metrics report them
+    (Ax's rule for block designs).
+    """
+
+    def fit(
+        self,
+        datasets: Sequence[Any],
+        search_space_digest: Any,
+        candidate_metadata: Any = None,
+        state_dict: Mapping[str, Tensor] | None = None,
+        refit: bool = True,
+        repeat_model_selection_if_dataset_changed: bool = True,
+    ) -> None:
+        """Ax's ``fit`` on the block-design merge of ``datasets`` (one dataset, all metrics)."""
+        if len(datasets) > 1:
+            datasets = convert_to_block_design(datasets=datasets, force=True)
+        super().fit(
+            datasets=datasets,
+            search_space_digest=search_space_digest,
+            candidate_metadata=candidate_metadata,
+            state_dict=state_dict,
+            refit=refit,
+            repeat_model_selection_if_dataset_changed=repeat_model_selection_if_dataset_changed,
+        )
+
+
+def joint_surrogate(
+    model_options: dict[str, Any] | None = None, name: str = "MT-GP"
+) -> JointSurrogate:
+    """A :class:`JointSurrogate` over one ``AxExactMultiTaskGP``.
+
+    Args:
+        model_options: Keyword arguments of :class:`~botorch_mtucb.models.ExactMultiTaskGP`.
+        name: The model config's name (shown by Ax).
+    """
+    return JointSurrogate(
+        surrogate_spec=SurrogateSpec(
+            model_configs=[
+                ModelConfig(
+                    botorch_model_class=AxExactMultiTaskGP,
+                    model_options=dict(model_options or {}),
+                    name=name,
+                )
+            ]
+        )
+    )
+
+
+def multitask_gp_generation_strategy(
+    *,
+    num_initial_trials: int = 5,
+    seed: int | None = None,
+    model_options: dict[str, Any] | None = None,
+    optimizer_options: dict[str, Any] | None = None,
+) -> Any:
+    """Sobol warm-up, then Ax's default acquisition on one joint ``ExactMultiTaskGP``.
+
+    For a multi-objective experiment Ax chooses qLogNEHVI; the surrogate is the exact
+    multi-task GP (ICM kernel fitted by Ax through the exact ICM likelihood) instead of Ax's
+    independent per-metric GPs, and it stays joint when metric values are missing.
+
+    Args:
+        num_initial_trials: Number of Sobol trials (≥ 1).
+        seed: Seeds the Sobol points (``None``: not seeded here).
+        model_options: Keyword arguments of :class:`~botorch_mtucb.models.ExactMultiTaskGP`.
+        optimizer_options: BoTorch ``optimize_acqf`` options.
+
+    Returns:
+        The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
+    """
+    from botorch_mtucb.integrations.ax import _check_common, _strategy
+
+    _check_common(num_initial_trials, seed, optimizer_options)
+    kwargs = {"surrogate": joint_surrogate(model_options)}
+    return _strategy(
+        "Sobol+MultiTaskGP", num_initial_trials, seed, kwargs, optimizer_options, None
+    )
