@@ -86,8 +86,13 @@ def fit_single_task_gp(X: Tensor, Y: Tensor) -> SingleTaskGP:
 
 
 def fit_rrp_gp(X: Tensor, Y: Tensor) -> RobustRelevancePursuitSingleTaskGP:
-    """``RobustRelevancePursuitSingleTaskGP(X, Y)`` fitted by relevance pursuit (defaults)."""
-    model = RobustRelevancePursuitSingleTaskGP(X, Y)
+    """``RobustRelevancePursuitSingleTaskGP(X, Y)`` fitted by relevance pursuit (defaults).
+
+    BoTorch's default prior mean of the support size, ``int(0.2 n)``, is 0 for ``n < 5`` and
+    then fails (``log(0)`` in the exponential prior); it is raised to 1 there.
+    """
+    kw = {"prior_mean_of_support": 1.0} if int(0.2 * X.shape[-2]) == 0 else {}
+    model = RobustRelevancePursuitSingleTaskGP(X, Y, **kw)
     return _fit(model, ExactMarginalLogLikelihood(model.likelihood, model))
 
 

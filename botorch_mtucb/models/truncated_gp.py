@@ -153,7 +153,7 @@ class TruncatedGP(HeavyTailedModel):
         self.constants = constants if constants == "practical" else check_constants(constants)
         self.truncate = bool(truncate)
         if covar_module is None:
-            if arms is None and X.shape[0] and ((X < -1e-9) | (X > 1 + 1e-9)).any():
+            if X.shape[0] and ((X < -1e-9) | (X > 1 + 1e-9)).any():
                 raise ValueError(
                     "`train_X` lies outside the unit cube [0, 1]^d, where the default kernel "
                     "(SE, lengthscale 0.2) would give a zero mean almost everywhere: normalise "

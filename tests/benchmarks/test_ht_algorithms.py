@@ -1,0 +1,75 @@
+"""Issue-16 heavy-tailed registry entries: refit schedule, data-driven model, availability."""
+
+from __future__ import annotations
+
+import torch
+from botorch.models import SingleTaskGP
+
+from botorch_mtucb.acquisition import HeavyTailedUCB
+from botorch_mtucb.benchmarks.algorithms import ALGORITHMS, RunConfig, get_algorithm
+from botorch_mtucb.benchmarks.heavy_tailed_problems import synthetic_heavy_tailed_problem
+from botorch_mtucb.benchmarks.ht_algorithms import _Refit
+from botorch_mtucb.benchmarks.problems import HeavyTailedProblem
+from botorch_mtucb.kernels import PrecomputedKernel
+from botorch_mtucb.models import TruncatedGP
+
+DT = torch.float64
+NEW = ("TGP-UCB-practical", "GP-UCB-practical", "STGP-UCB", "STGP-LogEI", "RRP-UCB",
+       "RRP-LogEI")
+
+
+def test_refit_schedule_and_conditioning():
+    builds = []
+
+    def build(X, Y):
+        builds.append(X.shape[0])
+        return TruncatedGP(X, Y, 1.0, 1.0, truncate=False)
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(70, 1, dtype=DT, generator=g)
+    Y = torch.randn(70, 1, dtype=DT, generator=g)
+    m = _Refit(build, X[:0], Y[:0], refit_upto=4)
+    for t in range(70):
+        m = m.condition_on_observations(X[t:t + 1], Y[t:t + 1])
+    assert builds == [0, 1, 2, 3, 4, 8, 16, 32, 64]  # every round to 4, then powers of two
+    ref = TruncatedGP(X, Y, 1.0, 1.0, truncate=False)
+    Xt = torch.rand(5, 1, dtype=DT, generator=g)
+    with torch.no_grad():
+        assert torch.allclose(m.posterior(Xt).mean, ref.posterior(Xt).mean, atol=1e-9)
+    assert m.num_outputs == 1
+
+
+def test_practical_entries_build_data_driven_and_fitted_models():
+    problem = synthetic_heavy_tailed_problem("se", "student", seed=1)
+    g = torch.Generator().manual_seed(1)
+    idx = torch.randint(0, problem.num_arms, (12,), generator=g)
+    X, Y = problem.arms[idx], problem.sample_rewards(idx, g).unsqueeze(-1)
+    cfg = RunConfig(horizon=20)
+    setup = get_algorithm("TGP-UCB-practical").build(problem, cfg)
+    model = setup.model_factory(X, Y)
+    assert isinstance(model.inner, TruncatedGP) and model.inner.constants == "practical"
+    acqf = setup.acquisition_factory(model, None)
+    assert isinstance(acqf, HeavyTailedUCB) and float(acqf.beta) == 1.0
+    stgp = get_algorithm("STGP-UCB").build(problem, cfg).model_factory(X, Y)
+    assert isinstance(stgp.inner, SingleTaskGP)
+    prior = setup.model_factory(X[:1], Y[:1])  # t < 2: a plain GP prior, no fit
+    assert isinstance(prior.inner, TruncatedGP) and not prior.inner.truncate
+    for name in NEW:
+        assert name in ALGORITHMS and ALGORITHMS[name].kind == "heavy_tailed"
+    # the paper entries keep the paper's width
+    paper = get_algorithm("TGP-UCB").build(problem, cfg)
+    pm = paper.model_factory(X, Y)
+    assert float(paper.acquisition_factory(pm, None).beta) == pm.beta() != 1.0
+
+
+def test_practical_entries_need_coordinates():
+    K = torch.eye(3, dtype=DT)
+    problem = HeavyTailedProblem(
+        name="toy", arms=torch.arange(3, dtype=DT).unsqueeze(-1),
+        mean_rewards=torch.zeros(3, dtype=DT), regret_f=torch.zeros(3, dtype=DT),
+        kernel=lambda: PrecomputedKernel(K), sample_rewards=lambda i, g: torch.zeros(i.shape),
+        alpha=1.0, v=1.0, B=1.0,
+    )
+    for name in NEW:
+        assert "arm coordinates" in get_algorithm(name).available(problem)
+    assert get_algorithm("TGP-UCB").available(problem) is None
