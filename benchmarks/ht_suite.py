@@ -156,7 +156,34 @@ def summarize(ns: argparse.Namespace) -> None:
             _plot(cell, methods, ns.out)
     (ns.out / "summary.json").write_text(json.dumps(summary, indent=1))
     (ns.out / "tables.md").write_text("\n".join(lines))
+    (ns.out / "compact.md").write_text(_compact(summary, ns.reference))
     print("\n".join(lines))
+
+
+def _compact(summary: dict, reference: str) -> str:
+    """One row per cell: simple regret mean / median (paired W–L of the reference) per method,
+    and cumulative regret means."""
+    methods = sorted({m for cell in summary.values() for m in cell})
+    head = "| cell | " + " | ".join(methods) + " |"
+    out = ["Simple regret of the recommendation, mean / median (trials; "
+           f"{reference} wins–losses):", "", head, "|---" * (len(methods) + 1) + "|"]
+    cum = ["", "Cumulative regret, mean:", "", head, "|---" * (len(methods) + 1) + "|"]
+    for cell, entries in sorted(summary.items()):
+        row, crow = [], []
+        for m in methods:
+            e = entries.get(m)
+            if e is None:
+                row.append("")
+                crow.append("")
+                continue
+            pr = e.get("paired_vs_reference")
+            wl = f"; {pr['reference_wins']}–{pr['reference_losses']}" if pr else ""
+            row.append(f"{e['simple']['mean']:.3f} / {e['simple']['median']:.3f} "
+                       f"({e['simple']['n']}{wl})")
+            crow.append(f"{e['cumulative']['mean']:.1f}")
+        out.append(f"| {cell} | " + " | ".join(row) + " |")
+        cum.append(f"| {cell} | " + " | ".join(crow) + " |")
+    return "\n".join(out + cum) + "\n"
 
 
 def _plot(cell: str, methods: dict[str, list[dict]], out: Path) -> None:
