@@ -58,18 +58,17 @@ from botorch.test_functions.multi_objective import (
     VehicleSafety,
 )
 from botorch.test_functions.synthetic import Hartmann
-from botorch.utils.multi_objective.box_decompositions.dominated import DominatedPartitioning
-from botorch.utils.multi_objective.pareto import is_non_dominated
 from gpytorch.kernels import Kernel, RBFKernel
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
-from botorch_mtucb.acquisition.scalarization_sampling import sample_scalarization_weights
 from botorch_mtucb.benchmarks.metrics import (
-    bayes_regret,
-    instantaneous_regret,
-    scalarized_optima,
-    time_average_regret,
+    dominated_hypervolume as _hv,
+)
+from botorch_mtucb.benchmarks.metrics import (
+    hypervolume_percent,
+    hypervolume_percent_curve,
+    suite_metrics,
 )
 from botorch_mtucb.benchmarks.problems import MultiTaskProblem
 from botorch_mtucb.utils.optimum import polish_maxima
@@ -168,14 +167,6 @@ def _affine(f_raw: Callable[[Tensor], Tensor], ref: Tensor, scale: Tensor):
         return (f_raw(X) - ref.to(X)) / scale.to(X)
 
     return f
-
-
-def _hv(Y: Tensor, ref: Tensor) -> float:
-    Y = Y[(Y > ref).all(dim=-1)]
-    if Y.shape[0] == 0:
-        return 0.0
-    Y = Y[is_non_dominated(Y)]
-    return float(DominatedPartitioning(ref_point=ref, Y=Y).compute_hypervolume())
 
 
 def _estimate_max_hv(
@@ -447,97 +438,3 @@ def make_suite_problem(
     if name != "corr-rff":
         seed = 0
     return _cached(name, int(seed), units, float(noise_std))
-
-
-# ---------------------------------------------------------------------------------- metrics
-def hypervolume_percent(problem: SuiteProblem, Y: Tensor) -> float:
-    """100 × HV(Y above ``problem.ref_point``) / ``problem.max_hv`` (BoTorch's
-    ``DominatedPartitioning``); ``Y``: ``N x n`` true values in the problem's units."""
-    _check_values(problem, Y, "Y")
-    return 100.0 * _hv(Y.to(DT), problem.ref_point.to(DT)) / problem.max_hv
-
-
-def hypervolume_percent_curve(problem: SuiteProblem, Y: Tensor) -> Tensor:
-    """``N`` values: :func:`hypervolume_percent` of the first t rows, t = 1, …, N
-    (recomputed only when row t is non-dominated and inside the reference box)."""
-    _check_values(problem, Y, "Y")
-    Y, ref = Y.to(DT), problem.ref_point.to(DT)
-    out = torch.zeros(Y.shape[0], dtype=DT)
-    current = 0.0
-    for t in range(Y.shape[0]):
-        new = bool((Y[t] > ref).all()) and not bool((Y[:t] >= Y[t]).all(dim=-1).any())
-        if new:
-            current = 100.0 * _hv(Y[: t + 1], ref) / problem.max_hv
-        out[t] = current
-    return out
-
-
-def suite_metrics(
-    problem: SuiteProblem,
-    X: Tensor,
-    weights: Tensor | None = None,
-    wall_time: Tensor | None = None,
-    num_initial: int = 0,
-    bayes_samples: int = 64,
-    seed: int = 0,
-) -> dict[str, object]:
-    """The suite's metrics of one run, from its evaluated points.
-
-    Args:
-        problem: The suite problem.
-        X: ``N x d`` evaluated points in order: ``num_initial`` initial ones, then one per round.
-        weights: ``T x n`` Chebyshev weights λ_t of the rounds (``T = N − num_initial``), for
-            the scalarised regret r_t (paper 000 §2; z = ``problem.ref_point``); ``None``
-            skips it.
-        wall_time: ``T`` seconds per round (including refits), averaged.
-        num_initial: Size of the initial design.
-        bayes_samples: Monte-Carlo λ ~ P_λ (paper 000 §5 sampler, seeded with ``seed``) of
-            the Bayes regret over all N points.
-        seed: Seed of those λ.
-
-    Returns:
-        ``hv_pct`` (final), ``hv_pct_curve`` (N), ``time_average_regret`` (R_C(T)/T, T values,
-        or ``None``), ``bayes_regret`` (N values), ``wall_time_per_round`` (or ``None``). Maxima
-        max_x s_λ(f(x)) are the best point of ``regret_X`` polished by SLSQP when
-        ``problem.polish_regret`` (:func:`~botorch_mtucb.benchmarks.metrics.scalarized_optima`).
-    """
-    if X.dim() != 2 or X.shape[-1] != problem.dim:
-        raise ValueError(f"`X` must be N x d = N x {problem.dim}, got {tuple(X.shape)}.")
-    N, n = X.shape[0], problem.num_objectives
-    if not 0 <= num_initial <= N:
-        raise ValueError(f"`num_initial` must lie in [0, {N}], got {num_initial!r}.")
-    with torch.no_grad():
-        F = problem.f(X.to(DT)).to(DT)
-        F_ref = problem.f(problem.regret_X).to(DT)
-    ref = problem.ref_point.to(DT)
-    bounds = problem.bounds if problem.polish_regret else None
-    out: dict[str, object] = {"hv_pct_curve": hypervolume_percent_curve(problem, F)}
-    out["hv_pct"] = float(out["hv_pct_curve"][-1]) if N else 0.0
-    out["time_average_regret"] = None
-    if weights is not None:
-        F_q = F[num_initial:]
-        if weights.shape != F_q.shape:
-            raise ValueError(
-                f"`weights` must be T x n = {tuple(F_q.shape)} (one λ per round), got "
-                f"{tuple(weights.shape)}."
-            )
-        r = instantaneous_regret(F_ref, F_q, weights, "chebyshev", ref)
-        if bounds is not None and F_q.shape[0]:
-            opt = scalarized_optima(problem.f, problem.regret_X, weights, "chebyshev", ref, bounds)
-            v_x = (weights.to(DT) * (F_q - ref)).min(dim=-1).values
-            r = torch.maximum(r, opt - v_x)
-        out["time_average_regret"] = time_average_regret(r)
-    gen = torch.Generator().manual_seed(seed)
-    W = sample_scalarization_weights(n, bayes_samples, "chebyshev", gen)
-    opt = scalarized_optima(problem.f, problem.regret_X, W, "chebyshev", ref, bounds)
-    out["bayes_regret"] = bayes_regret(F_ref, F, W, "chebyshev", ref, opt)
-    out["wall_time_per_round"] = None if wall_time is None else float(wall_time.double().mean())
-    return out
-
-
-def _check_values(problem: SuiteProblem, Y: Tensor, name: str) -> None:
-    if not torch.is_tensor(Y) or Y.dim() != 2 or Y.shape[-1] != problem.num_objectives:
-        raise ValueError(
-            f"`{name}` must be an N x n tensor with n = {problem.num_objectives}, got "
-            f"{getattr(Y, 'shape', type(Y))}."
-        )
