@@ -31,6 +31,7 @@ from gpytorch.kernels import Kernel, MaternKernel, RBFKernel
 from torch import Tensor
 
 from botorch_mtucb.benchmarks.data import load_light_sensor, load_stock_prices
+from botorch_mtucb.benchmarks.noise_models import NoiseModel, parse_noise, reward_moment_bound
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, QFFSpec
 from botorch_mtucb.kernels.precomputed import PrecomputedKernel
 
@@ -106,7 +107,7 @@ def authors_code_synthetic(
 
 def synthetic_heavy_tailed_problem(
     kernel: str = "se",
-    noise: str = "student",
+    noise: str | NoiseModel = "student",
     seed: int = 0,
     num_arms: int = 100,
     num_support: int = 100,
@@ -117,7 +118,11 @@ def synthetic_heavy_tailed_problem(
 
     Args:
         kernel: ``"se"`` or ``"matern"`` (ν = 2.5; no QFF variant).
-        noise: ``"student"`` (t₃, α = 1) or ``"pareto"`` (shape 2, scale f/2, α = 0.9).
+        noise: ``"student"`` (t₃, α = 1) or ``"pareto"`` (shape 2, scale f/2, α = 0.9), the
+            paper's; or any model of :mod:`~botorch_mtucb.benchmarks.noise_models` (an
+            instance or a spec such as ``"student-t:1.5"``, ``"contaminated:0.02x1000"``):
+            ``y = f + ε`` with ``a_i ~ U[−1, 1]``, the noise's natural α and the honest
+            ``v = 2^α (B^{1+α} + E|ε|^{1+α})`` (:func:`reward_moment_bound`).
         seed: Seed of the draw of f (one function per trial, as the paper).
         num_arms: Grid size (paper: 100).
         num_support: Number of support points p (paper: 100).
@@ -126,8 +131,14 @@ def synthetic_heavy_tailed_problem(
     """
     if kernel not in ("se", "matern"):
         raise ValueError(f"`kernel` must be 'se' or 'matern', got {kernel!r}.")
-    if noise not in ("student", "pareto"):
-        raise ValueError(f"`noise` must be 'student' or 'pareto', got {noise!r}.")
+    model = None
+    if isinstance(noise, NoiseModel) or (isinstance(noise, str) and ":" in noise):
+        model = parse_noise(noise) if isinstance(noise, str) else noise
+    elif noise not in ("student", "pareto"):
+        raise ValueError(
+            f"`noise` must be 'student', 'pareto' or a noise spec (e.g. 'student-t:1.5'), "
+            f"got {noise!r}."
+        )
     g = torch.Generator().manual_seed(seed)
     grid = torch.linspace(0, 1, num_arms, dtype=DT).unsqueeze(-1)
 
@@ -136,7 +147,7 @@ def synthetic_heavy_tailed_problem(
         return _fixed(base, lengthscale)
 
     idx = torch.randint(0, num_arms, (num_support,), generator=g)
-    if noise == "student":
+    if noise != "pareto":
         a = 2 * torch.rand(num_support, generator=g, dtype=DT) - 1
     else:
         a = torch.rand(num_support, generator=g, dtype=DT)
@@ -145,7 +156,14 @@ def synthetic_heavy_tailed_problem(
     f = K @ a
     f = f / f.abs().max()
     B = float(f.abs().max())
-    if noise == "student":
+    if model is not None:
+        alpha = model.natural_alpha()
+        v = reward_moment_bound(model, alpha, B)
+
+        def sample(arm_idx: Tensor, generator: torch.Generator | None) -> Tensor:
+            return f[arm_idx] + model.sample(tuple(arm_idx.shape), generator)
+
+    elif noise == "student":
         alpha, v = 1.0, B**2 + 3.0
 
         def sample(arm_idx: Tensor, generator: torch.Generator | None) -> Tensor:
@@ -160,7 +178,7 @@ def synthetic_heavy_tailed_problem(
 
     qff = QFFSpec(grid, lengthscale, qff_nodes) if kernel == "se" else None
     return HeavyTailedProblem(
-        name=f"{kernel}-{noise}",
+        name=f"{kernel}-{noise}" if model is None else f"{kernel}/{model.spec}",
         arms=grid,
         mean_rewards=f,
         regret_f=f,
@@ -170,7 +188,8 @@ def synthetic_heavy_tailed_problem(
         v=v,
         B=B,
         qff=qff,
-        notes=f"paper 001 §6 synthetic, {kernel} l={lengthscale}, {noise} noise, f / max|f|",
+        notes=f"paper 001 §6 synthetic, {kernel} l={lengthscale}, "
+        f"{noise if model is None else model.spec} noise, f / max|f|",
     )
 
 

@@ -132,3 +132,23 @@ def test_authors_code_synthetic_by_hand():
     assert arms.shape == (50, 1) and float(f.abs().max()) == 1.0
     # the returned generator continues the stream after the draw
     assert torch.equal(torch.rand(3, generator=g), torch.rand(3, generator=ref))
+
+
+def test_synthetic_problem_with_a_noise_model():
+    from botorch_mtucb.benchmarks.noise_models import StudentTNoise, reward_moment_bound
+
+    paper = synthetic_heavy_tailed_problem("se", "student", seed=4)
+    p = synthetic_heavy_tailed_problem("se", "student-t:1.5", seed=4)
+    assert torch.equal(p.mean_rewards, paper.mean_rewards)  # same f draw as the paper's t₃
+    assert p.name == "se/student-t:1.5" and p.alpha == pytest.approx(0.4)
+    assert p.v == pytest.approx(reward_moment_bound(StudentTNoise(df=1.5), 0.4, p.B))
+    idx = torch.arange(100).repeat(20)
+    y = p.sample_rewards(idx, torch.Generator().manual_seed(0))
+    eps = StudentTNoise(df=1.5).sample((2000,), torch.Generator().manual_seed(0))
+    assert torch.allclose(y, p.mean_rewards[idx] + eps)
+    q = synthetic_heavy_tailed_problem("se", StudentTNoise(df=3.0), seed=4)
+    assert q.alpha == 1.0
+    with pytest.raises(ValueError, match="noise spec"):
+        synthetic_heavy_tailed_problem("se", "cauchy", seed=0)
+    with pytest.raises(ValueError, match="Unknown noise kind"):
+        synthetic_heavy_tailed_problem("se", "cauchy:1", seed=0)
