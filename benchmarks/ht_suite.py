@@ -193,13 +193,15 @@ def _plot(cell: str, methods: dict[str, list[dict]], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for m, recs in sorted(methods.items()):
+    colors = plt.cm.tab20.colors
+    for i, (m, recs) in enumerate(sorted(methods.items())):
         T = min(len(r["simple_regret"]) for r in recs)
         mean = [statistics.fmean(r["simple_regret"][t] for r in recs) for t in range(T)]
-        ax.plot(range(T), mean, label=f"{m} ({len(recs)})")
+        ax.plot(range(T), mean, label=f"{m} ({len(recs)})", color=colors[(2 * i) % 20 + i // 10],
+                linestyle="-" if m.startswith("TGP") else "--")
     ax.set_yscale("log")
     ax.set_xlabel("BO round")
-    ax.set_ylabel("simple regret of the recommendation")
+    ax.set_ylabel("mean simple regret of the recommendation")
     ax.set_title(cell, fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()
