@@ -115,7 +115,7 @@ from botorch_mtucb.integrations._ax_surrogate import (
     joint_surrogate,
     multitask_gp_generation_strategy,
 )
-from botorch_mtucb.models.heavy_tailed_schedules import check_heavy_tailed_params
+from botorch_mtucb.theory.heavy_tailed import check_heavy_tailed_params
 
 __all__ = [
     "HEAVY_TAILED_TRANSFORMS",
