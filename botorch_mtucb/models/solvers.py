@@ -40,6 +40,7 @@ from torch import Tensor
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.linalg.icm import ICMRotation, interleave_blocks
+from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 
 __all__ = [
     "DenseSolver",
@@ -224,6 +225,10 @@ class ICMSolver(MultiTaskSolver):
         self.num_tasks = train_resid.shape[-1]
         if K is None:
             K = dense(data_kernel.forward(train_X, train_X))
+        # hyperparameters read once for the acquisition hot path, where caches are detached
+        self._frozen = None if torch.is_grad_enabled() else FrozenStationaryCross.maybe(
+            data_kernel, train_X
+        )
         a, W = torch.linalg.eigh(0.5 * (K + K.transpose(-1, -2)))
         self.a, self.W = a.clamp_min(0.0), W  # t, t x t
         self.rotation = ICMRotation(task_covar, self.a, noise, W.transpose(-1, -2), train_resid,
@@ -243,6 +248,8 @@ class ICMSolver(MultiTaskSolver):
     # ------------------------------------------------------------------ prediction
     def _features(self, X: Tensor) -> Tensor:
         """``F(X) = k(X, X_0) W``: ``batch x q x t_0``."""
+        if self._frozen is not None:
+            return self._frozen(X) @ self.W
         return cross_kernel(self.data_kernel, X, self.base_X) @ self.W
 
     def _block_cross(self, X: Tensor, F: Tensor) -> Tensor:
@@ -269,7 +276,10 @@ class ICMSolver(MultiTaskSolver):
             Kqq = dense(self.data_kernel.forward(X, X))
             cov = rot.direction_covariances(F, Kqq)
         else:
-            kxx = dense(self.data_kernel.forward(X, X, diag=True))
+            if self._frozen is not None:
+                kxx = self._frozen.diag(X)
+            else:
+                kxx = dense(self.data_kernel.forward(X, X, diag=True))
             cov = rot.eigen_variances(F, kxx)
         if self.block_factor is not None:
             C = self._block_cross(X, F)  # batch x n x q x m
