@@ -12,6 +12,9 @@ mean), while their variance does not depend on the rewards.
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import torch
 from botorch.acquisition.analytic import AnalyticAcquisitionFunction
 from botorch.models.model import Model
@@ -26,6 +29,16 @@ from botorch_mtucb.acquisition.pending import (
 from botorch_mtucb.models.protocols import MarginalMomentsModel, WidthScheduleModel
 
 __all__ = ["HeavyTailedUCB"]
+
+
+@lru_cache(maxsize=64)
+def _protocols(model_type: type) -> tuple[bool, bool]:
+    """Whether a model class is a ``WidthScheduleModel`` / ``MarginalMomentsModel``.
+
+    Runtime ``Protocol`` checks walk the protocol's members (µs each); a class answers the same
+    for all its instances, so the answer is cached per class.
+    """
+    return issubclass(model_type, WidthScheduleModel), issubclass(model_type, MarginalMomentsModel)
 
 
 class HeavyTailedUCB(AnalyticAcquisitionFunction):
@@ -67,32 +80,44 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         """
         if model.num_outputs != 1:
             raise ValueError(f"`model` must have a single output, got {model.num_outputs}.")
+        is_width, is_moments = _protocols(type(model))
         if beta is None:
-            if not (isinstance(model, WidthScheduleModel) and callable(model.beta)):
+            if not (is_width and callable(model.beta)):
                 raise ValueError(
                     "`beta=None` needs a model with a `beta()` schedule (TruncatedGP, "
                     f"AdaptiveTruncationGP); {type(model).__name__} has none."
                 )
             beta = model.beta()
-        beta_t = torch.as_tensor(beta, dtype=torch.float64)
-        if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
-            raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
-        super().__init__(model=model)
-        self.register_buffer("beta", beta_t.clone())  # scalar or batch; read by the loop
-        self.register_buffer("beta_real_data", beta_t.clone())
-        self._beta_float = float(beta_t) if beta_t.numel() == 1 else None
-        self._beta_float_real = self._beta_float
-        # Models of this package give marginal moments without building a posterior object.
-        self._fast = isinstance(model, MarginalMomentsModel)
-        self.maximize = bool(maximize)
+        if isinstance(beta, int | float):  # no tensor check (and no host sync) for a number
+            if not math.isfinite(beta) or beta < 0:
+                raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
+            beta_t, beta_float = torch.tensor(float(beta), dtype=torch.float64), float(beta)
+        else:
+            beta_t = torch.as_tensor(beta, dtype=torch.float64).clone()
+            if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
+                raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
+            beta_float = float(beta_t) if beta_t.numel() == 1 else None
         if resolve_inflation(pending_beta_inflation) == "gp-bucb":
             raise ValueError(
                 "HeavyTailedUCB takes a numeric `pending_beta_inflation` (>= 1), not 'gp-bucb'."
             )
-        self.pending_beta_inflation = float(pending_beta_inflation)
-        self._pending = PendingState(model)
-        self.variance_model = model
-        self.set_X_pending(X_pending)
+        super().__init__(model=model)
+        self.register_buffer("beta", beta_t)  # scalar or batch; read by the loop
+        # plain attributes straight into __dict__ (nn.Module.__setattr__ costs µs each: this
+        # acquisition is rebuilt every round of TGP-UCB's finite-arm loop)
+        self.__dict__.update(
+            beta_real_data=beta_t,
+            _beta_float=beta_float,
+            _beta_float_real=beta_float,
+            _fast=is_moments,  # marginal moments without a posterior object
+            maximize=bool(maximize),
+            pending_beta_inflation=float(pending_beta_inflation),
+            _pending=None,  # the GP-BUCB state, built when a point is first pending
+            variance_model=model,
+            X_pending=None,
+        )
+        if X_pending is not None:
+            self.set_X_pending(X_pending)
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """GP-BUCB: the variance from the model conditioned on hallucinated means at pending points.
@@ -101,15 +126,21 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             X_pending: ``m x d`` pending points, or ``None`` / an empty tensor for none.
         """
         X = check_pending(X_pending, None)
-        self.variance_model = self._pending.update(X)
-        self.X_pending = X
+        if X is None and self._pending is None:  # nothing pending, ever: nothing to reset
+            self.__dict__["X_pending"] = None
+            return
+        if self._pending is None:
+            self.__dict__["_pending"] = PendingState(self.model)
+        self.__dict__["variance_model"] = self._pending.update(X)
+        self.__dict__["X_pending"] = X
         factor = 1.0 if X is None else self.pending_beta_inflation
-        self.beta = self.beta_real_data * factor
-        self._beta_float = None if self._beta_float_real is None else self._beta_float_real * factor
+        self.beta = self.beta_real_data.to(self.beta) * factor
+        real = self._beta_float_real
+        self.__dict__["_beta_float"] = None if real is None else real * factor
 
     def _moments(self, model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
         """Mean and standard deviation (``batch x 1``) of a single-output ``model``."""
-        if isinstance(model, MarginalMomentsModel) and self._fast:
+        if _protocols(type(model))[1]:
             mean, var = model.mean_and_variance(X)
             return mean, var.clamp_min(1e-12).sqrt()
         post = model.posterior(X)
