@@ -105,6 +105,8 @@ CONFIGS: dict[str, dict] = {
     "fixed-aug-nadir": {**FIXED, "aug": 0.05, "ref": "nadir"},
     "fixed-aug-nadir-beta2": {**FIXED, "aug": 0.05, "ref": "nadir", "beta": 2.0},
     "fixed-aug-nadir-simplex": {**FIXED, "aug": 0.05, "ref": "nadir", "lam": "simplex"},
+    "fixed-aug-nadir-beta0": {**FIXED, "aug": 0.05, "ref": "nadir", "beta": 0.0},
+    "fixed-aug-nadir-beta0.25": {**FIXED, "aug": 0.05, "ref": "nadir", "beta": 0.25},
     "stgp-aug-nadir": {**FIXED, "aug": 0.05, "ref": "nadir", "model": "stgp"},
     "stgp-aug-nadir-beta0": {**FIXED, "aug": 0.05, "ref": "nadir", "model": "stgp", "beta": 0.0},
     "icm-qLogNParEGO": {"method": "parego", "model": "careful", "x": "norm"},

@@ -283,9 +283,9 @@ def practical_multitask_gp(
     ICM kernel over Matérn-5/2 with BoTorch's dimension-scaled lengthscale prior and a learned
     full-rank B (``independent``: one Matérn-5/2 per task, B = I), a constant mean per task,
     the noise learned with BoTorch's LogNormal(−4, 1) prior (floor 1e-4). Held-out NRMSE at
-    20 Sobol points (``benchmarks/mo_diagnosis.py``, 3 seeds): BraninCurrin 0.10 vs 0.21 with
-    ``ExactMultiTaskGP``'s paper defaults and 0.19 with independent ``SingleTaskGP`` s;
-    VehicleSafety 0.10 / 0.23 / 0.14; DTLZ2 0.30 / 0.25 / 0.32.
+    20 Sobol points (``benchmarks/mo_diagnosis.py``, 3 seeds): BraninCurrin 0.20 vs 0.31 with
+    ``ExactMultiTaskGP``'s paper defaults and 0.25 with independent ``SingleTaskGP`` s;
+    VehicleSafety 0.095 / 0.22 / 0.145; DTLZ2 0.30 / 0.26 / 0.31 (worse there).
     """
     from botorch.fit import fit_gpytorch_mll
     from botorch.models.transforms import Normalize, Standardize
