@@ -23,6 +23,7 @@ from gpytorch.likelihoods import MultitaskGaussianLikelihood
 from gpytorch.means import Mean, MultitaskMean
 from gpytorch.models import ExactGP
 from torch import Tensor
+from torch.nn.modules import module as module_hooks
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
@@ -43,6 +44,24 @@ from botorch_mtucb.settings import check_test_inputs
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["MultiTaskGPBase", "ZeroMultitaskMean"]
+
+
+#: Bumped whenever any module (re)assigns a parameter, buffer or submodule: the models' list of
+#: state tensors (for the solver cache key) is then collected again, and otherwise reused
+#: instead of walking the module tree on every posterior call.
+_STATE_EPOCH = [0]
+
+
+def _bump_state_epoch(*args: Any) -> None:
+    _STATE_EPOCH[0] += 1
+
+
+for _register in (
+    module_hooks.register_module_buffer_registration_hook,
+    module_hooks.register_module_parameter_registration_hook,
+    module_hooks.register_module_module_registration_hook,
+):
+    _register(_bump_state_epoch)
 
 
 class MultiTaskGPBase(
@@ -220,9 +239,19 @@ class MultiTaskGPBase(
         """
         X, Y = self.train_inputs[0], self.train_targets
         data = tuple((id(v), v._version, v.data_ptr(), v.shape) for v in (X, Y))
-        state = [v.detach().reshape(-1) for v in (*self.parameters(), *self.buffers())]
+        listed = self.__dict__.get("_state_tensors")
+        if listed is None or listed[0] != _STATE_EPOCH[0]:  # a module's state was (re)assigned
+            listed = (_STATE_EPOCH[0], [*self.parameters(), *self.buffers()])
+            self.__dict__["_state_tensors"] = listed
+        state = [v.detach().reshape(-1) for v in listed[1]]
         flat = torch.cat([v.to(X.dtype) for v in state]) if state else X.new_zeros(0)
         return data, flat
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> MultiTaskGPBase:
+        """``.to`` / ``.double`` etc.: the solver and the listed state belong to the old tensors."""
+        self.__dict__.pop("_state_tensors", None)
+        self._solver_cache = None
+        return super()._apply(fn, *args, **kwargs)
 
     def _cache_valid(self, key: tuple[tuple, Tensor]) -> bool:
         if self._solver_cache is None:
