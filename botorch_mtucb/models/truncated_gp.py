@@ -35,6 +35,7 @@ from gpytorch.kernels import Kernel, RBFKernel
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
+from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.models.heavy_tailed_base import (
     MAX_EPS_KAPPA,
     ArmSet,
@@ -381,11 +382,6 @@ class TruncatedGP(HeavyTailedModel):
         k_new = self._kernel(self.train_X, X)  # (t+n) x n
         self._trace = old._trace + float(k_new[t:].diagonal().sum())
         check_float_conditioning(self._trace, self.lam, X.dtype, "TruncatedGP")
-        S = torch.linalg.solve_triangular(old._L, k_new[:t], upper=False)  # t x n
-        C = k_new[t:] + self.lam * torch.eye(n, dtype=X.dtype, device=X.device)
-        L = old._L.new_zeros(t + n, t + n)
-        L[:t, :t] = old._L
-        L[t:, :t] = S.transpose(-1, -2)
-        L[t:, t:] = psd_safe_cholesky(C - S.transpose(-1, -2) @ S)
-        self._L = L
+        D = k_new[t:] + self.lam * torch.eye(n, dtype=X.dtype, device=X.device)
+        self._L = CholeskyFactor(old._L).extend(k_new[:t], D).L  # the one block extension
         self._finish_dense()
