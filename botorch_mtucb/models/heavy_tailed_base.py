@@ -161,6 +161,23 @@ class HeavyTailedModel(Model):
     def num_outputs(self) -> int:
         return 1
 
+    def _apply(self, fn, *args, **kwargs):
+        """Refuse ``.to`` / ``.float()`` / ``.cuda()`` that would change dtype or device.
+
+        The models' state is plain tensors (histories, factors), not parameters or buffers,
+        so ``nn.Module._apply`` would leave it behind silently; build the model on
+        ``train_X.to(...)`` instead. Moves that change nothing are allowed.
+        """
+        probe = torch.zeros(1, dtype=self._dtype, device=self.train_X.device)
+        moved = fn(probe)
+        if moved.dtype != probe.dtype or moved.device != probe.device:
+            raise NotImplementedError(
+                f"{type(self).__name__} cannot be moved to {moved.dtype} on {moved.device}: "
+                "its state is not made of parameters or buffers. Build a new model from "
+                "`train_X.to(...)`, `train_Y.to(...)` (and the kernel / features moved) instead."
+            )
+        return super()._apply(fn, *args, **kwargs)
+
     @property
     def batch_shape(self) -> torch.Size:
         return torch.Size([])

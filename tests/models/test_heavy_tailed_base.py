@@ -37,3 +37,16 @@ def test_spectral_ridge_against_brute_force(t: int, m: int, path: str) -> None:
     torch.testing.assert_close((W * e) @ W.T, V, atol=tol * max(1.0, float(ev.max())), rtol=0)
     torch.testing.assert_close(Phi_Vmh, ref_rows, atol=tol, rtol=0)
     torch.testing.assert_close(e.sort().values, ev, atol=tol * float(ev.max()), rtol=0)
+
+
+def test_moving_a_heavy_tailed_model_is_refused_not_silent() -> None:
+    from botorch_mtucb.features import QuadratureFourierFeatures
+    from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
+
+    X, Y = torch.rand(6, 1, dtype=DT), torch.randn(6, 1, dtype=DT)
+    qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=8, dim=1)
+    for model in (TruncatedGP(X, Y, alpha=1.0, v=4.0), AdaptiveTruncationGP(X, Y, 1.0, 4.0, qff)):
+        assert model.to(DT) is model  # a move that changes nothing is fine
+        with pytest.raises(NotImplementedError, match="cannot be moved"):
+            model.to(F32)
+        assert model.posterior(torch.rand(2, 1, 1, dtype=DT)).mean.dtype == DT
