@@ -84,10 +84,6 @@ class ICMRotation:
         gain = self.spectrum.unsqueeze(-1) if normalized else 1.0
         self.weights = self.xi**2 * gain * self.inv  # r x n
 
-    @property
-    def num_tasks(self) -> int:
-        return self.U.shape[-1]
-
     def rotated_mean(self, F: Tensor) -> Tensor:
         """Mean in the rotated coordinates, ``batch x q x n``, for features ``batch x q x r``."""
         return _matmul(F, self.coef)
