@@ -3,6 +3,7 @@
 from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
+from botorch_mtucb.models.practical import practical_multitask_gp
 from botorch_mtucb.models.truncated_gp import TruncatedGP
 
 __all__: list[str] = [
@@ -10,4 +11,5 @@ __all__: list[str] = [
     "ExactMultiTaskGP",
     "NystromMultiTaskGP",
     "TruncatedGP",
+    "practical_multitask_gp",
 ]
