@@ -25,7 +25,7 @@ from torch import Tensor
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils.initial_design import check_bounds
 
 __all__ = ["PRACTICAL_NOISE_FLOOR", "practical_multitask_gp"]
 
@@ -92,7 +92,7 @@ def practical_multitask_gp(
         )
     d, n = train_X.shape[-1], train_Y.shape[-1]
     if bounds is not None:
-        bounds = _check_bounds(bounds, d).to(train_X).clone()
+        bounds = check_bounds(bounds, d).to(train_X).clone()
     if independent:
         kernel = IndependentTasksKernel([_matern(d) for _ in range(n)])
     else:
@@ -130,19 +130,6 @@ def practical_multitask_gp(
 def _matern(d: int) -> Kernel:
     """Matérn-5/2 with BoTorch's dimension-scaled lengthscale prior (ARD over ``d``)."""
     return get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
-
-
-def _check_bounds(bounds: Tensor, d: int) -> Tensor:
-    """``bounds`` as a finite ``2 x d`` tensor with lower < upper, else a clear error."""
-    if not isinstance(bounds, Tensor) or bounds.shape != (2, d):
-        raise ValueError(
-            f"`bounds` must be a 2 x d = (2, {d}) tensor (lower row, upper row), got "
-            f"{_describe(bounds)}."
-        )
-    check_finite(bounds, "bounds")
-    if not bool((bounds[0] < bounds[1]).all()):
-        raise ValueError(f"`bounds` must have lower < upper in every dimension, got {bounds}.")
-    return bounds
 
 
 def _describe(x: object) -> str:

@@ -1,0 +1,79 @@
+"""initial_design_size (Ax's rule) and sobol_initial_design (scrambled Sobol in a box)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.quasirandom import SobolEngine
+
+from botorch_mtucb.utils import check_bounds, initial_design_size, sobol_initial_design
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5, 6, 20])
+@pytest.mark.parametrize("budget", [None, 10, 30, 100, 1000])
+def test_size_is_axs_rule(d, budget):
+    from ax.generation_strategy.dispatch_utils import calculate_num_initialization_trials
+
+    assert initial_design_size(d, budget) == calculate_num_initialization_trials(d, budget)
+
+
+def test_size_by_hand_and_validation():
+    assert [initial_design_size(d) for d in (1, 2, 3, 4, 7)] == [5, 5, 6, 8, 14]
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="`d`"):
+            initial_design_size(bad)
+    with pytest.raises(ValueError, match="`budget`"):
+        initial_design_size(3, budget=-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_sobol_design_in_the_box(dtype):
+    bounds = torch.tensor([[-5.0, 0.0, 1.0], [10.0, 15.0, 1.5]], dtype=dtype)
+    b0 = bounds.clone()
+    X = sobol_initial_design(bounds, seed=3)
+    assert X.shape == (6, 3) and X.dtype == dtype and X.device == bounds.device
+    assert bool((X >= bounds[0]).all() and (X <= bounds[1]).all())
+    assert torch.equal(bounds, b0)
+    # The affine image of torch's scrambled Sobol sequence with that seed.
+    U = SobolEngine(3, scramble=True, seed=3).draw(6, dtype=torch.float64).to(dtype)
+    torch.testing.assert_close(X, bounds[0] + (bounds[1] - bounds[0]) * U)
+    assert torch.equal(X, sobol_initial_design(bounds, seed=3))
+    assert not torch.equal(X, sobol_initial_design(bounds, seed=4))
+
+
+def test_sobol_design_is_space_filling():
+    """Each of the 8 dyadic intervals of every coordinate holds exactly one of 8 points."""
+    bounds = torch.tensor([[0.0, 0.0], [2.0, 4.0]], dtype=torch.float64)
+    X = sobol_initial_design(bounds, n=8, seed=0)
+    cells = ((X - bounds[0]) / (bounds[1] - bounds[0]) * 8).floor().long()
+    for j in range(2):
+        assert sorted(cells[:, j].tolist()) == list(range(8))
+    torch.manual_seed(0)
+    a = sobol_initial_design(bounds, n=4)
+    torch.manual_seed(0)
+    assert torch.equal(a, sobol_initial_design(bounds, n=4))  # seed=None: global generator
+    assert sobol_initial_design(bounds, n=0).shape == (0, 2)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "match"),
+    [
+        (torch.zeros(3, 2), r"`bounds` must be a 2 x d tensor"),
+        (torch.tensor([[0.0, 1.0], [1.0, 0.5]]), "lower < upper"),
+        (torch.tensor([[0.0, float("inf")], [1.0, 1.0]]), "NaN or infinite"),
+        (torch.tensor([[0, 0], [1, 1]]), "floating"),
+        ([[0.0], [1.0]], "got list"),
+    ],
+)
+def test_bounds_validation(bounds, match):
+    with pytest.raises(ValueError, match=match):
+        sobol_initial_design(bounds)
+    with pytest.raises(ValueError, match=match):
+        check_bounds(bounds)
+
+
+def test_bad_n():
+    with pytest.raises(ValueError, match="`n`"):
+        sobol_initial_design(torch.tensor([[0.0], [1.0]]), n=-2)
+    with pytest.raises(ValueError, match=r"2 x d = \(2, 3\)"):
+        check_bounds(torch.zeros(2, 2), d=3)
