@@ -35,8 +35,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -50,6 +49,7 @@ from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimize
 from botorch_mtucb.acquisition.pending import PendingInflation, condition_model, resolve_inflation
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.loop_history import LoopHistory, RoundRecord
 from botorch_mtucb.models.protocols import DictionaryModel
 from botorch_mtucb.utils.optimum import polish_maxima
 from botorch_mtucb.utils.validation import check_finite
@@ -64,96 +64,6 @@ __all__ = [
     "run_bo_loop",
     "scalarized_ucb_factory",
 ]
-
-
-@dataclass
-class RoundRecord:
-    """What happened in one round.
-
-    Attributes:
-        t: Evaluation index, 1-based (the round index when ``q = 1``).
-        x: ``d`` query point x_t.
-        y: ``n`` noisy observation y_t.
-        weights: ``n`` scalarization weights λ_t (``None`` for single-objective runs).
-        regret: Instantaneous scalarized regret r_t (``None`` when f is unknown).
-        beta: β used by the acquisition, when it exposes one.
-        wall_time: Seconds spent on the round's algorithm steps (not the regret metric).
-        dictionary_size: Size m_t of a Nyström dictionary after the update, when the model
-            exposes one (``dictionary_size``: MT-BKB; ``None`` otherwise).
-        batch: Round (batch) index, 1-based; equal to ``t`` when ``q = 1``.
-    """
-
-    t: int
-    x: Tensor
-    y: Tensor
-    weights: Tensor | None
-    regret: float | None
-    beta: float | None
-    wall_time: float
-    dictionary_size: int | None = None
-    batch: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict (tensors become lists), keys in field order."""
-        out = dict(self.__dict__)
-        for key in ("x", "y", "weights"):
-            out[key] = None if out[key] is None else out[key].tolist()
-        return out
-
-
-@dataclass
-class LoopHistory:
-    """Initial data and the per-round records of one run.
-
-    Attributes:
-        initial_X: ``N0 x d`` initial inputs.
-        initial_Y: ``N0 x n`` their observations.
-        rounds: One :class:`RoundRecord` per round.
-        model: The final model (not exported).
-    """
-
-    initial_X: Tensor
-    initial_Y: Tensor
-    rounds: list[RoundRecord] = field(default_factory=list)
-    model: Model | None = None
-
-    @property
-    def X(self) -> Tensor:
-        """``T x d`` query points x_1, …, x_T."""
-        return torch.stack([r.x for r in self.rounds]) if self.rounds else self.initial_X[:0]
-
-    @property
-    def Y(self) -> Tensor:
-        """``T x n`` observations y_1, …, y_T."""
-        return torch.stack([r.y for r in self.rounds]) if self.rounds else self.initial_Y[:0]
-
-    @property
-    def regrets(self) -> Tensor:
-        """``T`` instantaneous regrets (float64); raises if f was not known."""
-        if any(r.regret is None for r in self.rounds):
-            raise ValueError("Regret was not recorded (pass `true_f` to run_bo_loop).")
-        return torch.tensor([r.regret for r in self.rounds], dtype=torch.float64)
-
-    def cumulative_regret(self) -> Tensor:
-        """``T`` cumulative scalarized regret R_C(t) = Σ_{s≤t} r_s."""
-        return self.regrets.cumsum(0)
-
-    def time_average_regret(self) -> Tensor:
-        """``T`` time-average regret R_C(t)/t (what paper 000 Fig. 1 plots)."""
-        r = self.cumulative_regret()
-        return r / torch.arange(1, r.numel() + 1, dtype=r.dtype)
-
-    def to_dicts(self) -> list[dict[str, Any]]:
-        """The rounds as JSON-able dicts."""
-        return [r.to_dict() for r in self.rounds]
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """Everything (initial data and rounds) as one JSON-able dict."""
-        return {
-            "initial_X": self.initial_X.tolist(),
-            "initial_Y": self.initial_Y.tolist(),
-            "rounds": self.to_dicts(),
-        }
 
 
 def scalarized_ucb_factory(
