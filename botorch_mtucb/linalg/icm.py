@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["ICMRotation", "interleave_blocks"]
+__all__ = ["ICMRotation", "ProjectedICMPredictor", "interleave_blocks"]
 
 
 def _matmul(F: Tensor, M: Tensor) -> Tensor:
@@ -116,3 +116,68 @@ class ICMRotation:
         """½ Σ_{i,j} log(1 + ξ_i c_j / η) = ½ log det(I + η⁻¹ G) of the represented Gram."""
         gain = torch.log1p(self.spectrum.unsqueeze(-1) * self.xi / self.noise)
         return 0.5 * gain.sum((-1, -2))
+
+
+class ProjectedICMPredictor:
+    r"""μ(x) and ``wⱼᵀ Γ_t(x, x) wⱼ`` of an exact ICM posterior in a few fused tensor operations.
+
+    The acquisition hot path (``optimize_acqf`` evaluates the same posterior hundreds of
+    times): fixed hyperparameters, fixed directions ``W`` (``n x k``, original outcome scale), a
+    stationary data kernel ``k = s·κ`` with frozen scaled training inputs
+    (:class:`~botorch_mtucb.linalg.stationary.FrozenStationaryCross`), an optional affine input
+    map ``x ↦ (x − o)/c`` (``Normalize``), a constant prior mean ``c_μ`` and the affine outcome
+    map ``y = σ ∘ f + m`` (``Standardize``) are folded into constant matrices:
+
+    .. math::
+        F(x) = κ(x)\,(s V), \qquad μ(x) = F(x)\,(C\,U^T \mathrm{diag}\,σ) + (c_μ ∘ σ + m),
+
+        w_j^T Γ_t(x, x) w_j = Σ_i \max\big(s ξ_i − Σ_r F_r(x)^2 w_{ri},\ 0\big)\,
+        (u_i^T (σ ∘ w_j))^2,
+
+    with ``K_t = V diag(a) Vᵀ``, ``C`` and ``w_{ri}`` the rotation's mean coefficients and
+    variance weights (paper 000, §3.3 and App. A; the module docstring). Equal to the solver's
+    general path up to rounding; no gradient flows to the hyperparameters.
+
+    Args:
+        rotation: The solver's :class:`ICMRotation` (exact, unnormalised features).
+        kernel: Frozen evaluator of ``k`` against the (input-transformed) training inputs.
+        eigvecs: ``t x t`` eigenvectors ``V`` of ``K_t``.
+        directions: ``n x k`` directions ``W``.
+        out_scale: ``n`` outcome scale σ (ones without an outcome transform).
+        out_shift: ``n`` outcome shift ``c_μ ∘ σ + m``.
+        in_affine: ``(o, c)``, each ``d``, of an affine input transform, or ``None``.
+    """
+
+    def __init__(
+        self,
+        rotation: ICMRotation,
+        kernel,
+        eigvecs: Tensor,
+        directions: Tensor,
+        out_scale: Tensor,
+        out_shift: Tensor,
+        in_affine: tuple[Tensor, Tensor] | None = None,
+    ) -> None:
+        self.kernel = kernel
+        scale = kernel.scale
+        self.features = scale * eigvecs  # t x t: F(x) = κ(x) (s V)
+        self.mean_map = (rotation.coef @ rotation.U.transpose(-1, -2)) * out_scale  # t x n
+        self.mean_shift = out_shift  # n
+        self.prior = rotation.xi * scale  # n: s ξ_i = ξ_i k(x, x)
+        self.weights = rotation.weights  # t x n
+        self.proj = (rotation.U.transpose(-1, -2) @ (out_scale.unsqueeze(-1) * directions)).pow(2)
+        length = kernel.lengthscale.reshape(-1)
+        if in_affine is None:
+            self.shift, self.divisor = None, length
+        else:
+            self.shift, self.divisor = in_affine[0], in_affine[1] * length
+
+    def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """``(mean, quad)``: ``batch x q x n`` and ``batch x q x k`` at ``X: batch x q x d``."""
+        flat = X.reshape(-1, X.shape[-1])
+        Xs = (flat if self.shift is None else flat - self.shift) / self.divisor
+        F = self.kernel.profile(Xs) @ self.features  # N x t
+        mean = torch.addmm(self.mean_shift, F, self.mean_map)
+        s = (self.prior - (F * F) @ self.weights).clamp_min(0.0)
+        quad = s @ self.proj
+        return mean.reshape(*X.shape[:-1], -1), quad.reshape(*X.shape[:-1], -1)

@@ -37,7 +37,9 @@ class FrozenStationaryCross:
         self.lengthscale = base.lengthscale.detach().reshape(1, -1).to(Z)
         self.scale = scale.detach().reshape(()).to(Z)
         self.Zs = Z / self.lengthscale  # t x d
+        self.ZsT = self.Zs.transpose(0, 1).contiguous()  # d x t
         self.Zs_sq = self.Zs.pow(2).sum(-1)  # t
+        self.Zs_half_sq = -0.5 * self.Zs_sq
 
     @classmethod
     def maybe(cls, kernel: Kernel, Z: Tensor) -> FrozenStationaryCross | None:
@@ -60,20 +62,29 @@ class FrozenStationaryCross:
     def __call__(self, X: Tensor) -> Tensor:
         """``k(X, Z)``: ``batch x q x t`` for ``X: batch x q x d``."""
         Xs = X / self.lengthscale
-        flat = Xs.reshape(-1, Xs.shape[-1])
-        sq = (flat.pow(2).sum(-1, keepdim=True) - 2.0 * flat @ self.Zs.transpose(0, 1)
-              + self.Zs_sq).clamp_min(0.0)
-        if self.nu is None:
-            k = torch.exp(-0.5 * sq)
-        else:
-            dist = sq.clamp_min(1e-30).sqrt()
-            root = math.sqrt(2.0 * self.nu)
-            k = torch.exp(-root * dist)
-            if self.nu == 1.5:
-                k = k * (1.0 + root * dist)
-            elif self.nu == 2.5:
-                k = k * (1.0 + root * dist + (5.0 / 3.0) * sq)
+        k = self.profile(Xs.reshape(-1, Xs.shape[-1]))
         return (self.scale * k).reshape(*X.shape[:-1], -1)
+
+    def profile(self, Xs: Tensor) -> Tensor:
+        """κ(‖x/ℓ − z/ℓ‖) without the outputscale: ``N x t`` for scaled inputs ``Xs: N x d``.
+
+        The RBF profile exp(−½‖u − v‖²) is evaluated as exp(min(uᵀv − ½‖u‖² − ½‖v‖², 0)) in
+        four autograd nodes (what the acquisition hot path differentiates through).
+        """
+        if self.nu is None:
+            half = torch.addmm(self.Zs_half_sq, Xs, self.ZsT)  # uᵀv − ½‖v‖²
+            half = torch.sub(half, Xs.pow(2).sum(-1, keepdim=True), alpha=0.5)
+            return torch.exp(half.clamp_max(0.0))
+        sq = torch.addmm(self.Zs_sq, Xs, self.ZsT, alpha=-2.0)
+        sq = (sq + Xs.pow(2).sum(-1, keepdim=True)).clamp_min(0.0)
+        dist = sq.clamp_min(1e-30).sqrt()
+        root = math.sqrt(2.0 * self.nu)
+        k = torch.exp(-root * dist)
+        if self.nu == 1.5:
+            k = k * (1.0 + root * dist)
+        elif self.nu == 2.5:
+            k = k * (1.0 + root * dist + (5.0 / 3.0) * sq)
+        return k
 
     def diag(self, X: Tensor) -> Tensor:
         """``k(x, x) = s`` at ``X: batch x q x d``: ``batch x q``."""

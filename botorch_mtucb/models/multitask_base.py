@@ -11,7 +11,7 @@ from botorch.exceptions.errors import BotorchTensorDimensionError
 from botorch.models.gpytorch import BatchedMultiOutputGPyTorchModel
 from botorch.models.model import FantasizeMixin
 from botorch.models.transforms.input import InputTransform
-from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.models.transforms.outcome import OutcomeTransform
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.constraints import GreaterThan
@@ -360,6 +360,9 @@ class MultiTaskGPBase(
             ``(mean, quad)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x k``.
         """
         X = self._check_X(X)
+        fast = self._projected_predictor(directions)  # frozen ICM path, cached per solver
+        if fast is not None:
+            return fast(X)
         tf = self._standardize_or_none(X)
         if tf is False:
             mean, blocks = self.task_posterior(X)
@@ -375,14 +378,6 @@ class MultiTaskGPBase(
         if tf is not None:
             mean = mean * tf.stdvs + tf.means
         return mean, quad
-
-    def _standardize_or_none(self, X: Tensor) -> Standardize | None | bool:
-        """The outcome transform if it is a ``Standardize`` (or ``None``); ``False`` for
-        another transform, which needs the generic ``posterior`` path."""
-        tf = getattr(self, "outcome_transform", None)
-        if tf is None or isinstance(tf, Standardize):
-            return tf
-        return False
 
     def information_gain(self) -> Tensor:
         """½ log det(I_{nt} + η⁻¹ G_t): the information gain of the training data.

@@ -39,7 +39,7 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.factor import CholeskyFactor
-from botorch_mtucb.linalg.icm import ICMRotation, interleave_blocks
+from botorch_mtucb.linalg.icm import ICMRotation, ProjectedICMPredictor, interleave_blocks
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 
 __all__ = [
@@ -51,6 +51,10 @@ __all__ = [
     "extend_solver",
     "interleave_blocks",
 ]
+
+
+#: ``(offset, coefficient)`` of an affine input transform, or ``None``.
+Affine = tuple[Tensor, Tensor] | None
 
 
 def dense(x: Tensor | LinearOperator) -> Tensor:
@@ -106,6 +110,13 @@ class MultiTaskSolver(ABC):
         """Mean (``batch x q x n``) and ``w_jᵀ Γ_t(x, x) w_j`` (``batch x q x k``), ``W: n x k``."""
         mean, blocks = self.predict(X, full_cov=False)
         return mean, torch.einsum("...ab,ak,bk->...k", blocks, W, W)
+
+    def projected_predictor(
+        self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
+    ) -> ProjectedICMPredictor | None:
+        """A frozen :class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, or ``None``
+        where there is none (the default; see :meth:`ICMSolver.projected_predictor`)."""
+        return None
 
 
 def cross_kernel(kernel: Kernel, X: Tensor, train_X: Tensor) -> Tensor:
@@ -309,6 +320,24 @@ class ICMSolver(MultiTaskSolver):
         mean, s = self._moments(X, joint=False)
         return rot.to_tasks(mean), s @ (rot.U.transpose(-1, -2) @ W).pow(2)
 
+    def projected_predictor(
+        self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
+    ) -> ProjectedICMPredictor | None:
+        """The hot-path predictor (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`).
+
+        Only for unbatched data, a frozen stationary kernel (built without gradients) and no
+        appended block; ``None`` otherwise.
+
+        Args:
+            directions: ``n x k`` directions ``W`` (original outcome scale).
+            out_scale: ``n`` outcome scale σ; out_shift: ``n`` outcome shift.
+            in_affine: ``(offset, coefficient)`` of an affine input transform, or ``None``.
+        """
+        if self._frozen is None or self.block_factor is not None or self.base_X.dim() > 2:
+            return None
+        return ProjectedICMPredictor(self.rotation, self._frozen, self.W, directions, out_scale,
+                                     out_shift, in_affine)
+
     def information_gain(self) -> Tensor:
         gain = self.rotation.information_gain()
         if self.block_factor is not None:
@@ -336,6 +365,7 @@ class ICMSolver(MultiTaskSolver):
             return ICMSolver(k, self.task_covar, train_X, train_resid, self.noise, K=K)
         new = ICMSolver.__new__(ICMSolver)
         new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_predictors", None)  # the model's predictors of this solver
         w = self.rotation.weights.transpose(-1, -2).unsqueeze(-1)  # n x t0 x 1
         P_new = cross_kernel(k, new_X, self.base_X) @ self.W  # m x t0
         eye = torch.eye(new_X.shape[-2], dtype=new_X.dtype, device=new_X.device)
