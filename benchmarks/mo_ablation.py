@@ -20,6 +20,10 @@ round, the round's λ_t applied scale-free by ``ChebyshevScalarization.from_data
   the correlation is the task covariance the standardised model should find) or
   ``identity`` (fixed B = I: independent tasks sharing one Matérn lengthscale vector).
 
+Design: ``--design ofat`` (default) changes one factor at a time around the reference
+configuration (β = 1, n0 = default, B learned): 4 widths, 2 other designs, 2 fixed B — 8
+configurations; ``--design full`` runs the factorial β × n0 × B (36).
+
 Common random numbers: trial k (seed s = 1000·seed + k) uses the same problem instance
 (``corr-rff`` draws one per trial), the same Sobol sequence (the smaller designs are its
 prefixes), λ_t sequence and optimiser seeds for every configuration.
@@ -230,18 +234,21 @@ def run_unit(args: tuple[str, tuple[str, str, str], int, int, int, str]) -> str:
     return str(path)
 
 
-def configs(full: bool) -> list[tuple[str, str, str]]:
-    """β × n0 with B learned; β × {B true} at the default n0 (``full``: × every n0); B = I
-    at the reference β and n0."""
-    out = list(itertools.product(BETAS, INITS, ("learned",)))
-    out += list(itertools.product(BETAS, INITS if full else (REFERENCE[1],), ("true",)))
-    out.append((REFERENCE[0], REFERENCE[1], "identity"))
+def configs(design: str) -> list[tuple[str, str, str]]:
+    """``"ofat"``: one factor at a time around the reference (every β, every n0, every B with
+    the other two at the reference: 8 configurations); ``"full"``: β × n0 × B (36)."""
+    if design == "full":
+        return list(itertools.product(BETAS, INITS, BS))
+    b0, n0, B0 = REFERENCE
+    out = [(b, n0, B0) for b in BETAS]
+    out += [(b0, i, B0) for i in INITS if i != n0]
+    out += [(b0, n0, B) for B in BS if B != B0]
     return out
 
 
 def run(ns: argparse.Namespace) -> None:
     print(f"fixed-B builder check: max posterior difference {check_fixed_b_model():.1e}")
-    cfgs = configs(ns.full)
+    cfgs = configs(ns.design)
     units = [(p, c, k, ns.rounds, ns.seed, str(ns.out))
              for k in range(ns.first_trial, ns.first_trial + ns.trials)
              for p in ns.problems for c in cfgs]
@@ -360,7 +367,8 @@ def main() -> None:
                    help="T at the default n0 (budget max(5, 2d) + rounds evaluations)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--workers", type=int, default=1)
-    r.add_argument("--full", action="store_true", help="fixed true B at every n0 too")
+    r.add_argument("--design", choices=("ofat", "full"), default="ofat",
+                   help="one factor at a time around the reference (default) or factorial")
     s = sub.add_parser("summarize")
     for p in (r, s):
         p.add_argument("--out", type=Path, default=OUT,

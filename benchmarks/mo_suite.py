@@ -1,0 +1,209 @@
+"""Multi-objective suite (issue 16): run the CLI per problem, then tables, paired tests and plots.
+
+``run`` calls ``python -m botorch_mtucb.benchmarks run mo-<problem>`` once per problem into
+``results/mo_suite/<problem>/`` (the CLI's run folders: manifest, trial JSON, summary,
+R_C(t)/t plot; rerunning continues a run). ``summarize`` reads those folders and, from each
+trial's evaluated points (initial design + rounds), recomputes
+
+* HV %: hypervolume of all evaluated points above the problem's reference point, as % of its
+  maximum (``hypervolume_percent_curve``; the trial file's own curve covers the rounds only);
+* R_C(T)/T and the Bayes regret from the trial file (the runner's metrics);
+* wall time per round, refits included (the trial file's ``wall_time``);
+
+and writes ``results/mo_suite/summary.json``, ``results/mo_suite/tables.md`` (one table per
+problem and a paired table) and ``results/mo_suite/<problem>/hv.png`` (HV % vs evaluations,
+mean ± s.e. over trials). Paired comparisons (common random numbers: same instance, initial
+design and λ_t per trial) of ``--focus`` (default MT-UCB) against every other algorithm: trials
+where it is better in HV and in R_C(T)/T, mean ± std of the differences, and the two-sided
+sign-test p-value of the HV wins.
+
+Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/mo_suite.py run --problems corr-rff dtlz2 --trials 10 \\
+        --horizon 20 --workers 2 --algorithms MT-UCB IT-UCB qLogNParEGO Sobol
+    PYTHONPATH=. python benchmarks/mo_suite.py summarize
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from botorch_mtucb.benchmarks.mo_suite_problems import (
+    hypervolume_percent_curve,
+    make_suite_problem,
+)
+
+OUT = Path(__file__).resolve().parent / "results" / "mo_suite"
+DT = torch.float64
+
+
+def run(ns: argparse.Namespace) -> None:
+    for prob in ns.problems:
+        cmd = [sys.executable, "-m", "botorch_mtucb.benchmarks", "run", f"mo-{prob}",
+               "--trials", str(ns.trials), "--horizon", str(ns.horizon), "--bound",
+               "directional", "--workers", str(ns.workers), "--no-progress",
+               "--out", str(ns.out / prob)]
+        if ns.algorithms:
+            cmd += ["--algorithms", *ns.algorithms]
+        print(" ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+
+
+def _stats(v: list[float]) -> tuple[float, float]:
+    t = torch.tensor(v, dtype=DT)
+    return (float(t.mean()), float(t.std()) if len(v) > 1 else 0.0) if v else (math.nan, 0.0)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test (ties dropped)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def load_problem_runs(folder: Path) -> dict[str, dict[int, dict]]:
+    """algorithm → trial → metrics of one problem's run folder (or folders merged into it)."""
+    out: dict[str, dict[int, dict]] = {}
+    for f in sorted(folder.glob("trial*_*.json")):
+        rec = json.loads(f.read_text())
+        name = rec["settings"]["experiment"].removeprefix("mo-")
+        problem = make_suite_problem(name, seed=rec["seed"])
+        X = torch.tensor(rec["initial_X"] + rec["x"], dtype=DT).reshape(-1, problem.dim)
+        with torch.no_grad():
+            curve = hypervolume_percent_curve(problem, problem.f(X))
+        out.setdefault(rec["algorithm"], {})[rec["trial"]] = {
+            "hv_pct_curve": [float(v) for v in curve],
+            "hv_pct": float(curve[-1]),
+            "n0": len(rec["initial_X"]),
+            "time_average_regret": rec["time_average_regret"][-1],
+            "bayes_regret": rec["bayes_regret"][-1] if rec.get("bayes_regret") else math.nan,
+            "wall_time_per_round": float(torch.tensor(rec["wall_time"], dtype=DT).mean()),
+        }
+    return out
+
+
+def _paired(a: dict[int, dict], b: dict[int, dict], key: str, higher_better: bool) -> dict:
+    common = sorted(set(a) & set(b))
+    diff = [a[k][key] - b[k][key] for k in common]
+    sign = 1 if higher_better else -1
+    wins = sum(sign * x > 1e-12 for x in diff)
+    losses = sum(sign * x < -1e-12 for x in diff)
+    m, s = _stats(diff)
+    return {"trials": len(common), "wins": wins, "losses": losses, "mean_diff": m,
+            "std_diff": s, "sign_p": sign_test_p(wins, losses)}
+
+
+def summarize(ns: argparse.Namespace) -> None:
+    summary: dict[str, dict] = {}
+    lines: list[str] = []
+    paired_lines = [
+        f"| problem | {ns.focus} vs | trials | HV higher/lower | ΔHV % | sign p | "
+        "R_C lower/higher | ΔR_C(T)/T | time ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for folder in sorted(p for p in ns.out.iterdir() if p.is_dir()):
+        runs = load_problem_runs(folder)
+        if not runs:
+            continue
+        manifest = json.loads((folder / "manifest.json").read_text()) if (
+            folder / "manifest.json").is_file() else {}
+        order = [a for a in manifest.get("algorithms", []) if a in runs]
+        order += [a for a in runs if a not in order]
+        rows = {}
+        for alg in order:
+            trials = runs[alg]
+            rows[alg] = {"trials": len(trials), "n0": sorted({t["n0"] for t in trials.values()})}
+            for key in ("hv_pct", "time_average_regret", "bayes_regret", "wall_time_per_round"):
+                rows[alg][key] = _stats([t[key] for t in trials.values()])
+        pairs = {}
+        if ns.focus in runs:
+            for alg in order:
+                if alg == ns.focus:
+                    continue
+                pairs[alg] = {
+                    "hv": _paired(runs[ns.focus], runs[alg], "hv_pct", True),
+                    "regret": _paired(runs[ns.focus], runs[alg], "time_average_regret", False),
+                    "time_ratio": rows[ns.focus]["wall_time_per_round"][0]
+                    / max(rows[alg]["wall_time_per_round"][0], 1e-12),
+                }
+                h, r = pairs[alg]["hv"], pairs[alg]["regret"]
+                paired_lines.append(
+                    f"| {folder.name} | {alg} | {h['trials']} | {h['wins']}/{h['losses']} | "
+                    f"{h['mean_diff']:+.1f} ± {h['std_diff']:.1f} | {h['sign_p']:.3f} | "
+                    f"{r['wins']}/{r['losses']} | {r['mean_diff']:+.4f} ± {r['std_diff']:.4f} | "
+                    f"{pairs[alg]['time_ratio']:.2f} |")
+        T = manifest.get("horizon")
+        summary[folder.name] = {"horizon": T, "algorithms": rows, f"paired_{ns.focus}": pairs}
+        n0 = sorted({v for r in rows.values() for v in r["n0"]})
+        lines += [f"**mo-{folder.name}** (T = {T}, initial design {n0} points)", "",
+                  "| algorithm | trials | HV % | R_C(T)/T | Bayes regret R_B | s / round |",
+                  "|---|---|---|---|---|---|"]
+        for alg, row in rows.items():
+            (hm, hs), (rm, rs) = row["hv_pct"], row["time_average_regret"]
+            (bm, bs), (wm, _) = row["bayes_regret"], row["wall_time_per_round"]
+            lines.append(f"| {alg} | {row['trials']} | {hm:.1f} ± {hs:.1f} | {rm:.4f} ± {rs:.4f}"
+                         f" | {bm:.4f} ± {bs:.4f} | {wm:.3f} |")
+        lines.append("")
+        _plot(folder, runs, order, T)
+    text = "\n".join(lines + ["Paired (same trials):", ""] + paired_lines) + "\n"
+    (ns.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (ns.out / "tables.md").write_text(text)
+    print(text)
+
+
+def _plot(folder: Path, runs: dict[str, dict[int, dict]], order: list[str], T) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, alg in enumerate(order):
+        curves = [t["hv_pct_curve"] for t in runs[alg].values()]
+        L = min(len(c) for c in curves)
+        C = torch.tensor([c[:L] for c in curves], dtype=DT)
+        m = C.mean(0)
+        se = C.std(0) / math.sqrt(C.shape[0]) if C.shape[0] > 1 else torch.zeros_like(m)
+        x = torch.arange(1, L + 1)
+        style = "-" if alg.startswith(("MT-", "IT-")) else "--"
+        ax.plot(x, m, style, color=f"C{i}", label=f"{alg} ({C.shape[0]})")
+        ax.fill_between(x, m - se, m + se, color=f"C{i}", alpha=0.15)
+    ax.set_xlabel("evaluations (initial design + rounds)")
+    ax.set_ylabel("HV % of maximum (mean ± s.e.)")
+    ax.set_title(f"mo-{folder.name}, T = {T}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(folder / "hv.png", dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--problems", nargs="+", default=["corr-rff", "corr-hartmann"])
+    r.add_argument("--trials", type=int, default=10)
+    r.add_argument("--horizon", type=int, default=20)
+    r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--algorithms", nargs="+", default=None)
+    s = sub.add_parser("summarize")
+    s.add_argument("--focus", default="MT-UCB", help="algorithm compared pairwise to the rest")
+    for p in (r, s):
+        p.add_argument("--out", type=Path, default=OUT)
+    ns = ap.parse_args()
+    run(ns) if ns.cmd == "run" else summarize(ns)
+
+
+if __name__ == "__main__":
+    main()
