@@ -12,7 +12,7 @@ from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import Scalarization
 
-__all__ = ["AlgorithmSetup", "AlgorithmSpec", "RunConfig"]
+__all__ = ["AlgorithmSetup", "AlgorithmSpec", "RunConfig", "is_practical"]
 
 
 @dataclass(frozen=True)
@@ -44,15 +44,30 @@ class RunConfig:
 class AlgorithmSetup:
     """What :func:`run_bo_loop` needs from an algorithm.
 
+    The model schedule is explicit: after each round the loop either conditions the model
+    on the new observation (``update="condition"``: fixed hyperparameters, the papers'
+    estimators), or calls ``model_factory`` on all data (``update="refit"``: hyperparameters
+    refitted every round), or conditions and calls ``model_factory`` every ``refit_every``-th
+    round (see :func:`~botorch_mtucb.loop.run_bo_loop`). The refit time is part of the
+    round's wall time.
+
     Attributes:
         model_factory: ``(X, Y) -> Model``.
         acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction``.
         representation: Heavy-tailed only: arm coordinates ``"kernel"`` or ``"qff"``.
+        update: ``run_bo_loop``'s ``update``: ``"condition"``, ``"refit"`` or a callable
+            ``(model, X_round, Y_round) -> Model``.
+        refit_every: ``run_bo_loop``'s ``refit_every`` (``0``: never besides ``update``).
+        optimizer: ``acqf -> 1 x d`` point chooser replacing the runner's (e.g. random
+            search); ``None``: the runner's ``BoxOptimizer`` / ``FiniteArmOptimizer``.
     """
 
     model_factory: Callable[[Tensor, Tensor], Model]
     acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction]
     representation: str = "kernel"
+    update: str | Callable[[Model, Tensor, Tensor], Model] = "condition"
+    refit_every: int = 0
+    optimizer: Callable[[Any], Tensor] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,9 @@ class AlgorithmSpec:
         description: One line for ``list``.
         build: ``(problem, config) -> AlgorithmSetup``.
         available: ``problem -> None`` or the reason the algorithm cannot run on it.
+        practical: Whether the entry uses the practical defaults of issue 16 instead of a
+            paper's settings (``run --paper`` leaves these out); names ending in
+            ``-practical`` count as practical too (:func:`is_practical`).
     """
 
     name: str
@@ -72,3 +90,9 @@ class AlgorithmSpec:
     description: str
     build: Callable[[Any, RunConfig], AlgorithmSetup]
     available: Callable[[Any], str | None] = lambda problem: None
+    practical: bool = False
+
+
+def is_practical(spec: AlgorithmSpec) -> bool:
+    """Whether ``spec`` is a practical-defaults entry (not a paper's method or a baseline)."""
+    return spec.practical or spec.name.endswith("-practical")

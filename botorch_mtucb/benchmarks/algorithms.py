@@ -17,15 +17,32 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
                    s_λ(μ + √β_t σ) with the finite-domain GP-UCB β_t of Srinivas et al.
 ``qLogNParEGO``    BoTorch, same ModelListGP, the round's λ_t as ParEGO weights.
 ``qLogNEHVI``      BoTorch, same ModelListGP, reference point = the problem's z (n ≤ 4).
-``MT-UCB``         practical (issue 16): :func:`practical_multitask_gp` refitted every round,
+``MT-UCB``         practical (issue 16): :func:`~botorch_mtucb.models.practical_multitask_gp`
+                   (also importable from here) refitted every round,
                    the round's λ_t applied scale-free (``ChebyshevScalarization.from_data``:
                    augmented, ρ = 0.05, z at the observed non-dominated nadir), β = 1.
 ``MT-UCB-paper``   the paper's settings (same as ``MT-KB``).
 ``IT-UCB``         ``MT-UCB`` with independent tasks (one Matérn-5/2 per task), same width.
+``Sobol``          random search: the trial's scrambled Sobol sequence continued after the
+                   initial design (continuous domains; no model).
 =================  =========================================================================
 
 ``MT-*`` and ``IT-*`` maximise :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with
 ``bound="spectral"`` (paper 000 eq. (2)) or ``"directional"`` (:class:`RunConfig`).
+
+**Model schedule** (:class:`AlgorithmSetup` ``update`` / ``refit_every``, explicit per entry):
+
+* the papers' entries (``MT-KB``, ``MT-BKB``, ``IT-*``, ``MT-UCB-paper``) and the baselines on
+  the papers' problems keep fixed hyperparameters: ``update="condition"`` (exact
+  conditioning on each new observation, or the Nyström model's own resampling);
+* ``MT-UCB`` / ``IT-UCB`` and, on the suite's problems (:class:`SuiteProblem`), ``MOBO``,
+  ``qLogNParEGO`` and ``qLogNEHVI``: ``update="refit"``, every hyperparameter refitted by
+  ``fit_gpytorch_mll`` on all data after every round (BoTorch's default practice; cheap at
+  the suite's sizes, N ≤ 2d + 30), so the per-round wall time includes the refit;
+* ``Sobol``: no model.
+
+The initial design is not the algorithm's: the runner starts every algorithm of a trial from
+the experiment's (:class:`~botorch_mtucb.benchmarks.experiments.InitialDesign`).
 
 Heavy-tailed entries live in :mod:`botorch_mtucb.benchmarks.ht_algorithms`; the registry
 merges both.
@@ -33,7 +50,6 @@ merges both.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 
@@ -44,6 +60,7 @@ from botorch.models.model import Model
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.kernels import ScaleKernel
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition.beta import TheoremTwoBeta
 from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
@@ -60,6 +77,7 @@ from botorch_mtucb.benchmarks.problems import MultiTaskProblem
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
+from botorch_mtucb.models.practical import practical_multitask_gp
 
 __all__ = [
     "ALGORITHMS",
@@ -183,24 +201,15 @@ def _fitted_model_list(X: Tensor, Y: Tensor, bounds: Tensor | None) -> ModelList
 def _suite_baseline_models(problem: MultiTaskProblem):
     """Fitted hyperparameters for the suite's problems (issue 16), fixed for the papers'.
 
-    Returns ``(model_factory, refit)``: ``refit(model)`` refits a fitted ModelListGP on all
-    its (conditioned) data every round, and is the identity for the papers' problems.
+    Returns ``(model_factory, update)``: ``update="refit"`` (a fitted ModelListGP rebuilt on
+    all data after every round) on the suite's problems, ``"condition"`` on the papers'.
     """
     from botorch_mtucb.benchmarks.mo_suite_problems import SuiteProblem
 
     if not isinstance(problem, SuiteProblem):
-        return _model_list(problem), lambda model: model
+        return _model_list(problem), "condition"
     bounds = problem.bounds
-
-    def refit(model: ModelListGP) -> ModelListGP:
-        subs = model.models
-        X = getattr(subs[0], "_original_train_inputs", None)
-        X = subs[0].train_inputs[0] if X is None else X
-        Y = torch.cat([m.outcome_transform.untransform(m.train_targets.unsqueeze(-1))[0]
-                       for m in subs], dim=-1)
-        return _fitted_model_list(X.detach(), Y.detach(), bounds)
-
-    return (lambda X, Y: _fitted_model_list(X, Y, bounds)), refit
+    return (lambda X, Y: _fitted_model_list(X, Y, bounds)), "refit"
 
 
 def _num_train(model: Model) -> int:
@@ -210,22 +219,21 @@ def _num_train(model: Model) -> int:
 
 def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     num_points = problem.regret_X.shape[0]
-    factory, refit = _suite_baseline_models(problem)
+    factory, update = _suite_baseline_models(problem)
 
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
         beta_t = srinivas_beta(_num_train(model), num_points, problem.delta)
-        return ScalarizedIndependentUCB(refit(model), scal, beta_t**0.5)
+        return ScalarizedIndependentUCB(model, scal, beta_t**0.5)
 
-    return AlgorithmSetup(factory, acq)
+    return AlgorithmSetup(factory, acq, update=update)
 
 
 def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     from botorch.acquisition.multi_objective.parego import qLogNParEGO
 
-    factory, refit = _suite_baseline_models(problem)
+    factory, update = _suite_baseline_models(problem)
 
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-        model = refit(model)
         t = _num_train(model)
         sampler = SobolQMCNormalSampler(torch.Size([64]), seed=cfg.seed * 100_003 + t)
         X_base = model.models[0].train_inputs[0]
@@ -233,7 +241,7 @@ def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
             model, X_baseline=X_base, scalarization_weights=scal.weights.to(X_base), sampler=sampler
         )
 
-    return AlgorithmSetup(factory, acq)
+    return AlgorithmSetup(factory, acq, update=update)
 
 
 def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
@@ -241,10 +249,9 @@ def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         qLogNoisyExpectedHypervolumeImprovement,
     )
 
-    factory, refit = _suite_baseline_models(problem)
+    factory, update = _suite_baseline_models(problem)
 
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-        model = refit(model)
         t = _num_train(model)
         sampler = SobolQMCNormalSampler(torch.Size([32]), seed=cfg.seed * 100_003 + t)
         X_base = model.models[0].train_inputs[0]
@@ -256,7 +263,7 @@ def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
             prune_baseline=True,
         )
 
-    return AlgorithmSetup(factory, acq)
+    return AlgorithmSetup(factory, acq, update=update)
 
 
 def _nehvi_available(problem: MultiTaskProblem) -> str | None:
@@ -274,57 +281,6 @@ def _nehvi_available(problem: MultiTaskProblem) -> str | None:
 PRACTICAL_BETA = 1.0
 
 
-def practical_multitask_gp(
-    X: Tensor, Y: Tensor, bounds: Tensor | None, independent: bool = False
-) -> ExactMultiTaskGP:
-    """The careful BoTorch user's multi-task GP, hyperparameters fitted by ``fit_gpytorch_mll``.
-
-    Inputs normalised to the unit cube (``Normalize`` on ``bounds``), outcomes standardised,
-    ICM kernel over Matérn-5/2 with BoTorch's dimension-scaled lengthscale prior and a learned
-    full-rank B (``independent``: one Matérn-5/2 per task, B = I), a constant mean per task,
-    the noise learned with BoTorch's LogNormal(−4, 1) prior (floor 1e-4). Held-out NRMSE at
-    20 Sobol points (``benchmarks/mo_diagnosis.py``, 3 seeds): BraninCurrin 0.20 vs 0.31 with
-    ``ExactMultiTaskGP``'s paper defaults and 0.25 with independent ``SingleTaskGP`` s;
-    VehicleSafety 0.095 / 0.22 / 0.145; DTLZ2 0.30 / 0.26 / 0.31 (worse there).
-    """
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models.transforms import Normalize, Standardize
-    from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
-    from gpytorch.means import ConstantMean, MultitaskMean
-    from gpytorch.mlls import ExactMarginalLogLikelihood
-    from gpytorch.priors import LogNormalPrior
-
-    from botorch_mtucb.kernels.independent import IndependentTasksKernel
-
-    d, n = X.shape[-1], Y.shape[-1]
-    if independent:
-        kern = IndependentTasksKernel([
-            get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
-            for _ in range(n)
-        ])
-    else:
-        kern = ICMKernel(
-            get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False),
-            num_tasks=n, rank=n,
-        )
-    model = ExactMultiTaskGP(
-        X, Y, covar_module=kern, noise=math.exp(-5.0), learn_noise=True,
-        input_transform=None if bounds is None else Normalize(d, bounds=bounds.to(X)),
-        outcome_transform=Standardize(m=n), mean_module=MultitaskMean(ConstantMean(), n),
-    )
-    lik = model.likelihood
-    lik.register_prior("noise_prior", LogNormalPrior(-4.0, 1.0), lambda m: m.noise,
-                       lambda m, v: m._set_noise(v))
-    lik.raw_noise_constraint.lower_bound.fill_(1e-4)
-    model = model.to(X)
-    if X.shape[0] >= 2:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-    model.eval()
-    return model
-
-
 def _model_data(model: ExactMultiTaskGP) -> tuple[Tensor, Tensor]:
     """All training data of a (conditioned) model, in the original units."""
     X = getattr(model, "_original_train_inputs", None)
@@ -334,7 +290,8 @@ def _model_data(model: ExactMultiTaskGP) -> tuple[Tensor, Tensor]:
 
 
 def _practical(independent: bool) -> _Builder:
-    """MT-UCB / IT-UCB: refit every round, scale-free augmented Chebyshev, β = 1."""
+    """MT-UCB / IT-UCB: refit every round (``update="refit"``), scale-free augmented
+    Chebyshev, β = 1."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -343,15 +300,45 @@ def _practical(independent: bool) -> _Builder:
             return practical_multitask_gp(X, Y, bounds, independent)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-            X, Y = _model_data(model)
-            model = practical_multitask_gp(X, Y, bounds, independent)  # refit every round
             if isinstance(scal, ChebyshevScalarization):
+                _, Y = _model_data(model)
                 scal = ChebyshevScalarization.from_data(scal.weights, Y, scal.minimize)
             return ScalarizedMultiTaskUCB(model, scal, PRACTICAL_BETA, bound="directional")
 
-        return AlgorithmSetup(model_factory, acq)
+        return AlgorithmSetup(model_factory, acq, update="refit")
 
     return build
+
+
+class _NextSobolPoint:
+    """The 'acquisition' of random search: nothing to maximise, the next point is drawn."""
+
+
+def _build_sobol(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    """Random search: the trial's scrambled Sobol sequence (``SobolEngine(d, scramble=True,
+    seed=s_k + 1)``, the sequence of the ``"sobol"`` initial design,
+    :func:`~botorch_mtucb.utils.initial_design.sobol_initial_design`) continued after the N0
+    initial points, so a run is the Sobol design of N0 + T points."""
+    lo, hi = problem.bounds
+    engine = SobolEngine(problem.dim, scramble=True, seed=cfg.seed + 1)
+    state = {"started": False}
+
+    def model_factory(X: Tensor, Y: Tensor) -> None:
+        if not state["started"]:  # skip the points of the initial design
+            engine.fast_forward(X.shape[0])
+            state["started"] = True
+
+    def optimizer(acqf: _NextSobolPoint) -> Tensor:
+        return lo + (hi - lo) * engine.draw(1, dtype=torch.float64).to(lo)
+
+    return AlgorithmSetup(model_factory, lambda model, scal: _NextSobolPoint(),
+                          update=lambda model, X, Y: model, optimizer=optimizer)
+
+
+def _continuous_only(problem: MultiTaskProblem) -> str | None:
+    if problem.is_finite:
+        return "Sobol random search needs a continuous domain (the problem has finite arms)"
+    return None
 
 
 #: The multi-task registry entries.
@@ -372,12 +359,12 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   _nystrom(True, "theorem3")),
     AlgorithmSpec("MT-UCB", "multi_task",
                   "practical: fitted ICM (Matern-5/2), scale-free augmented Chebyshev, beta=1",
-                  _practical(False)),
+                  _practical(False), practical=True),
     AlgorithmSpec("MT-UCB-paper", "multi_task",
                   "paper 000 settings: fixed kernel, Theorem-2 radius (= MT-KB)",
                   _exact(False, "theorem2")),
     AlgorithmSpec("IT-UCB", "multi_task", "as MT-UCB with independent tasks (same width)",
-                  _practical(True)),
+                  _practical(True), practical=True),
     AlgorithmSpec("MOBO", "multi_task",
                   "Paria et al.: independent GPs, scalarized per-objective UCB",
                   _build_mobo),
@@ -385,6 +372,8 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   _build_parego),
     AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 4)", _build_nehvi,
                   _nehvi_available),
+    AlgorithmSpec("Sobol", "multi_task", "random search: scrambled Sobol points, no model",
+                  _build_sobol, _continuous_only),
 ]
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in [*MT_ALGORITHMS, *HT_ALGORITHMS]}

@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default chebyshev")
     r.add_argument("--constants", choices=("authors", "theory"), default=None,
                    help="heavy-tailed schedules: the authors' code (default) or the theorems")
+    r.add_argument("--initial-design", default=None, metavar="SPEC",
+                   help="points every algorithm of a trial starts from (the same for all): "
+                        "'paper' (one random point; the papers' experiments' default), "
+                        "'sobol' (scrambled Sobol, max(5, 2d) points; the mo-* default), "
+                        "'sobol:N', or 'random:N' (N random points or distinct arms)")
     _data_args(r)
     r.add_argument("--workers", type=int, default=0, metavar="N",
                    help="run the trials on N local processes (results identical to serial)")
@@ -216,7 +221,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             out = args.out or f"benchmark-runs/{args.experiment}"
             opts = ExperimentOptions(args.data_dir, args.intel_data, args.intel_locs,
-                                     args.continuous)
+                                     args.continuous, initial_design=args.initial_design)
             res = run_experiment(
                 args.experiment, algorithms=args.algorithms, trials=args.trials,
                 horizon=args.horizon, seed=args.seed or 0, first_trial=args.first_trial or 0,
@@ -262,6 +267,13 @@ def _check_resume(args: argparse.Namespace, out: str) -> None:
             "intel_data": args.intel_data, "intel_locs": args.intel_locs}
     bad = [f"{k} {v!r} (the run has {m.get(k)!r})" for k, v in given.items()
            if v is not None and m.get(k) is not None and v != m.get(k)]
+    if args.initial_design is not None:
+        from botorch_mtucb.benchmarks.experiments import InitialDesign
+
+        want, have = InitialDesign.parse(args.initial_design), m.get("initial_design", "paper")
+        # 'sobol' matches the run's 'sobol:N' (its size resolved from d)
+        if want.spec != have and not (want.size is None and want.kind == have.split(":")[0]):
+            bad.append(f"initial_design {want.spec!r} (the run has {have!r})")
     for k, v in opts.items():
         theirs = m.get("options", {}).get(k)
         if v is not None and k != "continuous":

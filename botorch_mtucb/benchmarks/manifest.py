@@ -3,11 +3,19 @@
 A run folder holds one experiment configuration. ``manifest.json`` (written first, before any
 trial) records everything that changes the results — experiment, algorithms, trials (count
 and first index), horizon, seed, ``fast``, bound, scalarization, constants, problem options
-and the package versions — and nothing else (no dates, paths of the folder, worker counts), so
+(``options.noise``: the canonical noise spec of ``--noise``), the initial design
+(``initial_design``, its size resolved, e.g. ``"sobol:8"``) and the package versions — and
+nothing else (no dates, paths of the folder, worker counts), so
 two runs with the same configuration have byte-identical manifests. ``run`` into a folder with
 a different manifest is refused; with the same manifest it continues, skipping the finished
 trials (common random numbers make every (trial, algorithm) pair independent, see
 :mod:`.runner`).
+
+The papers' protocol leaves the manifest as it was before these keys existed: ``noise`` is
+written only when given and ``initial_design`` only when it is not ``"paper"`` (an absent key
+means the paper's noise / the papers' design), so run folders of the papers' experiments
+stay valid and their files unchanged. ``summarize --merge`` refuses runs of different
+designs or noises through ``problem_notes``, which names both.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from botorch_mtucb.benchmarks.results import TrialResult
 __all__ = [
     "MANIFEST_FILE",
     "RunFolderError",
+    "canonical_noise",
+    "check_run_settings",
     "claim_run_folder",
     "expected_units",
     "load_finished_trials",
@@ -61,10 +71,20 @@ def _options_dict(options: ExperimentOptions) -> dict[str, Any]:
     def path(p: str | Path | None) -> str | None:
         return None if p is None else str(Path(p).expanduser().resolve())
 
-    return {
+    out = {
         "continuous": bool(options.continuous), "data_dir": path(options.data_dir),
         "intel_data": path(options.intel_data), "intel_locs": path(options.intel_locs),
     }
+    if options.noise is not None:
+        out["noise"] = canonical_noise(options.noise)
+    return out
+
+
+def canonical_noise(spec: str) -> str:
+    """The canonical form of a noise spec (``"Student-T:1.50"`` → ``"student-t:1.5"``)."""
+    from botorch_mtucb.benchmarks.noise_models import parse_noise
+
+    return parse_noise(spec).spec
 
 
 def make_manifest(
@@ -81,15 +101,41 @@ def make_manifest(
     scalarization: str | None,
     constants: str | None,
     options: ExperimentOptions,
+    initial_design: str = "paper",
 ) -> dict[str, Any]:
-    """The manifest of a run (a JSON-able dict; see the module docstring)."""
-    return {
+    """The manifest of a run (a JSON-able dict; see the module docstring).
+
+    ``initial_design`` is the resolved spec (:meth:`~.experiments.InitialDesign.resolve`).
+    """
+    out = {
         "format": FORMAT, "experiment": experiment, "paper": paper,
         "algorithms": list(algorithms), "trials": int(trials), "first_trial": int(first_trial),
         "horizon": int(horizon), "seed": int(seed), "fast": bool(fast), "bound": bound,
         "scalarization": scalarization, "constants": constants,
         "options": _options_dict(options), "versions": package_versions(),
     }
+    if initial_design != "paper":
+        out["initial_design"] = initial_design
+    return out
+
+
+def check_run_settings(
+    bound: str, scalarization: str, constants: str, threads: int | None, workers: int,
+    scheduler: Any,
+) -> None:
+    """Refuse bad run settings before anything is written (a ``ValueError`` naming each)."""
+    if bound not in ("spectral", "directional"):
+        raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
+    if scalarization not in ("chebyshev", "linear"):
+        raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
+    if constants not in ("authors", "theory"):
+        raise ValueError(f"`constants` must be 'authors' or 'theory', got {constants!r}.")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"`threads` must be an integer >= 1 or None, got {threads!r}.")
+    if not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"`workers` must be an integer >= 0, got {workers!r}.")
+    if workers and scheduler is not None:
+        raise ValueError("Give `workers` (local processes) or `scheduler` (Dask), not both.")
 
 
 def trial_file_name(trial: int, algorithm: str) -> str:

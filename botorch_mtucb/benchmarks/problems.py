@@ -11,7 +11,7 @@ Two kinds, matching the two papers:
   ``(α, v)`` and the norm bound ``B``.
 
 Every problem is an immutable *instance* (one drawn function): the runner draws one per trial
-from a seed and gives the same instance, the same initial point, the same λ sequence and the
+from a seed and gives the same instance, the same initial design, the same λ sequence and the
 same noise stream to every algorithm of that trial (common random numbers).
 """
 
@@ -80,6 +80,10 @@ class MultiTaskProblem:
         eta: Regulariser η (Gaussian-noise variance of the models; paper: 0.1).
         delta: Confidence δ of the radii (paper: 0.1).
         notes: Free-text provenance (what was chosen where the paper is silent).
+        initial_design: Spec of the initial design the runner starts every algorithm of a
+            trial from (:class:`~botorch_mtucb.benchmarks.experiments.InitialDesign`; the
+            experiment stamps it): ``"paper"`` (one random point) unless the experiment says
+            otherwise.
     """
 
     name: str
@@ -95,6 +99,7 @@ class MultiTaskProblem:
     eta: float = 0.1
     delta: float = 0.1
     notes: str = ""
+    initial_design: str = "paper"
 
     def __post_init__(self) -> None:
         n = self.task_covar.shape[-1]

@@ -1,7 +1,10 @@
 """Run an experiment: trials × algorithms through the one BO loop, metrics, files, plot.
 
 Common random numbers: within trial ``k`` (seed ``s_k = 1000·seed + k``) every algorithm gets
-the same problem instance, the same initial point, the same λ_t sequence (a generator seeded
+the same problem instance, the same initial design (the experiment's
+:class:`~.experiments.InitialDesign`, drawn from ``s_k + 1``: one random point in the papers'
+protocol, scrambled Sobol points of a size that grows with d in the ``mo-*`` suite), the
+same λ_t sequence (a generator seeded
 with ``s_k + 3``), the same noise stream (``s_k + 2``; noise draws are consumed one per round,
 so round t's noise is the same for all algorithms) and the same Monte-Carlo λ sample of the
 Bayes regret (``s_k + 4``). Algorithm-internal randomness (Nyström dictionaries, MC samplers)
@@ -15,7 +18,9 @@ Files written to ``out_dir`` (one folder per configuration, every file written a
   into the folder must have the same one, and then skips the finished trials;
 * ``trial<k>_<algorithm>.json`` — settings and per-round arrays (x, y, λ_t, β, regret,
   cumulative and time-average regret, Bayes regret, hypervolume, wall time, Nyström
-  dictionary size m_t of MT-BKB / IT-BKB);
+  dictionary size m_t of MT-BKB / IT-BKB). Bayes regret and hypervolume at round t are those
+  of the best points among the queries x_1..x_t, and of the initial design too unless it is
+  the papers' (one random point, outside the papers' protocol; their files are unchanged);
 * ``rounds.csv`` — one row per (algorithm, trial, round) (every ``csv_stride``-th round);
 * ``summary.json`` — final time-average regret mean ± std per algorithm, wall time per round;
 * ``time_average_regret.png`` — mean ± std of R_C(t)/t vs t, one line per algorithm.
@@ -31,17 +36,21 @@ from typing import Any
 import torch
 from botorch.exceptions.warnings import InputDataWarning
 from linear_operator.utils.warnings import NumericalWarning
-from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import (
     ScalarizationSampler,
     sample_scalarization_weights,
 )
 from botorch_mtucb.benchmarks.algorithms import RunConfig, get_algorithm
-from botorch_mtucb.benchmarks.experiments import ExperimentOptions, get_experiment
+from botorch_mtucb.benchmarks.experiments import (
+    ExperimentOptions,
+    InitialDesign,
+    get_experiment,
+)
 from botorch_mtucb.benchmarks.fileio import read_json, write_json
 from botorch_mtucb.benchmarks.manifest import (
     MANIFEST_FILE,
+    check_run_settings,
     claim_run_folder,
     expected_units,
     load_finished_trials,
@@ -78,14 +87,9 @@ __all__ = [
 BAYES_SAMPLES = 256
 
 
-def _initial_X(problem: MultiTaskProblem, seed: int) -> Tensor:
-    """One random initial point (ExactMultiTaskGP needs data), the same for every algorithm."""
-    g = torch.Generator().manual_seed(seed + 1)
-    if problem.is_finite:
-        idx = torch.randint(0, problem.arms.shape[0], (1,), generator=g)
-        return problem.arms[idx].clone()
-    lo, hi = problem.bounds
-    return lo + (hi - lo) * torch.rand(1, problem.dim, generator=g, dtype=lo.dtype)
+def _design(problem: MultiTaskProblem, design: str | None) -> InitialDesign:
+    """The initial design of a trial: ``design``, else the problem's, else the papers'."""
+    return InitialDesign.parse(design or getattr(problem, "initial_design", "paper"))
 
 
 def run_trial(
@@ -99,8 +103,13 @@ def run_trial(
     constants: str = "authors",
     progress: bool = False,
     keep_history: bool = True,
+    initial_design: str | None = None,
 ) -> TrialResult:
-    """One algorithm on one problem instance with the trial's common random numbers."""
+    """One algorithm on one problem instance with the trial's common random numbers.
+
+    ``initial_design`` (an :class:`~.experiments.InitialDesign` spec) overrides the design
+    the experiment stamped on ``problem`` (``problem.initial_design``; ``"paper"`` if none).
+    """
     spec = get_algorithm(algorithm)
     is_mt = isinstance(problem, MultiTaskProblem)
     if spec.kind != ("multi_task" if is_mt else "heavy_tailed"):
@@ -120,17 +129,21 @@ def run_trial(
         n = problem.num_objectives
         ref = problem.ref_point if scalarization == "chebyshev" else None
         sampler = ScalarizationSampler(n, scalarization, ref_point=ref)
-        if problem.is_finite:
+        if setup.optimizer is not None:
+            optimizer = setup.optimizer
+        elif problem.is_finite:
             optimizer = FiniteArmOptimizer(problem.arms)
         else:
             optimizer = BoxOptimizer(problem.bounds, num_restarts=4, raw_samples=256, seed=seed)
         observe = problem.observer(noise_gen)
-        X0 = _initial_X(problem, seed)
+        X0 = _design(problem, initial_design).draw(problem, seed)
         true_f, regret_X = problem.f, problem.regret_X
     else:
+        if initial_design not in (None, "paper"):
+            InitialDesign.parse(initial_design).resolve(problem)  # refuses: no data in 001
         sampler = None
         arms = problem.arm_points(setup.representation)
-        optimizer = FiniteArmOptimizer(arms)
+        optimizer = setup.optimizer or FiniteArmOptimizer(arms)
         observe = problem.observer(noise_gen, setup.representation)
         X0 = arms[:0]
         true_f, regret_X = problem.true_f(setup.representation), arms
@@ -149,6 +162,8 @@ def run_trial(
             true_f=true_f,
             regret_X=regret_X,
             regret_bounds=None if not is_mt or problem.is_finite else problem.bounds,
+            update=setup.update,
+            refit_every=setup.refit_every,
             generator=lam_gen,
             progress=progress,
         )
@@ -158,7 +173,10 @@ def run_trial(
     bayes = hv = None
     if is_mt and history.rounds:
         F_ref = true_f(regret_X).detach()
-        F_q = true_f(history.X).detach()
+        # the best point so far: of the queries in the papers' protocol (one random point,
+        # not part of it), of the initial design and the queries otherwise
+        n0 = 0 if _design(problem, initial_design).kind == "paper" else X0.shape[0]
+        F_q = true_f(torch.cat([X0[:n0], history.X])).detach()
         W = sample_scalarization_weights(
             problem.num_objectives, BAYES_SAMPLES, scalarization,
             torch.Generator().manual_seed(seed + 4),
@@ -168,9 +186,9 @@ def run_trial(
             optima = scalarized_optima(
                 true_f, regret_X, W, scalarization, problem.ref_point, problem.bounds
             )
-        bayes = bayes_regret(F_ref, F_q, W, scalarization, problem.ref_point, optima)
+        bayes = bayes_regret(F_ref, F_q, W, scalarization, problem.ref_point, optima)[n0:]
         if problem.num_objectives <= MAX_HYPERVOLUME_OBJECTIVES:
-            hv = hypervolume_curve(F_q, problem.ref_point)
+            hv = hypervolume_curve(F_q, problem.ref_point)[n0:]
     sizes = [r.dictionary_size for r in history.rounds]
     dict_size = None
     if sizes and all(m is not None for m in sizes):
@@ -187,8 +205,6 @@ def run_trial(
         dictionary_size=dict_size,
         history=history if keep_history else None,
     )
-
-
 
 
 def run_experiment(
@@ -231,7 +247,8 @@ def run_experiment(
         bound: ``"spectral"`` (paper 000 eq. (2)) or ``"directional"`` for MT-* / IT-*.
         scalarization: ``"chebyshev"`` (paper 000 §5) or ``"linear"`` (Appendix E).
         constants: ``"authors"`` or ``"theory"`` for the heavy-tailed models.
-        options: Problem options (data paths, continuous Branin).
+        options: Problem options (data paths, continuous Branin, ``noise``, ``initial_design``;
+            the manifest records the noise and the resolved initial design).
         progress: One tqdm bar over the (trial, algorithm) units.
         csv_stride: Write every k-th round to ``rounds.csv`` (default: 1 up to T = 2000,
             else T // 1000).
@@ -247,12 +264,7 @@ def run_experiment(
         RunFolderError: ``out_dir`` holds another configuration (a ``ValueError``).
     """
     exp = get_experiment(experiment)
-    if bound not in ("spectral", "directional"):
-        raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
-    if scalarization not in ("chebyshev", "linear"):
-        raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
-    if constants not in ("authors", "theory"):
-        raise ValueError(f"`constants` must be 'authors' or 'theory', got {constants!r}.")
+    check_run_settings(bound, scalarization, constants, threads, workers, scheduler)
     options = options or ExperimentOptions()
     algs = list(algorithms) if algorithms else list(exp.fast_algorithms if fast else exp.algorithms)
     specs = [get_algorithm(a) for a in algs]
@@ -272,22 +284,18 @@ def run_experiment(
             f"`first_trial` must be an integer >= 0 with first_trial + trials <= 1000 (trial "
             f"seeds 1000·seed + k), got {first_trial!r} with {N} trials."
         )
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"`threads` must be an integer >= 1 or None, got {threads!r}.")
-    if not isinstance(workers, int) or workers < 0:
-        raise ValueError(f"`workers` must be an integer >= 0, got {workers!r}.")
-    if workers and scheduler is not None:
-        raise ValueError("Give `workers` (local processes) or `scheduler` (Dask), not both.")
     if scheduler is not None:
         require_distributed()  # before anything is written
+    # build one instance before writing anything: missing data files, a noise or an initial
+    # design the experiment does not take fail here
+    problem = exp.make_problem(1000 * seed + first_trial, options)
     manifest = make_manifest(
         experiment=exp.name, paper=exp.paper, algorithms=names, trials=N,
         first_trial=first_trial, horizon=T, seed=seed, fast=fast, bound=bound,
         scalarization=scalarization if exp.kind == "multi_task" else None,
         constants=constants if exp.kind == "heavy_tailed" else None, options=options,
+        initial_design=getattr(problem, "initial_design", "paper"),
     )
-    # build one instance before writing anything: missing data files fail here
-    problem = exp.make_problem(1000 * seed + first_trial, options)
     settings = {**manifest, "problem_notes": getattr(problem, "notes", "")}
     units = expected_units(manifest)
     out = Path(out_dir) if out_dir is not None else None
@@ -381,7 +389,8 @@ def resume_experiment(out_dir: str | Path, **kwargs: Any) -> ExperimentResult:
         bound=m["bound"], scalarization=m.get("scalarization") or "chebyshev",
         constants=m.get("constants") or "authors",
         options=ExperimentOptions(o.get("data_dir"), o.get("intel_data"), o.get("intel_locs"),
-                                  bool(o.get("continuous", False))),
+                                  bool(o.get("continuous", False)), o.get("noise"),
+                                  m.get("initial_design", "paper")),
         **kwargs,
     )
 

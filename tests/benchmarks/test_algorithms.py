@@ -100,8 +100,9 @@ def test_width_formulas():
 
 def test_every_multi_task_algorithm_runs():
     problem = rkhs_problem(2, 0)
+    assert "continuous domain" in get_algorithm("Sobol").available(problem)
     for name, spec in ALGORITHMS.items():
-        if spec.kind != "multi_task":
+        if spec.kind != "multi_task" or name == "Sobol":
             continue
         T = 1 if name == "qLogNEHVI" else 3
         tr = run_trial(problem, name, T, seed=0)
@@ -204,7 +205,8 @@ def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
         torch.testing.assert_close(acqf.scalarization.weights, ref.weights)
         torch.testing.assert_close(acqf.scalarization.ref_point, ref.ref_point)
         assert acqf.scalarization.augmentation == 0.05 and float(acqf.beta) == 1.0
-        assert acqf.model is not model  # refitted on the model's data
+        assert acqf.model is model  # the loop refits (update="refit"), the acquisition not
+        assert setup.update == "refit" and setup.refit_every == 0
         assert acqf(X[:3].unsqueeze(-2)).shape == (3,)
 
 
@@ -213,17 +215,20 @@ def test_suite_baselines_are_fitted_paper_baselines_fixed():
     from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
     from botorch_mtucb.benchmarks.multi_task_problems import rkhs_problem
 
-    factory, refit = _suite_baseline_models(rkhs_problem(2, 0))
+    factory, update = _suite_baseline_models(rkhs_problem(2, 0))
+    assert update == "condition"
     m = factory(torch.rand(3, 1, dtype=torch.float64), torch.randn(3, 2, dtype=torch.float64))
-    assert refit(m) is m
+    assert isinstance(m, ModelListGP) and len(m.models) == 2
     p = make_suite_problem("zdt1")
-    factory, refit = _suite_baseline_models(p)
+    factory, update = _suite_baseline_models(p)
+    assert update == "refit"
     X = _sobol(8, p.bounds, 0)
     m = factory(X, p.f(X))
     lengthscales = m.models[0].covar_module.lengthscale
     assert not torch.allclose(lengthscales, lengthscales.mean().expand_as(lengthscales))
-    m2 = refit(m)
-    assert m2 is not m and m2.models[0].train_inputs[0].shape[0] == 8
+    for name in ("MOBO", "qLogNParEGO", "qLogNEHVI"):
+        assert get_algorithm(name).build(p, RunConfig(horizon=3)).update == "refit"
+        assert get_algorithm(name).build(rkhs_problem(2, 0), RunConfig(3)).update == "condition"
 
 
 def test_suite_experiments_registered():
@@ -235,3 +240,39 @@ def test_suite_experiments_registered():
         assert "MT-UCB" in exp.algorithms and "qLogNParEGO" in exp.algorithms
         assert exp.random_instance == (name == "corr-rff")
     assert isinstance(EXPERIMENTS["mo-zdt1"].make_problem(0, None), SuiteProblem)
+
+
+def test_refit_schedule_calls_the_factory_after_every_round(monkeypatch):
+    """update="refit": the practical entries fit a fresh model on all data each round."""
+    from botorch_mtucb.benchmarks import algorithms
+    from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
+
+    sizes = []
+    real = algorithms.practical_multitask_gp
+
+    def spy(X, Y, *args, **kwargs):
+        sizes.append(X.shape[0])
+        return real(X, Y, *args, **kwargs)
+
+    monkeypatch.setattr(algorithms, "practical_multitask_gp", spy)
+    p = make_suite_problem("branin-currin")
+    tr = run_trial(p, "MT-UCB", 3, seed=0, initial_design="sobol:4")
+    assert sizes == [4, 5, 6, 7]  # the initial fit, then one refit per round on all data
+    assert tr.history.initial_X.shape == (4, 2)
+
+
+def test_sobol_random_search_continues_the_initial_sobol_sequence():
+    from torch.quasirandom import SobolEngine
+
+    from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
+
+    p = make_suite_problem("vehicle-safety")
+    tr = run_trial(p, "Sobol", 4, seed=3, initial_design="sobol")
+    n0 = max(5, 2 * p.dim)
+    lo, hi = p.bounds
+    U = SobolEngine(p.dim, scramble=True, seed=4).draw(n0 + 4, dtype=DT)
+    ref = lo + (hi - lo) * U
+    torch.testing.assert_close(tr.history.initial_X, ref[:n0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(tr.history.X, ref[n0:], rtol=0, atol=1e-12)
+    assert (tr.regret >= 0).all() and tr.wall_time.shape == (4,)
+    assert get_algorithm("Sobol").available(p) is None

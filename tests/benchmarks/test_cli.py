@@ -154,3 +154,32 @@ def test_cli_table_reruns_and_refuses_another_configuration(tmp_path, capsys):
     assert cell.stat().st_mtime_ns == stamp
     assert main([*args[:6], "2", *args[7:]]) == 2  # --seeds 2 into the same folders
     assert "trials: 1 there, 2 here" in capsys.readouterr().err
+
+
+def test_cli_initial_design_recorded_and_resume_refuses_another(tmp_path, capsys):
+    out = tmp_path / "zdt1"
+    base = ["run", "mo-zdt1", "--algorithms", "Sobol", "--trials", "1", "--horizon", "2",
+            "--out", str(out), "--no-progress"]
+    assert main([*base, "--initial-design", "sobol:6"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["initial_design"] == "sobol:6"
+    assert len(_load_trials(out)["trial00_Sobol.json"]["initial_X"]) == 6
+    capsys.readouterr()
+    for ok in (["--initial-design", "sobol"], ["--initial-design", "sobol:6"], []):
+        assert main(["run", "--resume", "--out", str(out), "--no-progress", *ok]) == 0
+    capsys.readouterr()
+    for bad in ("sobol:5", "paper", "random:6"):
+        code = main(["run", "--resume", "--out", str(out), "--no-progress",
+                     "--initial-design", bad])
+        assert code == 2 and f"initial_design '{bad}' (the run has 'sobol:6')" in (
+            capsys.readouterr().err
+        )
+    code = main(base)  # the default design (sobol: 8 points at d = 4) into that folder
+    assert code == 2 and "initial_design: 'sobol:6' there, 'sobol:8' here" in (
+        capsys.readouterr().err
+    )
+    code = main([*base[:-3], "--out", str(tmp_path / "x"), "--initial-design", "lhs"])
+    assert code == 2 and "`initial_design` must be" in capsys.readouterr().err
+    code = main(["run", "rkhs-n2", "--fast", "--out", str(tmp_path / "y"), "--no-progress",
+                 "--initial-design", "sobol"])
+    assert code == 2 and "continuous domain" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

@@ -162,3 +162,62 @@ def test_argument_refusals(tmp_path, capsys):
         resume_experiment(tmp_path, horizon=3)
     with pytest.raises(FileNotFoundError, match="Nothing to resume"):
         resume_experiment(tmp_path / "none")
+
+
+# ------------------------------------------------- initial designs (issue 16): the mo-* suite
+SUITE_KW = dict(algorithms=["Sobol", "MT-UCB-paper"], trials=1, horizon=2, seed=0,
+                progress=False, threads=1)
+
+
+def test_paper_manifest_has_no_design_key(whole):
+    m = json.loads((whole / "manifest.json").read_text())
+    assert "initial_design" not in m and "noise" not in m["options"]
+
+
+def test_suite_run_shares_a_sobol_design_and_refuses_mixing(tmp_path):
+    import torch
+
+    from botorch_mtucb.benchmarks.experiments import ExperimentOptions
+    from botorch_mtucb.benchmarks.metrics import dominated_hypervolume
+    from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
+    from botorch_mtucb.benchmarks.summarize import merge_runs
+
+    out = tmp_path / "sobol"
+    run_experiment("mo-zdt1", out_dir=out, **SUITE_KW)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["initial_design"] == "sobol:8"
+    p = make_suite_problem("zdt1")
+    lo, hi = p.bounds
+    U = torch.quasirandom.SobolEngine(4, scramble=True, seed=1).draw(8, dtype=torch.float64)
+    for name in ("trial00_Sobol.json", "trial00_MT-UCB-paper.json"):
+        blob = json.loads((out / name).read_text())
+        X0 = torch.tensor(blob["initial_X"], dtype=torch.float64)
+        torch.testing.assert_close(X0, lo + (hi - lo) * U, rtol=0, atol=1e-12)
+        assert "initial design sobol:8" in blob["settings"]["problem_notes"]
+        # the hypervolume counts the initial design: HV of f(X0 ∪ {x_1, ..., x_t})
+        X = torch.cat([X0, torch.tensor(blob["x"], dtype=torch.float64)])
+        F = p.f(X)
+        ref = [dominated_hypervolume(F[: 8 + t], p.ref_point) for t in (1, 2)]
+        torch.testing.assert_close(torch.tensor(blob["hypervolume"], dtype=torch.float64),
+                                   torch.tensor(ref, dtype=torch.float64))
+        assert ref[0] >= dominated_hypervolume(F[:8], p.ref_point) > 0
+    before = _state(out)
+    with pytest.raises(RunFolderError, match="initial_design: 'sobol:8' there, 'sobol:7' here"):
+        run_experiment("mo-zdt1", out_dir=out,
+                       options=ExperimentOptions(initial_design="sobol:7"), **SUITE_KW)
+    resume_experiment(out, progress=False)  # continues with the recorded design
+    assert _state(out) == before
+    # the papers' one-point design on the same experiment: its own folder, not mergeable
+    paper = tmp_path / "paper"
+    run_experiment("mo-zdt1", out_dir=paper,
+                   options=ExperimentOptions(initial_design="paper"), **SUITE_KW)
+    assert "initial_design" not in json.loads((paper / "manifest.json").read_text())
+    blob = json.loads((paper / "trial00_Sobol.json").read_text())
+    assert len(blob["initial_X"]) == 1
+    with pytest.raises(ValueError, match="problem_notes"):
+        merge_runs([out, paper])
+    with pytest.raises(RunFolderError, match="initial_design: None there, 'sobol:8' here"):
+        run_experiment("mo-zdt1", out_dir=paper, **SUITE_KW)
+    before = _state(paper)
+    resume_experiment(paper, progress=False)  # a folder without the key: the papers' design
+    assert _state(paper) == before
