@@ -18,7 +18,6 @@ from functools import lru_cache
 import torch
 from botorch.acquisition.analytic import AnalyticAcquisitionFunction
 from botorch.models.model import Model
-from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from botorch_mtucb.acquisition.pending import (
@@ -91,7 +90,8 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         if isinstance(beta, int | float):  # no tensor check (and no host sync) for a number
             if not math.isfinite(beta) or beta < 0:
                 raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
-            beta_t, beta_float = torch.tensor(float(beta), dtype=torch.float64), float(beta)
+            beta_float = float(beta)
+            beta_t = torch.scalar_tensor(beta_float, dtype=torch.float64)
         else:
             beta_t = torch.as_tensor(beta, dtype=torch.float64).clone()
             if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
@@ -101,11 +101,15 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             raise ValueError(
                 "HeavyTailedUCB takes a numeric `pending_beta_inflation` (>= 1), not 'gp-bucb'."
             )
-        super().__init__(model=model)
-        self.register_buffer("beta", beta_t)  # scalar or batch; read by the loop
-        # plain attributes straight into __dict__ (nn.Module.__setattr__ costs µs each: this
-        # acquisition is rebuilt every round of TGP-UCB's finite-arm loop)
-        self.__dict__.update(
+        # What nn.Module / AcquisitionFunction / AnalyticAcquisitionFunction.__init__ set (a
+        # fresh copy of a bare module's state: ``model`` and the ``beta`` buffer registered
+        # directly) and the plain attributes, straight into __dict__: the generic path costs
+        # ~20 µs, more than a whole TGP-UCB round, and this acquisition is rebuilt every round.
+        state = _bare_module_state()
+        state["_modules"]["model"] = model
+        state["_buffers"]["beta"] = beta_t  # scalar or batch; read by the loop
+        state.update(
+            posterior_transform=None,
             beta_real_data=beta_t,
             _beta_float=beta_float,
             _beta_float_real=beta_float,
@@ -116,6 +120,7 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             variance_model=model,
             X_pending=None,
         )
+        self.__dict__.update(state)
         if X_pending is not None:
             self.set_X_pending(X_pending)
 
@@ -146,13 +151,25 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         post = model.posterior(X)
         return post.mean.squeeze(-1), post.variance.squeeze(-1).clamp_min(1e-12).sqrt()
 
-    @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
-        """Evaluate ``μ + β σ`` on ``(b1 x … x bk) x 1 x d`` candidates.
+        """Evaluate ``μ + β σ`` on ``(b1 x … x bk) x 1 x d`` candidates (``1 x d``: one point).
+
+        The checks of BoTorch's ``t_batch_mode_transform(expected_q=1)``, inline.
 
         Returns:
             ``(b1 x … x bk)`` acquisition values.
         """
+        if X.dim() < 3:
+            if X.dim() < 2:
+                raise ValueError(
+                    f"HeavyTailedUCB requires X to have at least 2 dimensions, but received X "
+                    f"with only {X.dim()} dimensions."
+                )
+            X = X.unsqueeze(0)
+        if X.shape[-2] != 1:
+            raise AssertionError(
+                f"Expected X to be `batch_shape x q=1 x d`, but got X with shape {X.shape}."
+            )
         if self._fast:
             mean, var = self.model.mean_and_variance(X)  # (b1 x … x bk) x 1
             sigma = var.clamp_min(1e-12).sqrt()
@@ -162,5 +179,19 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             sigma = self._moments(self.variance_model, X)[1]
         if not self.maximize:
             mean = -mean
-        beta = self._beta_float if self._beta_float is not None else self.beta.to(mean)
-        return (mean + beta * sigma).squeeze(-1)
+        if self._beta_float is not None:  # one fused op, no tensor for β
+            return torch.add(mean, sigma, alpha=self._beta_float).squeeze(-1)
+        return (mean + self.beta.to(mean) * sigma).squeeze(-1)
+
+
+def _bare_module_state() -> dict:
+    """A fresh copy of the attributes ``nn.Module.__init__`` sets (its containers are empty)."""
+    state = _BARE_SCALARS.copy()
+    for key, factory in _BARE_CONTAINERS:
+        state[key] = factory()
+    return state
+
+
+_BARE = torch.nn.Module().__dict__
+_BARE_SCALARS = {k: v for k, v in _BARE.items() if not isinstance(v, dict | set)}
+_BARE_CONTAINERS = tuple((k, type(v)) for k, v in _BARE.items() if isinstance(v, dict | set))

@@ -69,6 +69,38 @@ def test_generic_botorch_model_with_explicit_beta() -> None:
         HeavyTailedUCB(gp)  # no schedule on a SingleTaskGP
 
 
+def test_cheap_construction_is_a_proper_module() -> None:
+    """The direct construction sets what BoTorch's generic one does, and owns its state."""
+    X, Y = _data()
+    model = TruncatedGP(X, Y, 1.0, 2.0, _rbf(), constants="authors")
+    a, b = HeavyTailedUCB(model, beta=1.5), HeavyTailedUCB(model, beta=2.5)
+    reference = UpperConfidenceBound(model, beta=1.0)  # through nn.Module.__init__
+    assert set(reference.__dict__) - {"beta"} <= set(a.__dict__)
+    assert a.model is model and dict(a.named_children()) == {"model": model}
+    assert set(a.state_dict()) == {"beta", *(f"model.{k}" for k in model.state_dict())}
+    assert float(a.beta) == 1.5 and float(b.beta) == 2.5
+    seen = []
+    a.register_forward_hook(lambda *args: seen.append(1))
+    Xt = torch.rand(4, 1, 1, dtype=DT, generator=torch.Generator().manual_seed(2))
+    b(Xt)
+    assert not seen and not b._forward_hooks  # hooks are per instance
+    a(Xt)
+    assert seen == [1]
+    assert a._buffers is not b._buffers and a._modules is not b._modules
+
+
+def test_input_shapes_as_t_batch_mode_transform() -> None:
+    X, Y = _data()
+    acq = HeavyTailedUCB(TruncatedGP(X, Y, 1.0, 2.0, _rbf(), constants="authors"))
+    Xt = torch.rand(3, 1, dtype=DT, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(acq(Xt[:1]), acq(Xt[:1].unsqueeze(0)))  # 1 x d: one point
+    assert acq(Xt.reshape(3, 1, 1, 1)).shape == (3, 1)  # extra batch dimensions
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        acq(Xt.reshape(-1))
+    with pytest.raises(AssertionError, match="q=1"):
+        acq(Xt.reshape(1, 3, 1))
+
+
 @pytest.mark.parametrize("beta", [-1.0, float("nan"), float("inf")])
 def test_bad_beta(beta: float) -> None:
     X, Y = _data()
