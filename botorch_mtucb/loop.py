@@ -49,6 +49,18 @@ from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimize
 from botorch_mtucb.acquisition.pending import PendingInflation, condition_model, resolve_inflation
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.loop_defaults import (
+    RefitRule,
+    RefitSchedule,
+    check_refit_rule,
+    default_initial_X,
+    default_optimizer,
+    default_sampler,
+    draw_seed,
+    practical_model_factory,
+    refit_due,
+    resolve_box,
+)
 from botorch_mtucb.loop_history import LoopHistory, RoundRecord
 from botorch_mtucb.models.protocols import DictionaryModel
 from botorch_mtucb.utils.optimum import polish_maxima
@@ -58,6 +70,7 @@ __all__ = [
     "BoxOptimizer",
     "FiniteArmOptimizer",
     "LoopHistory",
+    "RefitSchedule",
     "RoundRecord",
     "condition_model",
     "gaussian_observer",
@@ -67,22 +80,25 @@ __all__ = [
 
 
 def scalarized_ucb_factory(
-    beta: float | BetaSchedule,
+    beta: float | BetaSchedule | None = None,
     bound: Literal["spectral", "directional"] = "directional",
     pending_beta_inflation: PendingInflation = 1.0,
 ) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
     """Acquisition factory for :func:`run_bo_loop` building :class:`ScalarizedMultiTaskUCB`.
 
+    ``beta=None`` uses :class:`ScalarizedMultiTaskUCB`'s default (practical) width;
     ``pending_beta_inflation`` applies to batch points chosen with pending points (``q > 1``,
     GP-BUCB; :mod:`botorch_mtucb.acquisition.pending`).
     """
     resolve_inflation(pending_beta_inflation)
+    width = {} if beta is None else {"beta": beta}
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
         if scalarization is None:
             raise ValueError("The scalarized UCB needs a `scalarization_sampler`.")
         return ScalarizedMultiTaskUCB(
-            model, scalarization, beta, bound=bound, pending_beta_inflation=pending_beta_inflation
+            model, scalarization, **width, bound=bound,
+            pending_beta_inflation=pending_beta_inflation,
         )
 
     return factory
@@ -103,37 +119,53 @@ def gaussian_observer(
 
 def run_bo_loop(
     observe: Callable[[Tensor], Tensor],
-    initial_X: Tensor,
-    num_rounds: int,
-    model_factory: Callable[[Tensor, Tensor], Model],
-    acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction],
-    optimizer: Callable[[AcquisitionFunction], Tensor],
+    initial_X: Tensor | None = None,
+    num_rounds: int | None = None,
+    model_factory: Callable[[Tensor, Tensor], Model] | None = None,
+    acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction]
+    | None = None,
+    optimizer: Callable[[AcquisitionFunction], Tensor] | None = None,
     scalarization_sampler: Callable[[torch.Generator | None], Scalarization] | None = None,
     true_f: Callable[[Tensor], Tensor] | None = None,
     regret_X: Tensor | None = None,
     regret_bounds: Tensor | None = None,
     update: Literal["condition", "refit"] | Callable[[Model, Tensor, Tensor], Model] = "condition",
-    refit_every: int = 0,
+    refit_every: RefitRule | None = None,
     generator: torch.Generator | None = None,
     progress: bool = False,
     q: int = 1,
+    bounds: Tensor | None = None,
 ) -> LoopHistory:
     """Run T rounds of scalarized (or single-objective) optimistic BO; see the module docstring.
+
+    Every argument but ``observe`` and ``num_rounds`` has a practical default
+    (:mod:`botorch_mtucb.loop_defaults`): ``run_bo_loop(observe, num_rounds=30,
+    bounds=bounds)`` runs MT-UCB from a Sobol design with the fitted practical model, the
+    scale-free Chebyshev scalarization and the default width.
 
     Args:
         observe: ``N x d -> N x n`` noisy observations (objectives maximised unless the
             scalarizations say otherwise).
         initial_X: ``N0 x d`` initial design, observed before round 1. ``N0 = 0`` (the
             paper's start with no data) works when ``observe`` maps an empty batch to a
-            ``0 x n`` tensor and ``model_factory`` accepts empty data.
-        num_rounds: Number of rounds T (``T · q`` evaluations).
+            ``0 x n`` tensor and ``model_factory`` accepts empty data. Default (needs the
+            box: ``bounds`` or a :class:`BoxOptimizer`): a scrambled Sobol design of
+            :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2d) points.
+        num_rounds: Number of rounds T (``T · q`` evaluations); required.
         model_factory: ``(X, Y) -> Model`` fitted on the initial data (and on all data for
-            ``update="refit"``).
+            ``update="refit"`` and the refits of ``refit_every``). Default (needs the box):
+            :func:`~botorch_mtucb.models.practical_multitask_gp` on ``bounds``.
         acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction`` (q = 1).
+            Default: :func:`scalarized_ucb_factory` () (directional bound, the default β of
+            :class:`ScalarizedMultiTaskUCB`).
         optimizer: ``acqf -> 1 x d`` maximiser (:class:`BoxOptimizer`,
-            :class:`FiniteArmOptimizer`, or any callable).
+            :class:`FiniteArmOptimizer`, or any callable). Default (needs ``bounds``):
+            ``BoxOptimizer(bounds, num_restarts=4, raw_samples=256)`` seeded from
+            ``generator``.
         scalarization_sampler: ``generator -> s_λ`` drawing λ_t ~ P_λ each round (e.g.
             :class:`~botorch_mtucb.acquisition.ScalarizationSampler`); ``None`` for n = 1.
+            With the default acquisition: ``ScalarizationSampler(n, "chebyshev",
+            ref_point="data")`` (scale-free, augmented; n ≥ 2).
         true_f: Noise-free ``N x d -> N x n`` objective, to record regret.
         regret_X: ``M x d`` points over which max_x s_λ(f(x)) is taken; defaults to the arms of
             a :class:`FiniteArmOptimizer`.
@@ -144,18 +176,32 @@ def run_bo_loop(
         update: ``"condition"`` (``condition_on_observations``), ``"refit"``
             (``model_factory`` on all data), or ``(model, X_round, Y_round) -> Model`` (``q x d``,
             ``q x n``: the round's points).
-        refit_every: If ``k > 0``, call ``model_factory`` on all data after every k-th round
-            instead of ``update`` (e.g. condition cheaply, refit hyperparameters now and then).
-        generator: ``torch.Generator`` for the λ_t draws.
+        refit_every: When to call ``model_factory`` on all data instead of ``update``
+            (condition cheaply, refit hyperparameters now and then): an int ``k > 0`` (after
+            every k-th round), 0 (never), or ``(t, N, N_fit) -> bool`` such as
+            :class:`~botorch_mtucb.loop_defaults.RefitSchedule` (its docstring has the
+            measured refit cost). Default: ``RefitSchedule()`` (every round up to N = 20, then
+            when N has grown 10 % since the last fit) with the default model, 0 with a given
+            ``model_factory`` (its hyperparameters are the caller's).
+        generator: ``torch.Generator`` for the λ_t draws (and the seed of the default design
+            and optimizer).
         progress: Show a tqdm progress bar with the running time-average regret.
         q: Batch size: points chosen per round before observing them (module docstring; the
             acquisition must support ``set_X_pending`` when ``q > 1``). One λ_t per point.
+        bounds: ``2 x d`` box of the domain, for the default design, model and optimizer
+            (taken from a :class:`BoxOptimizer` when not given; both must then agree).
 
     Returns:
         The :class:`LoopHistory`.
     """
-    if not isinstance(num_rounds, int) or num_rounds < 0:
+    if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 0:
         raise ValueError(f"`num_rounds` must be an integer >= 0, got {num_rounds!r}.")
+    if initial_X is not None:
+        check_finite(initial_X, "initial_X")
+    box = resolve_box(bounds, optimizer, initial_X)
+    seed = draw_seed(generator) if initial_X is None or optimizer is None else 0
+    if initial_X is None:
+        initial_X = default_initial_X(box, seed)
     check_finite(initial_X, "initial_X")
     if initial_X.dim() != 2 or not initial_X.is_floating_point():
         raise ValueError(
@@ -163,8 +209,21 @@ def run_bo_loop(
         )
     if update not in ("condition", "refit") and not callable(update):
         raise ValueError(f"`update` must be 'condition', 'refit' or a callable, got {update!r}.")
-    if not isinstance(refit_every, int) or refit_every < 0:
-        raise ValueError(f"`refit_every` must be an integer >= 0, got {refit_every!r}.")
+    if refit_every is None:
+        refit_every = RefitSchedule() if model_factory is None else 0
+    check_refit_rule(refit_every)
+    if model_factory is None:
+        if box is None:
+            raise ValueError(
+                "`model_factory=None` (practical_multitask_gp on the box) needs `bounds=` "
+                "(2 x d) or a BoxOptimizer."
+            )
+        model_factory = practical_model_factory(box)
+    default_acquisition = acquisition_factory is None
+    if default_acquisition:
+        acquisition_factory = scalarized_ucb_factory()
+    if optimizer is None:
+        optimizer = default_optimizer(box, seed + 1)
     if isinstance(q, bool) or not isinstance(q, int) or q < 1:
         raise ValueError(f"`q` (batch size) must be a positive integer, got {q!r}.")
     if true_f is not None and regret_X is None:
@@ -190,7 +249,10 @@ def run_bo_loop(
     if Y_all.dim() != 2 or Y_all.shape[0] != X_all.shape[0]:
         raise ValueError(f"`observe` must return an N x n tensor, got shape {tuple(Y_all.shape)}.")
     history = LoopHistory(initial_X=X_all.clone(), initial_Y=Y_all.clone())
+    if default_acquisition and scalarization_sampler is None:
+        scalarization_sampler = default_sampler(Y_all.shape[-1])
     model = model_factory(X_all, Y_all)
+    N_fit = X_all.shape[0]
 
     rounds = range(1, num_rounds + 1)
     bar = None
@@ -228,8 +290,9 @@ def run_bo_loop(
         check_finite(Y_round, "observe(x_t)")
         X_all = torch.cat([X_all, X_round])
         Y_all = torch.cat([Y_all, Y_round])
-        if update == "refit" or (refit_every and t % refit_every == 0):
+        if update == "refit" or refit_due(refit_every, t, X_all.shape[0], N_fit):
             model = model_factory(X_all, Y_all)
+            N_fit = X_all.shape[0]
         elif update == "condition":
             model = condition_model(model, X_round, Y_round)
         else:
