@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from botorch.acquisition import AcquisitionFunction
+import torch
+from botorch.acquisition import AcquisitionFunction, OneShotAcquisitionFunction
 from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from torch import Tensor
 
@@ -82,12 +83,28 @@ class FiniteArmOptimizer:
         check_finite(choices, "choices")
         if choices.dim() != 2 or choices.shape[0] == 0:
             raise ValueError(f"`choices` must be a non-empty A x d tensor, got {choices.shape}.")
+        if int(max_batch_size) < 1:
+            raise ValueError(f"`max_batch_size` must be a positive integer, got {max_batch_size}.")
         self.choices = choices.clone()
-        self.max_batch_size = max_batch_size
+        self.max_batch_size = int(max_batch_size)
+        self._batched = self.choices.unsqueeze(-2)  # A x 1 x d, what the acquisition sees
+        self._chunks = self._batched.split(self.max_batch_size)
 
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
-        """Return the ``1 x d`` best arm."""
-        cand, _ = optimize_acqf_discrete(
-            acqf, q=1, choices=self.choices, max_batch_size=self.max_batch_size
-        )
-        return cand.detach()
+        """Return the ``1 x d`` best arm.
+
+        The ``q = 1`` case of BoTorch's ``optimize_acqf_discrete`` (same batches, same
+        ``torch.argmax``, so the same arm), without its per-call set-up: the loop calls this
+        every round of a finite-arm run. One-shot acquisitions go to BoTorch (which refuses).
+        """
+        if isinstance(acqf, OneShotAcquisitionFunction):
+            cand, _ = optimize_acqf_discrete(
+                acqf, q=1, choices=self.choices, max_batch_size=self.max_batch_size
+            )
+            return cand.detach()
+        with torch.no_grad():
+            if len(self._chunks) == 1:
+                values = acqf(self._batched)
+            else:
+                values = torch.cat([acqf(chunk) for chunk in self._chunks])
+        return self._batched[torch.argmax(values)].clone()  # not a view of the arm set

@@ -33,6 +33,25 @@ def test_finite_arms_give_the_exact_argmax_and_box_finds_the_optimum():
     assert x.shape == (1, 2) and torch.allclose(x[0], c, atol=1e-4)
 
 
+@pytest.mark.parametrize("max_batch_size", [2048, 7])
+def test_finite_arms_equal_optimize_acqf_discrete(max_batch_size):
+    from botorch.optim import optimize_acqf_discrete
+
+    g = torch.Generator().manual_seed(1)
+    arms = torch.rand(40, 2, generator=g, dtype=DT)
+    arms[25] = arms[3]  # a tie: both take the first
+    for c in (arms[3], torch.rand(2, generator=g, dtype=DT)):
+        acqf = _Quadratic(c)
+        ref, _ = optimize_acqf_discrete(acqf, q=1, choices=arms, max_batch_size=max_batch_size)
+        opt = FiniteArmOptimizer(arms, max_batch_size=max_batch_size)
+        x = opt(acqf)
+        assert x.shape == (1, 2) and torch.equal(x, ref)
+        x.add_(1.0)  # the caller's copy: the arm set is untouched
+        assert torch.equal(opt(acqf), ref)
+    with pytest.raises(ValueError, match="max_batch_size"):
+        FiniteArmOptimizer(arms, max_batch_size=0)
+
+
 def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="bounds"):
         BoxOptimizer(torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT))
