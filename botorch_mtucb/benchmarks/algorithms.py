@@ -42,7 +42,7 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
 * ``Sobol``: no model.
 
 The initial design is not the algorithm's: the runner starts every algorithm of a trial from
-the experiment's (:class:`~botorch_mtucb.benchmarks.experiments.InitialDesign`).
+the experiment's (:class:`~botorch_mtucb.benchmarks.problems.InitialDesign`).
 
 Heavy-tailed entries live in :mod:`botorch_mtucb.benchmarks.ht_algorithms`; the registry
 merges both.

@@ -5,6 +5,11 @@ Examples::
     python -m botorch_mtucb.benchmarks list
     python -m botorch_mtucb.benchmarks run rkhs-n2 --trials 5 --horizon 100 --out runs/rkhs2
     python -m botorch_mtucb.benchmarks run se-student --fast --out /tmp/ht
+    python -m botorch_mtucb.benchmarks run se-student --noise student-t:1.5 --out runs/t15
+    python -m botorch_mtucb.benchmarks run se-pareto --noise contaminated:0.02x1000 --out runs/c
+    python -m botorch_mtucb.benchmarks run mo-branin-currin --trials 10 --out runs/bc  # Sobol start
+    python -m botorch_mtucb.benchmarks run mo-branin-currin --paper --out runs/bc-paper
+    python -m botorch_mtucb.benchmarks run mo-zdt1 --initial-design sobol:16 --out runs/zdt1-16
     python -m botorch_mtucb.benchmarks run se-pareto --trials 10 --workers 2 --out runs/sp
     python -m botorch_mtucb.benchmarks run --resume --out runs/sp     # after a kill
     python -m botorch_mtucb.benchmarks run rkhs-n20 --scheduler tcp://head:8786 --out runs/r20
@@ -64,6 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "'paper' (one random point; the papers' experiments' default), "
                         "'sobol' (scrambled Sobol, max(5, 2d) points; the mo-* default), "
                         "'sobol:N', or 'random:N' (N random points or distinct arms)")
+    r.add_argument("--noise", default=None, metavar="SPEC",
+                   help="noise model instead of the paper's: 'student-t:NU[@SCALE]', "
+                        "'pareto:SHAPE[@SCALE]', 'contaminated:RATExMULT[@SIGMA]' or "
+                        "'gaussian:SIGMA' (e.g. student-t:1.5, pareto:1.6, "
+                        "contaminated:0.02x1000) for se-student / se-pareto / matern-student "
+                        "(y = f + noise, its natural alpha, honest v); only gaussian:SIGMA for "
+                        "the multi-objective experiments; stock and light-sensor take none")
+    r.add_argument("--paper", action="store_true",
+                   help="the papers' settings in one flag: spectral bound, Chebyshev "
+                        "scalarization, the authors' constants, each method's paper radius, "
+                        "the papers' initial design and noise, no practical-defaults "
+                        "algorithms (MT-UCB, IT-UCB, *-practical); conflicting options are "
+                        "refused")
     _data_args(r)
     r.add_argument("--workers", type=int, default=0, metavar="N",
                    help="run the trials on N local processes (results identical to serial)")
@@ -111,7 +129,8 @@ def _data_args(p: argparse.ArgumentParser) -> None:
 def _list() -> None:
     print("Experiments:")
     for e in EXPERIMENTS.values():
-        print(f"  {e.name:<16} {e.kind:<13} T={e.horizon:<6} trials={e.trials:<3} {e.paper}")
+        print(f"  {e.name:<20} {e.kind:<13} T={e.horizon:<6} trials={e.trials:<3} "
+              f"start={e.initial_design:<6} {e.paper}")
     print("\nAlgorithms:")
     for a in ALGORITHMS.values():
         print(f"  {a.name:<20} {a.kind:<13} {a.description}")
@@ -221,13 +240,19 @@ def _run(args: argparse.Namespace) -> int:
         else:
             out = args.out or f"benchmark-runs/{args.experiment}"
             opts = ExperimentOptions(args.data_dir, args.intel_data, args.intel_locs,
-                                     args.continuous, initial_design=args.initial_design)
+                                     args.continuous, args.noise, args.initial_design)
+            config = dict(algorithms=args.algorithms, bound=args.bound or "spectral",
+                          scalarization=args.scalarization or "chebyshev",
+                          constants=args.constants or "authors", options=opts)
+            if args.paper:
+                from botorch_mtucb.benchmarks.experiments import paper_settings
+
+                config = paper_settings(args.experiment, args.algorithms, args.bound,
+                                        args.scalarization, args.constants, opts, args.fast)
             res = run_experiment(
-                args.experiment, algorithms=args.algorithms, trials=args.trials,
-                horizon=args.horizon, seed=args.seed or 0, first_trial=args.first_trial or 0,
-                out_dir=out, fast=args.fast, bound=args.bound or "spectral",
-                scalarization=args.scalarization or "chebyshev",
-                constants=args.constants or "authors", options=opts, **execution,
+                args.experiment, trials=args.trials, horizon=args.horizon, seed=args.seed or 0,
+                first_trial=args.first_trial or 0, out_dir=out, fast=args.fast, **config,
+                **execution,
             )
     except (ValueError, FileNotFoundError, ImportError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -248,7 +273,7 @@ def _check_resume(args: argparse.Namespace, out: str) -> None:
 
     from botorch_mtucb.benchmarks.algorithms import get_algorithm
     from botorch_mtucb.benchmarks.fileio import read_json
-    from botorch_mtucb.benchmarks.manifest import MANIFEST_FILE
+    from botorch_mtucb.benchmarks.manifest import MANIFEST_FILE, canonical_noise
 
     path = Path(out) / MANIFEST_FILE
     if not path.is_file():
@@ -267,8 +292,20 @@ def _check_resume(args: argparse.Namespace, out: str) -> None:
             "intel_data": args.intel_data, "intel_locs": args.intel_locs}
     bad = [f"{k} {v!r} (the run has {m.get(k)!r})" for k, v in given.items()
            if v is not None and m.get(k) is not None and v != m.get(k)]
+    theirs = m.get("options", {}).get("noise")
+    if args.noise is not None and canonical_noise(args.noise) != theirs:
+        bad.append(f"noise {canonical_noise(args.noise)!r} (the run has {theirs!r})")
+    if args.paper:
+        from botorch_mtucb.benchmarks.experiments import paper_settings
+
+        try:
+            paper_settings(m["experiment"], m["algorithms"], m["bound"], m.get("scalarization"),
+                           m.get("constants"), ExperimentOptions(
+                               noise=theirs, initial_design=m.get("initial_design")))
+        except ValueError as err:
+            bad.append(f"--paper (the run does not use the papers' settings: {err})")
     if args.initial_design is not None:
-        from botorch_mtucb.benchmarks.experiments import InitialDesign
+        from botorch_mtucb.benchmarks.problems import InitialDesign
 
         want, have = InitialDesign.parse(args.initial_design), m.get("initial_design", "paper")
         # 'sobol' matches the run's 'sobol:N' (its size resolved from d)

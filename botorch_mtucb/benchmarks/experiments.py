@@ -4,10 +4,10 @@ An experiment draws one problem instance per trial (``make_problem(seed, options
 lists the algorithms, horizon and number of trials of the paper, plus a reduced ``--fast``
 version (a few rounds, one or two trials) that CI runs.
 
-**Initial design** (:class:`InitialDesign`, a property of the experiment, overridable with
-``ExperimentOptions.initial_design`` / ``run --initial-design``): the points every algorithm
-of a trial observes before round 1, the same for all of them (common random numbers, drawn
-from the trial seed ``s_k``):
+**Initial design** (:class:`~.problems.InitialDesign`, a property of the experiment,
+overridable with ``ExperimentOptions.initial_design`` / ``run --initial-design``): the points
+every algorithm of a trial observes before round 1, the same for all of them (common random
+numbers, drawn from the trial seed ``s_k``):
 
 * ``"paper"`` — the papers' protocol: one uniformly random point of the domain (an arm on a
   finite domain) for the multi-task experiments (``ExactMultiTaskGP`` needs data; paper 000
@@ -38,9 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import Tensor
-
 from botorch_mtucb.benchmarks.heavy_tailed_problems import (
     light_sensor_problem,
     stock_problem,
@@ -54,15 +51,14 @@ from botorch_mtucb.benchmarks.multi_task_problems import (
     rkhs_problem,
 )
 from botorch_mtucb.benchmarks.noise_models import GaussianNoise, parse_noise
-from botorch_mtucb.benchmarks.problems import MultiTaskProblem
-from botorch_mtucb.utils.initial_design import initial_design_size, sobol_initial_design
+from botorch_mtucb.benchmarks.problems import InitialDesign, MultiTaskProblem
 
 __all__ = [
     "EXPERIMENTS",
     "Experiment",
     "ExperimentOptions",
-    "InitialDesign",
     "get_experiment",
+    "paper_settings",
 ]
 
 MT_ALGORITHMS = (
@@ -82,106 +78,6 @@ HT_FAST = ("TGP-UCB", "ATA-GP-UCB-Nystrom")
 
 
 @dataclass(frozen=True)
-class InitialDesign:
-    """The initial design of an experiment (module docstring).
-
-    Attributes:
-        kind: ``"paper"``, ``"sobol"`` or ``"random"``.
-        size: Number of points (``None``: one for ``"paper"``,
-            :func:`~botorch_mtucb.utils.initial_design.initial_design_size` for ``"sobol"``;
-            required for ``"random"``).
-    """
-
-    kind: str = "paper"
-    size: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("paper", "sobol", "random"):
-            raise ValueError(
-                f"`initial_design` must be 'paper', 'sobol', 'sobol:N' or 'random:N', got "
-                f"kind {self.kind!r}."
-            )
-        if self.size is not None and (
-            isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1
-        ):
-            raise ValueError(f"The initial design size must be an integer >= 1, got {self.size!r}.")
-        if self.kind == "paper" and self.size is not None:
-            raise ValueError("The 'paper' initial design has no size (one point, or none).")
-        if self.kind == "random" and self.size is None:
-            raise ValueError("The 'random' initial design needs a size: 'random:N'.")
-
-    @classmethod
-    def parse(cls, spec: str | InitialDesign) -> InitialDesign:
-        """From ``"paper"``, ``"sobol"``, ``"sobol:N"`` or ``"random:N"``."""
-        if isinstance(spec, InitialDesign):
-            return spec
-        if not isinstance(spec, str):
-            raise ValueError(f"`initial_design` must be a string, got {type(spec).__name__}.")
-        kind, _, size = spec.strip().lower().partition(":")
-        if size and not size.isdigit():
-            raise ValueError(
-                f"Malformed initial design {spec!r}: expected 'paper', 'sobol', 'sobol:N' or "
-                f"'random:N' with N a positive integer."
-            )
-        return cls(kind, int(size) if size else None)
-
-    @property
-    def spec(self) -> str:
-        """The spec string (``"paper"``, ``"sobol"``, ``"sobol:8"``, ``"random:5"``)."""
-        return self.kind if self.size is None else f"{self.kind}:{self.size}"
-
-    def resolve(self, problem: Any) -> InitialDesign:
-        """The design with its size fixed for ``problem`` (what the manifest records).
-
-        Raises:
-            ValueError: For a Sobol design on a finite domain, or a design other than
-                ``"paper"`` on a heavy-tailed problem (those start with no data).
-        """
-        if not isinstance(problem, MultiTaskProblem):
-            if self.kind != "paper":
-                raise ValueError(
-                    f"Heavy-tailed experiments start with no data (paper 001): initial design "
-                    f"{self.spec!r} is not supported, use 'paper'."
-                )
-            return self
-        if self.kind == "sobol":
-            if problem.is_finite:
-                raise ValueError(
-                    f"A Sobol initial design needs a continuous domain; {problem.name!r} has "
-                    f"{problem.arms.shape[0]} arms: use 'random:N' (N distinct arms)."
-                )
-            return InitialDesign("sobol", self.size or initial_design_size(problem.dim))
-        if self.kind == "random" and problem.is_finite and self.size > problem.arms.shape[0]:
-            raise ValueError(
-                f"Initial design {self.spec!r} asks for more points than the "
-                f"{problem.arms.shape[0]} arms of {problem.name!r}."
-            )
-        return self
-
-    def draw(self, problem: MultiTaskProblem, seed: int) -> Tensor:
-        """``N0 x d`` initial points of trial seed ``seed`` (float64 like the problem).
-
-        ``"paper"``: exactly the papers' protocol of this runner (one point from
-        ``torch.Generator().manual_seed(seed + 1)``); ``"sobol"``:
-        ``sobol_initial_design(bounds, N, seed + 1)``; ``"random"``: uniform points from the
-        same generator, or distinct arms (``randperm``).
-        """
-        design = self.resolve(problem)
-        g = torch.Generator().manual_seed(seed + 1)
-        if problem.is_finite:
-            if design.kind == "paper":
-                idx = torch.randint(0, problem.arms.shape[0], (1,), generator=g)
-            else:
-                idx = torch.randperm(problem.arms.shape[0], generator=g)[: design.size]
-            return problem.arms[idx].clone()
-        if design.kind == "sobol":
-            return sobol_initial_design(problem.bounds, design.size, seed + 1)
-        lo, hi = problem.bounds
-        n = 1 if design.kind == "paper" else design.size
-        return lo + (hi - lo) * torch.rand(n, problem.dim, generator=g, dtype=lo.dtype)
-
-
-@dataclass(frozen=True)
 class ExperimentOptions:
     """Problem options from the command line.
 
@@ -191,7 +87,7 @@ class ExperimentOptions:
         intel_locs: Intel lab ``mote_locs.txt``.
         continuous: Branin on the continuous unit square instead of a grid.
         noise: Noise spec (module docstring); ``None``: the paper's noise.
-        initial_design: Initial design spec (:class:`InitialDesign`); ``None``: the
+        initial_design: Initial design spec (:class:`~.problems.InitialDesign`); ``None``: the
             experiment's default.
     """
 
@@ -226,7 +122,7 @@ class Experiment:
         fast_horizon: Horizon of ``--fast``.
         fast_trials: Trials of ``--fast``.
         random_instance: Whether each trial draws a new function.
-        initial_design: Default initial design spec (:class:`InitialDesign`).
+        initial_design: Default initial design spec (:class:`~.problems.InitialDesign`).
     """
 
     name: str
@@ -356,6 +252,69 @@ EXPERIMENTS.update({
     )
     for name in MO_SUITE
 })
+
+
+def paper_settings(
+    experiment: str,
+    algorithms: list[str] | None = None,
+    bound: str | None = None,
+    scalarization: str | None = None,
+    constants: str | None = None,
+    options: ExperimentOptions | None = None,
+    fast: bool = False,
+) -> dict[str, Any]:
+    """The papers' settings for ``experiment`` (``run --paper``), refusing conflicting ones.
+
+    The papers' protocol: the spectral scalarized UCB of paper 000 eq. (2), the Chebyshev
+    scalarization of its §5, the authors' constants of paper 001 (the schedules that
+    reproduce its figures), each method's paper radius (Theorem 2 / 3, Appendix E, the
+    authors' β), the papers' initial design (one random point, none in paper 001) and the
+    papers' noise, and no practical-defaults entry (``MT-UCB``, ``IT-UCB``, ``*-practical``;
+    baselines and Sobol stay).
+
+    Args:
+        experiment: Experiment name.
+        algorithms: Algorithms asked for (default: the experiment's, practical ones left out).
+        bound: ``bound`` asked for, or ``None``.
+        scalarization: ``scalarization`` asked for, or ``None``.
+        constants: ``constants`` asked for, or ``None``.
+        options: Problem options asked for.
+        fast: Whether the ``--fast`` algorithm list is the default.
+
+    Returns:
+        ``run_experiment`` keyword arguments: ``algorithms``, ``bound``, ``scalarization``,
+        ``constants``, ``options``.
+
+    Raises:
+        ValueError: Naming each setting that is not the papers' (a practical algorithm, a
+            directional bound, a linear scalarization, the theorems' constants, another
+            initial design, a noise model).
+    """
+    from botorch_mtucb.benchmarks.algorithm_types import is_practical
+    from botorch_mtucb.benchmarks.algorithms import get_algorithm
+
+    exp = get_experiment(experiment)
+    options = options or ExperimentOptions()
+    paper = {"bound": "spectral", "scalarization": "chebyshev", "constants": "authors"}
+    asked = {"bound": bound, "scalarization": scalarization, "constants": constants}
+    bad = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != paper[k]]
+    if options.initial_design not in (None, "paper"):
+        bad.append(f"--initial-design {options.initial_design}")
+    if options.noise is not None:
+        bad.append(f"--noise {options.noise}")
+    if algorithms:
+        bad += [f"algorithm {a} (practical defaults)" for a in algorithms
+                if is_practical(get_algorithm(a))]
+    if bad:
+        raise ValueError(f"--paper runs the papers' settings; these are not: {', '.join(bad)}.")
+    default = exp.fast_algorithms if fast else exp.algorithms
+    algs = list(algorithms) if algorithms else [
+        a for a in default if not is_practical(get_algorithm(a))
+    ]
+    if not algs:
+        raise ValueError(f"--paper leaves no algorithm of {experiment!r}'s default list.")
+    return dict(algorithms=algs, **paper,
+                options=dataclasses.replace(options, initial_design="paper"))
 
 
 def get_experiment(name: str) -> Experiment:

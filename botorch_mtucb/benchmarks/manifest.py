@@ -105,7 +105,7 @@ def make_manifest(
 ) -> dict[str, Any]:
     """The manifest of a run (a JSON-able dict; see the module docstring).
 
-    ``initial_design`` is the resolved spec (:meth:`~.experiments.InitialDesign.resolve`).
+    ``initial_design`` is the resolved spec (:meth:`~.problems.InitialDesign.resolve`).
     """
     out = {
         "format": FORMAT, "experiment": experiment, "paper": paper,

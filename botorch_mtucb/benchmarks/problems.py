@@ -24,9 +24,12 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_mtucb.utils.initial_design import initial_design_size, sobol_initial_design
+
 __all__ = [
     "ArmLookup",
     "HeavyTailedProblem",
+    "InitialDesign",
     "MultiTaskProblem",
     "QFFSpec",
 ]
@@ -81,9 +84,8 @@ class MultiTaskProblem:
         delta: Confidence δ of the radii (paper: 0.1).
         notes: Free-text provenance (what was chosen where the paper is silent).
         initial_design: Spec of the initial design the runner starts every algorithm of a
-            trial from (:class:`~botorch_mtucb.benchmarks.experiments.InitialDesign`; the
-            experiment stamps it): ``"paper"`` (one random point) unless the experiment says
-            otherwise.
+            trial from (:class:`InitialDesign`; the experiment stamps it): ``"paper"`` (one
+            random point) unless the experiment says otherwise.
     """
 
     name: str
@@ -229,3 +231,109 @@ class HeavyTailedProblem:
             return self.sample_rewards(idx, generator).to(X).unsqueeze(-1)
 
         return observe
+
+
+@dataclass(frozen=True)
+class InitialDesign:
+    """The initial design the runner starts every algorithm of a trial from.
+
+    Specs (see :mod:`~botorch_mtucb.benchmarks.experiments` for which experiment uses which):
+    ``"paper"`` (one random point on a multi-task problem, none on a heavy-tailed one),
+    ``"sobol"`` / ``"sobol:N"`` (scrambled Sobol; by default N =
+    :func:`~botorch_mtucb.utils.initial_design.initial_design_size` (d); continuous domains),
+    ``"random:N"`` (uniform points, or N distinct arms).
+
+    Attributes:
+        kind: ``"paper"``, ``"sobol"`` or ``"random"``.
+        size: Number of points (``None``: one for ``"paper"``,
+            :func:`~botorch_mtucb.utils.initial_design.initial_design_size` for ``"sobol"``;
+            required for ``"random"``).
+    """
+
+    kind: str = "paper"
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("paper", "sobol", "random"):
+            raise ValueError(
+                f"`initial_design` must be 'paper', 'sobol', 'sobol:N' or 'random:N', got "
+                f"kind {self.kind!r}."
+            )
+        if self.size is not None and (
+            isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1
+        ):
+            raise ValueError(f"The initial design size must be an integer >= 1, got {self.size!r}.")
+        if self.kind == "paper" and self.size is not None:
+            raise ValueError("The 'paper' initial design has no size (one point, or none).")
+        if self.kind == "random" and self.size is None:
+            raise ValueError("The 'random' initial design needs a size: 'random:N'.")
+
+    @classmethod
+    def parse(cls, spec: str | InitialDesign) -> InitialDesign:
+        """From ``"paper"``, ``"sobol"``, ``"sobol:N"`` or ``"random:N"``."""
+        if isinstance(spec, InitialDesign):
+            return spec
+        if not isinstance(spec, str):
+            raise ValueError(f"`initial_design` must be a string, got {type(spec).__name__}.")
+        kind, _, size = spec.strip().lower().partition(":")
+        if size and not size.isdigit():
+            raise ValueError(
+                f"Malformed initial design {spec!r}: expected 'paper', 'sobol', 'sobol:N' or "
+                f"'random:N' with N a positive integer."
+            )
+        return cls(kind, int(size) if size else None)
+
+    @property
+    def spec(self) -> str:
+        """The spec string (``"paper"``, ``"sobol"``, ``"sobol:8"``, ``"random:5"``)."""
+        return self.kind if self.size is None else f"{self.kind}:{self.size}"
+
+    def resolve(self, problem: object) -> InitialDesign:
+        """The design with its size fixed for ``problem`` (what the manifest records).
+
+        Raises:
+            ValueError: For a Sobol design on a finite domain, or a design other than
+                ``"paper"`` on a heavy-tailed problem (those start with no data).
+        """
+        if not isinstance(problem, MultiTaskProblem):
+            if self.kind != "paper":
+                raise ValueError(
+                    f"Heavy-tailed experiments start with no data (paper 001): initial design "
+                    f"{self.spec!r} is not supported, use 'paper'."
+                )
+            return self
+        if self.kind == "sobol":
+            if problem.is_finite:
+                raise ValueError(
+                    f"A Sobol initial design needs a continuous domain; {problem.name!r} has "
+                    f"{problem.arms.shape[0]} arms: use 'random:N' (N distinct arms)."
+                )
+            return InitialDesign("sobol", self.size or initial_design_size(problem.dim))
+        if self.kind == "random" and problem.is_finite and self.size > problem.arms.shape[0]:
+            raise ValueError(
+                f"Initial design {self.spec!r} asks for more points than the "
+                f"{problem.arms.shape[0]} arms of {problem.name!r}."
+            )
+        return self
+
+    def draw(self, problem: MultiTaskProblem, seed: int) -> Tensor:
+        """``N0 x d`` initial points of trial seed ``seed`` (float64 like the problem).
+
+        ``"paper"``: exactly the papers' protocol of this runner (one point from
+        ``torch.Generator().manual_seed(seed + 1)``); ``"sobol"``:
+        ``sobol_initial_design(bounds, N, seed + 1)``; ``"random"``: uniform points from the
+        same generator, or distinct arms (``randperm``).
+        """
+        design = self.resolve(problem)
+        g = torch.Generator().manual_seed(seed + 1)
+        if problem.is_finite:
+            if design.kind == "paper":
+                idx = torch.randint(0, problem.arms.shape[0], (1,), generator=g)
+            else:
+                idx = torch.randperm(problem.arms.shape[0], generator=g)[: design.size]
+            return problem.arms[idx].clone()
+        if design.kind == "sobol":
+            return sobol_initial_design(problem.bounds, design.size, seed + 1)
+        lo, hi = problem.bounds
+        n = 1 if design.kind == "paper" else design.size
+        return lo + (hi - lo) * torch.rand(n, problem.dim, generator=g, dtype=lo.dtype)

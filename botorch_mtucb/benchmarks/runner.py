@@ -2,7 +2,7 @@
 
 Common random numbers: within trial ``k`` (seed ``s_k = 1000·seed + k``) every algorithm gets
 the same problem instance, the same initial design (the experiment's
-:class:`~.experiments.InitialDesign`, drawn from ``s_k + 1``: one random point in the papers'
+:class:`~.problems.InitialDesign`, drawn from ``s_k + 1``: one random point in the papers'
 protocol, scrambled Sobol points of a size that grows with d in the ``mo-*`` suite), the
 same λ_t sequence (a generator seeded
 with ``s_k + 3``), the same noise stream (``s_k + 2``; noise draws are consumed one per round,
@@ -42,11 +42,7 @@ from botorch_mtucb.acquisition.scalarization import (
     sample_scalarization_weights,
 )
 from botorch_mtucb.benchmarks.algorithms import RunConfig, get_algorithm
-from botorch_mtucb.benchmarks.experiments import (
-    ExperimentOptions,
-    InitialDesign,
-    get_experiment,
-)
+from botorch_mtucb.benchmarks.experiments import ExperimentOptions, get_experiment
 from botorch_mtucb.benchmarks.fileio import read_json, write_json
 from botorch_mtucb.benchmarks.manifest import (
     MANIFEST_FILE,
@@ -71,7 +67,11 @@ from botorch_mtucb.benchmarks.parallel import (
     execute,
     require_distributed,
 )
-from botorch_mtucb.benchmarks.problems import HeavyTailedProblem, MultiTaskProblem
+from botorch_mtucb.benchmarks.problems import (
+    HeavyTailedProblem,
+    InitialDesign,
+    MultiTaskProblem,
+)
 from botorch_mtucb.benchmarks.results import ExperimentResult, TrialResult
 from botorch_mtucb.loop import BoxOptimizer, FiniteArmOptimizer, run_bo_loop
 
@@ -107,7 +107,7 @@ def run_trial(
 ) -> TrialResult:
     """One algorithm on one problem instance with the trial's common random numbers.
 
-    ``initial_design`` (an :class:`~.experiments.InitialDesign` spec) overrides the design
+    ``initial_design`` (an :class:`~.problems.InitialDesign` spec) overrides the design
     the experiment stamped on ``problem`` (``problem.initial_design``; ``"paper"`` if none).
     """
     spec = get_algorithm(algorithm)

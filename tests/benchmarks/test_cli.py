@@ -183,3 +183,97 @@ def test_cli_initial_design_recorded_and_resume_refuses_another(tmp_path, capsys
                  "--initial-design", "sobol"])
     assert code == 2 and "continuous domain" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_cli_noise_reaches_the_problem_and_is_recorded(tmp_path, capsys):
+    from botorch_mtucb.benchmarks.heavy_tailed_problems import synthetic_heavy_tailed_problem
+    from botorch_mtucb.benchmarks.noise_models import StudentTNoise
+
+    out = tmp_path / "t15"
+    base = ["run", "se-student", "--algorithms", "GP-UCB", "--trials", "1", "--horizon", "6",
+            "--out", str(out), "--no-progress"]
+    assert main([*base, "--noise", "Student-T:1.50"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["options"]["noise"] == "student-t:1.5"
+    blob = _load_trials(out)["trial00_GP-UCB.json"]
+    assert "student-t:1.5" in blob["settings"]["problem_notes"]
+    # y_t = f(x_t) + ε_t, ε from the trial's noise stream (seed s_k + 2), one draw per round
+    p = synthetic_heavy_tailed_problem("se", "student-t:1.5", 0)
+    X = torch.tensor(blob["x"], dtype=DT)
+    idx = torch.cdist(X, p.arms).argmin(dim=-1)
+    g = torch.Generator().manual_seed(2)
+    eps = torch.cat([StudentTNoise(df=1.5).sample((1,), g) for _ in range(6)])
+    torch.testing.assert_close(torch.tensor(blob["y"], dtype=DT).reshape(-1),
+                               p.mean_rewards[idx] + eps, rtol=0, atol=1e-12)
+    capsys.readouterr()
+    assert main(["run", "--resume", "--out", str(out), "--noise", "student-t:1.5",
+                 "--no-progress"]) == 0
+    code = main(["run", "--resume", "--out", str(out), "--noise", "pareto:1.6", "--no-progress"])
+    assert code == 2 and "noise 'pareto:1.6' (the run has 'student-t:1.5')" in (
+        capsys.readouterr().err
+    )
+    code = main(base)  # the paper's noise into the folder of a Student-t(1.5) run
+    assert code == 2 and "options.noise: 'student-t:1.5' there, None here" in (
+        capsys.readouterr().err
+    )
+    paper = tmp_path / "paper"
+    assert main([*base[:-3], "--out", str(paper), "--no-progress"]) == 0
+    assert "noise" not in json.loads((paper / "manifest.json").read_text())["options"]
+    capsys.readouterr()
+    code = main(["run", "--resume", "--out", str(paper), "--noise", "gaussian:0.1",
+                 "--no-progress"])
+    assert code == 2 and "noise 'gaussian:0.1' (the run has None)" in capsys.readouterr().err
+    for exp, spec, match in [("stock", "student-t:2", "real data"),
+                             ("mo-zdt1", "student-t:2", "must be 'gaussian:SIGMA'"),
+                             ("se-pareto", "student-t", "Malformed noise spec"),
+                             ("se-pareto", "cauchy:1", "Unknown noise kind")]:
+        code = main(["run", exp, "--fast", "--noise", spec, "--out", str(tmp_path / "x"),
+                     "--no-progress"])
+        assert code == 2 and match in capsys.readouterr().err, exp
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_gaussian_noise_on_a_multi_task_experiment(tmp_path):
+    from botorch_mtucb.benchmarks.multi_task_problems import rkhs_problem
+
+    out = tmp_path / "g"
+    assert main(["run", "rkhs-n2", "--algorithms", "MT-KB", "--trials", "1", "--horizon", "3",
+                 "--noise", "gaussian:0.5", "--out", str(out), "--no-progress"]) == 0
+    blob = _load_trials(out)["trial00_MT-KB.json"]
+    assert "noise gaussian:0.5" in blob["settings"]["problem_notes"]
+    p = rkhs_problem(2, 0)
+    g = torch.Generator().manual_seed(2)
+    torch.randn((1, 2), generator=g, dtype=DT)  # the initial point's observation
+    eps = torch.cat([torch.randn((1, 2), generator=g, dtype=DT) for _ in range(3)])
+    X = torch.tensor(blob["x"], dtype=DT)
+    torch.testing.assert_close(torch.tensor(blob["y"], dtype=DT), p.f(X) + 0.5 * eps,
+                               rtol=0, atol=1e-12)
+
+
+def test_cli_paper_flag(tmp_path, capsys):
+    out = tmp_path / "paper"
+    base = ["run", "mo-zdt1", "--trials", "1", "--horizon", "2", "--no-progress"]
+    assert main([*base, "--paper", "--algorithms", "Sobol", "MT-UCB-paper",
+                 "--out", str(out)]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert "initial_design" not in m and m["bound"] == "spectral"
+    assert m["scalarization"] == "chebyshev" and "noise" not in m["options"]
+    assert len(_load_trials(out)["trial00_Sobol.json"]["initial_X"]) == 1
+    capsys.readouterr()
+    assert main(["run", "--resume", "--paper", "--out", str(out), "--no-progress"]) == 0
+    for extra, match in [(["--algorithms", "MT-UCB"], "algorithm MT-UCB (practical defaults)"),
+                         (["--bound", "directional"], "--bound directional"),
+                         (["--scalarization", "linear"], "--scalarization linear"),
+                         (["--initial-design", "sobol"], "--initial-design sobol"),
+                         (["--noise", "gaussian:0.1"], "--noise gaussian:0.1")]:
+        code = main([*base, "--paper", *extra, "--out", str(tmp_path / "x")])
+        assert code == 2 and match in capsys.readouterr().err, extra
+    assert not (tmp_path / "x").exists()
+    sobol = tmp_path / "sobol"
+    assert main([*base, "--algorithms", "Sobol", "--out", str(sobol)]) == 0
+    capsys.readouterr()
+    code = main(["run", "--resume", "--paper", "--out", str(sobol), "--no-progress"])
+    assert code == 2 and "--initial-design sobol:8" in capsys.readouterr().err
+    code = main(["run", "se-student", "--paper", "--constants", "theory", "--fast",
+                 "--out", str(tmp_path / "x"), "--no-progress"])
+    assert code == 2 and "--constants theory" in capsys.readouterr().err

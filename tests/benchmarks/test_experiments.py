@@ -6,14 +6,10 @@ import pytest
 import torch
 from torch.quasirandom import SobolEngine
 
-from botorch_mtucb.benchmarks.experiments import (
-    EXPERIMENTS,
-    ExperimentOptions,
-    InitialDesign,
-    get_experiment,
-)
+from botorch_mtucb.benchmarks.experiments import EXPERIMENTS, ExperimentOptions, get_experiment
 from botorch_mtucb.benchmarks.mo_suite_problems import MO_SUITE, make_suite_problem
 from botorch_mtucb.benchmarks.multi_task_problems import rkhs_problem
+from botorch_mtucb.benchmarks.problems import InitialDesign
 
 DT = torch.float64
 
@@ -83,7 +79,9 @@ def test_experiments_stamp_their_design():
     assert raw.initial_design == "paper"  # the cached instance is not mutated
     opts = ExperimentOptions(initial_design="paper")
     assert get_experiment("mo-branin-currin").make_problem(0, opts) is raw
-    p = get_experiment("mo-branin-currin").make_problem(0, ExperimentOptions(initial_design="sobol:9"))
+    p = get_experiment("mo-branin-currin").make_problem(
+        0, ExperimentOptions(initial_design="sobol:9")
+    )
     assert p.initial_design == "sobol:9"
     # the papers' experiments: the instance as before (no stamp, same notes)
     p = get_experiment("rkhs-n2").make_problem(4, ExperimentOptions())
@@ -96,3 +94,25 @@ def test_experiments_stamp_their_design():
         get_experiment("rkhs-n2").make_problem(0, ExperimentOptions(initial_design="sobol"))
     with pytest.raises(ValueError, match="start with no data"):
         get_experiment("se-student").make_problem(0, ExperimentOptions(initial_design="sobol"))
+
+
+def test_paper_settings_drop_practical_entries(monkeypatch):
+    import dataclasses
+
+    from botorch_mtucb.benchmarks.experiments import paper_settings
+
+    s = paper_settings("mo-zdt1")
+    assert s["algorithms"] == ["MT-UCB-paper", "MOBO", "qLogNParEGO", "qLogNEHVI", "Sobol"]
+    assert (s["bound"], s["scalarization"], s["constants"]) == ("spectral", "chebyshev",
+                                                                "authors")
+    assert s["options"].initial_design == "paper"
+    assert paper_settings("rkhs-n2")["algorithms"] == list(EXPERIMENTS["rkhs-n2"].algorithms)
+    assert paper_settings("se-student", fast=True)["algorithms"] == ["TGP-UCB",
+                                                                     "ATA-GP-UCB-Nystrom"]
+    with pytest.raises(ValueError, match="TGP-UCB-practical .practical defaults"):
+        paper_settings("se-student", ["TGP-UCB", "TGP-UCB-practical"])
+    assert paper_settings("mo-zdt1", fast=True)["algorithms"] == ["qLogNParEGO"]
+    only_practical = dataclasses.replace(EXPERIMENTS["mo-zdt1"], fast_algorithms=("MT-UCB",))
+    monkeypatch.setitem(EXPERIMENTS, "mo-zdt1", only_practical)
+    with pytest.raises(ValueError, match="leaves no algorithm"):
+        paper_settings("mo-zdt1", fast=True)
