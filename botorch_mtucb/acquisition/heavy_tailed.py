@@ -107,6 +107,9 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         # ~20 µs, more than a whole TGP-UCB round, and this acquisition is rebuilt every round.
         state = _bare_module_state()
         state["_modules"]["model"] = model
+        # also a plain attribute: read without nn.Module.__getattr__ (µs per read); assigning
+        # ``acqf.model = m`` goes through nn.Module.__setattr__, which drops this entry first
+        state["model"] = model
         state["_buffers"]["beta"] = beta_t  # scalar or batch; read by the loop
         state.update(
             posterior_transform=None,
@@ -170,12 +173,13 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             raise AssertionError(
                 f"Expected X to be `batch_shape x q=1 x d`, but got X with shape {X.shape}."
             )
+        model = self.model
         if self._fast:
-            mean, var = self.model.mean_and_variance(X)  # (b1 x … x bk) x 1
+            mean, var = model.mean_and_variance(X)  # (b1 x … x bk) x 1
             sigma = var.clamp_min(1e-12).sqrt()
         else:
             mean, sigma = self._mean_and_sigma(X)
-        if self.variance_model is not self.model:
+        if self._pending is not None and self.variance_model is not model:  # GP-BUCB
             sigma = self._moments(self.variance_model, X)[1]
         if not self.maximize:
             mean = -mean

@@ -87,6 +87,10 @@ def test_cheap_construction_is_a_proper_module() -> None:
     a(Xt)
     assert seen == [1]
     assert a._buffers is not b._buffers and a._modules is not b._modules
+    other = TruncatedGP(X[:9], 2.0 * Y[:9], 1.0, 2.0, _rbf(), constants="authors")
+    a.model = other  # reassigned through nn.Module.__setattr__: read back consistently
+    assert a.model is other and dict(a.named_children()) == {"model": other}
+    torch.testing.assert_close(a(Xt), HeavyTailedUCB(other, beta=1.5)(Xt))
 
 
 def test_input_shapes_as_t_batch_mode_transform() -> None:
