@@ -22,15 +22,24 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 
+from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.utils.initial_design import check_bounds
 
-__all__ = ["PRACTICAL_NOISE_FLOOR", "practical_multitask_gp"]
+__all__ = [
+    "PRACTICAL_NOISE_FLOOR",
+    "PRACTICAL_NOISE_INIT",
+    "add_practical_noise_prior",
+    "practical_modules",
+    "practical_multitask_gp",
+]
 
 #: Lower bound of the learned noise variance (standardised units).
 PRACTICAL_NOISE_FLOOR = 1e-4
+#: Initial noise variance η of the fit (e^{−5}, standardised units).
+PRACTICAL_NOISE_INIT = math.exp(-5.0)
 
 
 def practical_multitask_gp(
@@ -93,29 +102,21 @@ def practical_multitask_gp(
     d, n = train_X.shape[-1], train_Y.shape[-1]
     if bounds is not None:
         bounds = check_bounds(bounds, d).to(train_X).clone()
-    if independent:
-        kernel = IndependentTasksKernel([_matern(d) for _ in range(n)])
-    else:
-        kernel = ICMKernel(_matern(d), num_tasks=n, rank=n)
+    kernel, mean = practical_modules(d, n, independent)
     known = train_Yvar is not None
     model = ExactMultiTaskGP(
         train_X,
         train_Y,
         covar_module=kernel,
-        noise=math.exp(-5.0),
+        noise=PRACTICAL_NOISE_INIT,
         learn_noise=not known,
         input_transform=None if bounds is None else Normalize(d, bounds=bounds),
         outcome_transform=Standardize(m=n),
-        mean_module=MultitaskMean(ConstantMean(), n),
+        mean_module=mean,
         train_Yvar=train_Yvar,
     )
     if not known:
-        lik = model.likelihood
-        lik.register_prior(
-            "noise_prior", LogNormalPrior(-4.0, 1.0), lambda m: m.noise,
-            lambda m, v: m._set_noise(v),
-        )
-        lik.raw_noise_constraint.lower_bound.fill_(PRACTICAL_NOISE_FLOOR)
+        add_practical_noise_prior(model)
     model = model.to(train_X)
     if fit and train_X.shape[0] >= 2:
         with warnings.catch_warnings():
@@ -124,6 +125,48 @@ def practical_multitask_gp(
                 ExactMarginalLogLikelihood(model.likelihood, model), **(fit_kwargs or {})
             )
     model.eval()
+    return model
+
+
+def practical_modules(
+    d: int, n: int, independent: bool = False
+) -> tuple[MultiTaskKernel, MultitaskMean]:
+    """The practical model's kernel and mean: ICM over Matérn-5/2 with BoTorch's
+    dimension-scaled prior and a learned full-rank B (``independent``: one Matérn-5/2 per
+    task, B = I), and a constant mean per task.
+
+    Args:
+        d: Input dimension.
+        n: Number of tasks (outputs).
+        independent: Independent tasks instead of the learned ICM B.
+
+    Returns:
+        ``(covar_module, mean_module)`` for :class:`ExactMultiTaskGP` (default dtype).
+    """
+    if independent:
+        kernel: MultiTaskKernel = IndependentTasksKernel([_matern(d) for _ in range(n)])
+    else:
+        kernel = ICMKernel(_matern(d), num_tasks=n, rank=n)
+    return kernel, MultitaskMean(ConstantMean(), n)
+
+
+def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
+    """Give a learned-noise model BoTorch's LogNormal(−4, 1) noise prior and the floor
+    :data:`PRACTICAL_NOISE_FLOOR` (in place; returns ``model``).
+
+    Raises:
+        ValueError: If the model's noise is known (``train_Yvar``) or not learned.
+    """
+    if model.known_noise or not model.learn_noise:
+        raise ValueError(
+            "`model` must learn its noise (learn_noise=True, no train_Yvar) to take a noise prior."
+        )
+    lik = model.likelihood
+    lik.register_prior(
+        "noise_prior", LogNormalPrior(-4.0, 1.0), lambda m: m.noise,
+        lambda m, v: m._set_noise(v),
+    )
+    lik.raw_noise_constraint.lower_bound.fill_(PRACTICAL_NOISE_FLOOR)
     return model
 
 

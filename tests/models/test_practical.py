@@ -182,3 +182,20 @@ def test_data_validation():
         practical_multitask_gp(X[0], Y, bounds)
     with pytest.raises(ValueError, match="`train_Y` must be an N x n tensor with N = 12"):
         practical_multitask_gp(X, Y[:5], bounds)
+
+
+def test_noise_prior_helper_and_modules():
+    from gpytorch.priors import LogNormalPrior
+
+    from botorch_mtucb.models.practical import add_practical_noise_prior, practical_modules
+
+    X, Y, bounds = _data()
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    prior = model.likelihood.noise_prior
+    assert isinstance(prior, LogNormalPrior)
+    torch.testing.assert_close(prior.loc, torch.tensor(-4.0, dtype=prior.loc.dtype))
+    with pytest.raises(ValueError, match="`model` must learn its noise"):
+        add_practical_noise_prior(ExactMultiTaskGP(X, Y))  # the paper's fixed η
+    kernel, mean = practical_modules(2, 3)
+    assert isinstance(kernel, ICMKernel) and kernel.rank == 3 and len(mean.base_means) == 3
+    assert isinstance(practical_modules(2, 3, independent=True)[0], IndependentTasksKernel)
