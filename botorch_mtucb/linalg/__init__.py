@@ -17,6 +17,13 @@ from botorch_mtucb.linalg.nystrom import (
     psd_pinv_sqrt_factor,
     reduced_pinv_sqrt,
 )
+from botorch_mtucb.linalg.precision import (
+    PRECISION_BUDGET,
+    check_float_conditioning,
+    regularised_condition,
+    working_dtype,
+)
+from botorch_mtucb.linalg.ridge import spectral_ridge
 
 __all__ = [
     "CholeskyFactor",
@@ -32,5 +39,10 @@ __all__ = [
     "pivoted_cholesky",
     "psd_pinv_sqrt_factor",
     "reduced_pinv_sqrt",
+    "PRECISION_BUDGET",
+    "check_float_conditioning",
+    "regularised_condition",
+    "spectral_ridge",
+    "working_dtype",
     "use_icm_likelihood",
 ]

@@ -22,23 +22,29 @@ Two computational paths give the same numbers:
 
 Precision: ``V`` is factored with every eigenvalue at least ``λ`` before any inverse square
 root, by the SVD of ``Φ`` where the Gram would square the condition number
-(:func:`~botorch_mtucb.models.heavy_tailed_base.spectral_ridge`); past ``eps · tr/λ = 10``
-the model raises instead of returning inaccurate numbers.
+(:func:`~botorch_mtucb.linalg.spectral_ridge`). Where even that is inaccurate in float32
+(QFF: ``1e-3 · eps · κ̂ > 1e-3``, ``κ̂ = 1 + Σ_τ k(x_τ, x_τ)/λ``; Nyström: always, since
+the pseudo-inverse square root of ``K_D`` is rank-revealing, as in MT-BKB;
+:func:`~botorch_mtucb.linalg.working_dtype`) features and fit are computed in float64 and
+results returned in float32, with a ``NumericalWarning``.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor
 
 from botorch_mtucb.features.nystrom import NystromFeatures
 from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
-from botorch_mtucb.models.heavy_tailed_arm_history import ArmRewardHistory
+from botorch_mtucb.linalg.precision import regularised_condition, working_dtype
+from botorch_mtucb.linalg.ridge import RIDGE_ERROR_FACTOR, spectral_ridge
+from botorch_mtucb.models.heavy_tailed_arm_history import ArmRewardHistory, HeavyTailedBatch
 from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
     HeavyTailedModel,
     check_training_data,
-    spectral_ridge,
 )
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
@@ -130,14 +136,9 @@ class AdaptiveTruncationGP(HeavyTailedModel):
                 "`features` must be QuadratureFourierFeatures or NystromFeatures, got "
                 f"{type(features).__name__}."
             )
+        if kernel is not None:
+            self.nystrom_kernel = kernel  # a sub-module: in state_dict, moved by .to()
         self._init_data(X, y, ArmSet.resolve(arms, kernel, X), kernel)
-        if self._arms is not None:
-            arm_idx = self._idx_buf.view(self._t)
-            A = self._arms.num_arms
-            self._counts = torch.bincount(arm_idx, minlength=A).to(X)
-            self._history = ArmRewardHistory(arm_idx, y, A)
-            if self.kind == "nystrom":
-                self._K_A = self._arms.kernel_matrix(kernel).to(X)
         if self.kind == "nystrom":
             if sample_dictionary:
                 if dictionary_variances is None:
@@ -151,6 +152,36 @@ class AdaptiveTruncationGP(HeavyTailedModel):
                     "(NystromFeatures.with_dictionary)."
                 )
         self.features = features
+        with torch.no_grad():
+            self._build()
+
+    _STATE = (*HeavyTailedModel._STATE, "horizon", "kind")
+
+    def _arm_kernel(self):
+        return self.features.base_kernel if self.kind == "nystrom" else None
+
+    def _extra_primary(self) -> dict:
+        f = self.features
+        if self.kind == "qff":
+            return {"qff": (f.lengthscale.tolist(), f.num_nodes, f.dim)}
+        return {"dictionary": None if f.dictionary is None else f.dictionary.clone()}
+
+    def _import_extra(self, state: dict) -> None:
+        if self.kind == "qff":
+            ls, nodes, dim = state["qff"]
+            self.features = QuadratureFourierFeatures(ls, nodes, dim, max_features=2 * nodes**dim)
+        elif state["dictionary"] is not None:
+            self.features = self.features.with_dictionary(state["dictionary"])
+        for key in ("_basis_cache", "_dict_mask", "_K_A", "_cfeat"):
+            self.__dict__.pop(key, None)
+
+    def _build(self) -> None:
+        """Counts and reward history (arm path), then the fit, from the primary state."""
+        if self._arms is not None:
+            arm_idx = self._idx_buf.view(self._t)
+            A = self._arms.num_arms
+            self._counts = torch.bincount(arm_idx, minlength=A).to(self._dtype)
+            self._history = ArmRewardHistory(arm_idx, self._y_buf.view(self._t), A)
         self._fit()
 
     # ------------------------------------------------------------------ schedules
@@ -208,10 +239,36 @@ class AdaptiveTruncationGP(HeavyTailedModel):
     # ------------------------------------------------------------------ fitting
     @torch.no_grad()
     def _fit(self) -> None:
-        if self._arms is not None:
-            self._fit_arms()
+        """Working dtype (from ``κ̂ = 1 + Σ_τ k(x_τ, x_τ)/λ ≥ cond(V_t)``), then the fit."""
+        f, arms, t = self.features, self._arms, self._t
+        if self.kind == "qff":
+            trace = t * float(f.weights.sum())  # ‖φ(x)‖² = Σ_j ν_j
+        elif arms is not None:
+            trace = float((self._counts * f.prior_variance(arms.points)).sum())
         else:
-            self._fit_dense()
+            trace = float(f.prior_variance(self.train_X).sum()) if t else 0.0
+        # Nyström: the pseudo-inverse square root of K_D is rank-revealing, float64 always (as
+        # MT-BKB's); a float32 dictionary would drop directions (issue 15).
+        kappa = regularised_condition(trace, self.lam) if self.kind == "qff" else math.inf
+        cdt = self._cdtype = working_dtype(
+            self._dtype, kappa, f"AdaptiveTruncationGP ({self.kind})", RIDGE_ERROR_FACTOR
+        )
+        cached = self.__dict__.get("_cfeat")
+        if cached is None or cached[0] is not f or cached[1] != cdt:
+            cf = f
+            if self.kind == "nystrom" and f.dictionary is not None and f.dictionary.dtype != cdt:
+                cf = f.with_dictionary(f.dictionary.to(cdt))
+            self.__dict__["_cfeat"] = cached = (f, cdt, cf)
+        if arms is not None:
+            K_A = self.__dict__.get("_K_A")
+            if self.kind == "nystrom" and (K_A is None or K_A.dtype != cdt):
+                P = arms.points.to(cdt)
+                kern = f.base_kernel
+                self._K_A = (kern.matrix.to(cdt) if arms.by_index
+                             else kern(P, P).to_dense().to(cdt))
+            self._fit_arms(cached[2])
+        else:
+            self._fit_dense(cached[2])
 
     def _arm_basis(self) -> tuple[Tensor, Tensor]:
         """Factor ``F = F' Wᵀ`` of the ``A x m`` arm features, ``W`` (``m x r``) orthonormal.
@@ -222,11 +279,11 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         and ``W = Q`` exactly. The factor is cached for as long as the dictionary does not
         change.
         """
-        cache = getattr(self, "_basis_cache", None)
-        if cache is not None and cache[0] is self.features:
+        cache, cdt = getattr(self, "_basis_cache", None), self._cdtype
+        if cache is not None and cache[0] is self.features and cache[1].dtype == cdt:
             return cache[1], cache[2]
         if self.kind == "qff":
-            F = self.features(self._arms.points)
+            F = self.features(self._arms.points.to(cdt))
             U, S, Wh = torch.linalg.svd(F, full_matrices=False)
             rtol = max(1e-13, 10.0 * torch.finfo(F.dtype).eps)
             keep = S > rtol * S.max().clamp_min(1e-30) if S.numel() else S > 0
@@ -235,7 +292,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             Fp = self._K_A.new_zeros(self._arms.num_arms, 0)
             W = self._K_A.new_zeros(0, 0)
         else:
-            f = self.features
+            f = self.__dict__["_cfeat"][2]
             D_idx = self._arms.index(f.dictionary.to(self._K_A), "dictionary", f.base_kernel)
             Q, scale = f.factor
             W = Q.to(self._K_A)
@@ -243,7 +300,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         self.__dict__["_basis_cache"] = (self.features, Fp, W)
         return Fp, W
 
-    def _fit_arms(self) -> None:
+    def _fit_arms(self, cfeat) -> None:
         """Arm-space fit: ``V^{-1/2} = W C^{-1/2} Wᵀ + λ^{-1/2}(I − WWᵀ)`` with
         ``C = F'ᵀ diag(n) F' + λI_r``, hence ``G = F V^{-1/2} = F' C^{-1/2} Wᵀ`` and
         ``μ_A = F θ = F' C^{-1/2} Wᵀ r̂``; only an ``r x r`` factorisation per round.
@@ -252,7 +309,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         ``F' C^{-1/2}`` are its ``Φ V^{-1/2}`` divided by ``√n_a`` (computing them as
         ``F' C^{-1/2}`` would amplify round-off by up to ``λ^{-1/2}``)."""
         Fp, W = self._arm_basis()
-        n = self._counts
+        n = self._counts.to(Fp)
         r = Fp.shape[-1]
         sqrt_n = n.sqrt().unsqueeze(-1)
         Wc, e, DPt = spectral_ridge(sqrt_n * Fp, self.lam, rows=False)
@@ -265,7 +322,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             b = self.truncation_level()
             absG = G.abs()
             thr = torch.where(absG > 0, b / absG.clamp_min(1e-30), torch.full_like(G, torch.inf))
-            S = self._history.truncated_sums(thr)
+            S = self._history.truncated_sums(thr.to(self._dtype)).to(G)
             r_hat = (G * S).sum(0)
             theta_r = Z @ (W.transpose(-1, -2) @ r_hat)
         else:
@@ -278,9 +335,10 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         self.__dict__.update(_Fp_A=Fp, _P_A=P, _G_A=G, _r_hat=r_hat, _mean_A=Fp @ theta_r,
                              _var_A=var)
 
-    def _fit_dense(self) -> None:
-        X, y = self.train_X, self.train_Y[:, 0]
-        Phi = self.features(X)  # t x m
+    def _fit_dense(self, cfeat) -> None:
+        cdt = self._cdtype
+        X, y = self.train_X.to(cdt), self.train_Y[:, 0].to(cdt)
+        Phi = cfeat(X)  # t x m
         m = Phi.shape[-1]
         W, e, U = spectral_ridge(Phi, self.lam)  # U = V^{-1/2}Φᵀ, m x t
         if self.num_observations and m:
@@ -309,7 +367,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
                 K = self._K_A[idx.unsqueeze(-1), idx.unsqueeze(-2)]
                 cov = cov + K - F @ F.transpose(-1, -2)
             return self._mean_A[idx], cov
-        phi = self.features(X)  # ... x q x m
+        phi = self.__dict__["_cfeat"][2](X)  # ... x q x m (X in the working dtype)
         mean = phi @ self._theta
         phiB = phi @ self._B  # λ ‖φᵀB‖² = λ φᵀV⁻¹φ
         if full:
@@ -317,7 +375,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         else:
             cov = self.lam * phiB.square().sum(-1)
         if self.kind == "nystrom":
-            K = self.features.base_kernel(X, X, diag=not full).to_dense().to(self._dtype)
+            K = self.features.base_kernel(X, X, diag=not full).to_dense().to(self._cdtype)
             cov = cov + K - (phi @ phi.transpose(-1, -2) if full else phi.square().sum(-1))
         return mean, cov
 
@@ -325,19 +383,32 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         """``A`` approximate posterior variances ``σ²_t`` of all arms (arm path only)."""
         if self._arms is None:
             raise ValueError("`arm_variances` needs a finite arm set (`arms=` or Precomputed).")
-        return self._var_A
+        return self._var_A.to(self._dtype)
 
-    def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs) -> AdaptiveTruncationGP:
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, resample_dictionary: bool | None = None, **kwargs
+    ) -> AdaptiveTruncationGP | HeavyTailedBatch:
         """A new model with ``(X, Y)`` appended as rounds ``t+1, …, t+n``.
 
         All rewards are re-truncated at the new ``b_{t+n}``; a Nyström dictionary is redrawn
         from all training points with the variances of ``self`` (``σ²_{t}``, as in
-        Algorithm 2). ``self`` is left valid and unchanged.
+        Algorithm 2). ``self`` is left valid and unchanged. Batched (``X`` ``batch x n x d``,
+        ``Y`` ``num_fantasies x batch x n x 1``): a :class:`HeavyTailedBatch` of models, which
+        keep the current dictionary unless ``resample_dictionary=True`` is passed (a random
+        redraw per member would make look-ahead acquisitions random functions of ``X``).
 
         Args:
             X: ``n x d`` new inputs.
             Y: ``n x 1`` new raw rewards.
+            resample_dictionary: Nyström only: ``False`` keeps the current dictionary (default
+                ``True``, batched: ``False``).
         """
+        batched = self._condition_batched(
+            X, Y, {**kwargs, "resample_dictionary": bool(resample_dictionary)}
+        )
+        if batched is not None:
+            return batched
+        resample_dictionary = resample_dictionary is None or resample_dictionary
         t = self.num_observations
         kernel = self.features.base_kernel if self.kind == "nystrom" else None
         new, X, y, idx, host = self._appended_copy(X, Y, kernel)
@@ -352,10 +423,10 @@ class AdaptiveTruncationGP(HeavyTailedModel):
                 new._history = ArmRewardHistory(
                     new._idx_buf.view(new._t), new._y_buf.view(new._t), self._arms.num_arms
                 )
-            if self.kind == "nystrom":
+            if self.kind == "nystrom" and resample_dictionary:
                 new.features, mask = self._resample_arms(new)
                 new._dict_mask = (new.features, mask)
-        elif self.kind == "nystrom":
+        elif self.kind == "nystrom" and resample_dictionary:
             with torch.no_grad():
                 var = self.mean_and_variance(new.train_X)[1]
             new.features = self.features.resample(new.train_X, var, new.nystrom_q())

@@ -1,7 +1,9 @@
 """Shared plumbing of :class:`TruncatedGP` and :class:`AdaptiveTruncationGP`.
 
 Input validation, finite arm sets (index lookup and kernel matrix), append-only row storage,
-cheap model copies, the float32 conditioning guard and the BoTorch posterior wrapper. The
+cheap model copies, the primary state behind ``state_dict`` / ``.to`` and the BoTorch
+posterior wrapper (``check_float_conditioning`` and ``spectral_ridge`` are re-exported from
+:mod:`botorch_mtucb.linalg`, where they live now). The
 algorithms themselves live in ``truncated_gp.py`` and ``adaptive_truncation_gp.py``.
 
 Hot-path rules: posterior evaluations do no validation and no host synchronisation (inputs are
@@ -16,18 +18,26 @@ import math
 from typing import Any
 
 import torch
-from botorch.models.model import Model
+from botorch.models.model import FantasizeMixin, Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import Kernel
 from linear_operator import to_linear_operator
 from torch import Tensor
 
-from botorch_mtucb.models.heavy_tailed_arm_history import ArmSet, RowBuffer
+from botorch_mtucb.linalg.precision import MAX_EPS_KAPPA, check_float_conditioning  # noqa: F401
+from botorch_mtucb.linalg.ridge import spectral_ridge
+from botorch_mtucb.models.heavy_tailed_arm_history import (
+    ArmSet,
+    HeavyTailedBatch,
+    RowBuffer,
+    fantasize,
+)
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = [
     "ArmSet",
+    "HeavyTailedBatch",
     "HeavyTailedModel",
     "RowBuffer",
     "check_float_conditioning",
@@ -35,10 +45,6 @@ __all__ = [
     "shallow_copy_model",
     "spectral_ridge",
 ]
-
-#: Largest ``eps(dtype) · κ̂`` accepted, ``κ̂ = 1 + tr(K_t)/λ`` a bound on the condition number
-#: of ``K_t + λI`` (see :func:`check_float_conditioning`).
-MAX_EPS_KAPPA = 0.1
 
 _DICT_KEYS = ("_parameters", "_buffers", "_modules")
 
@@ -67,116 +73,86 @@ def check_training_data(train_X: Tensor, train_Y: Tensor) -> tuple[Tensor, Tenso
     return train_X, train_Y[:, 0].to(train_X)
 
 
-def check_float_conditioning(
-    trace: float, lam: float, dtype: torch.dtype, what: str, max_eps_kappa: float = MAX_EPS_KAPPA
-) -> None:
-    """Refuse a regularised system that ``dtype`` cannot solve accurately.
-
-    ``κ̂ = 1 + tr(K)/λ ≥ cond(K + λI)``; solves in a dtype with machine epsilon ``eps`` lose
-    about ``eps · κ`` of relative accuracy (measured for the TGP posterior mean in float32:
-    error ≈ 0.2 · eps · λ_max/λ). Above ``eps · κ̂ = 0.1`` the result could be off by several
-    percent of the reward scale, so the model raises instead of returning it.
-
-    Args:
-        trace: ``tr(K)`` (a bound on ``λ_max(K)``).
-        lam: The regulariser ``λ``.
-        dtype: The model's dtype.
-        what: Name of the model, for the message.
-        max_eps_kappa: Largest accepted ``eps · κ̂`` (ATA-GP-UCB's SVD-based fit is accurate to
-            ≈ 1e-3 · eps · κ and passes 10).
-    """
-    eps = torch.finfo(dtype).eps
-    kappa = 1.0 + trace / lam
-    if eps * kappa > max_eps_kappa:
-        raise ValueError(
-            f"{what} in {dtype} cannot be accurate here: with `lam`={lam:g} and tr(K_t)="
-            f"{trace:.3g}, cond(K_t + lam I) may reach {kappa:.2e} and eps·cond = "
-            f"{eps * kappa:.2g} > {max_eps_kappa}. Use float64 data or a larger `lam`."
-        )
-
-
-#: ``eps · tr(ΦᵀΦ)/λ`` up to which ``eigh`` of the Gram is accurate enough (else SVD of Φ).
-_GRAM_OK = 1e-6
-#: ``eps · tr(ΦᵀΦ)/λ`` above which a ridge fit refuses (SVD fit error ≈ 1e-3 · eps · κ).
-MAX_EPS_KAPPA_RIDGE = 10.0
-
-
-def spectral_ridge(
-    Phi: Tensor, lam: float, what: str = "AdaptiveTruncationGP", rows: bool = True
-) -> tuple[Tensor, Tensor, Tensor | None]:
-    """``V = ΦᵀΦ + λI = W diag(e) Wᵀ`` (every ``e ≥ λ``) and ``V^{-1/2} Φᵀ``, accurately.
-
-    Paper 001, Algorithm 2: ``V_t`` and the rows ``u_iᵀ`` of ``V_t^{-1/2} Φ_tᵀ``. When
-    ``eps · tr(ΦᵀΦ)/λ ≤ 1e-6`` the Gram's eigendecomposition is used with its eigenvalues
-    clamped at 0 before adding ``λ`` (never an inverse square root of round-off); otherwise
-    the SVD ``Φ = U S Wᵀ`` gives ``e = S² + λ`` and ``V^{-1/2} Φᵀ = W diag(S/√(S² + λ)) Uᵀ``
-    without squaring the condition number (float32 stays accurate to ≈ 1e-3 down to
-    ``λ = 1e-7`` with ``‖φ‖ = 1``, measured). One host sync (the trace).
-
-    Args:
-        Phi: ``t x m`` matrix (``t`` or ``m`` may be 0).
-        lam: Regulariser ``λ > 0``.
-        what: Model name for the error message.
-        rows: ``False`` skips ``V^{-1/2} Φᵀ`` on the Gram path (returned as ``None``; then
-            ``W diag(e^{-1/2}) Wᵀ Φᵀ`` is as accurate as it gets).
-
-    Returns:
-        ``(W, e, U)``: ``m x m`` orthonormal, ``m`` eigenvalues and the ``m x t`` matrix
-        ``U = V^{-1/2} Φᵀ`` whose rows are Algorithm 2's ``u_iᵀ`` (or ``None``).
-
-    Raises:
-        ValueError: if ``eps · (1 + tr(ΦᵀΦ)/λ) > 10`` (the dtype cannot give an accurate fit).
-    """
-    t, m = Phi.shape
-    if t == 0 or m == 0:
-        W = torch.eye(m, dtype=Phi.dtype, device=Phi.device)
-        return W, torch.full((m,), lam, dtype=Phi.dtype, device=Phi.device), Phi.new_zeros(m, t)
-    gram = Phi.transpose(-1, -2) @ Phi
-    trace = float(gram.diagonal().sum())
-    check_float_conditioning(trace, lam, Phi.dtype, what, MAX_EPS_KAPPA_RIDGE)
-    if torch.finfo(Phi.dtype).eps * trace / lam <= _GRAM_OK:
-        s2, W = torch.linalg.eigh(gram)
-        e = s2.clamp_min(0.0) + lam
-        if not rows:
-            return W, e, None
-        return W, e, ((W * e.rsqrt()) @ W.transpose(-1, -2)) @ Phi.transpose(-1, -2)
-    U, S, Wh = torch.linalg.svd(Phi, full_matrices=t < m)
-    k, W = S.shape[0], Wh.transpose(-1, -2)
-    e = torch.cat([S.square(), S.new_zeros(m - k)]) + lam
-    shrink = S * (S.square() + lam).rsqrt()
-    return W, e.clamp_min(lam), (W[:, :k] * shrink) @ U[:, :k].transpose(-1, -2)
-
-
-class HeavyTailedModel(Model):
+class HeavyTailedModel(Model, FantasizeMixin):
     """Common base: single output, no batch, posterior built from a mean and a covariance.
 
     State shared by both models: the regulariser ``lam``, the number of observations ``_t``,
     raw rewards in a :class:`RowBuffer` and either inputs (``_X_buf``) or arm indices
-    (``_idx_buf``) in another.
+    (``_idx_buf``) in another. The *primary* state (scalars named in ``_STATE``, the training
+    data, the arm set and what a subclass adds in :meth:`_extra_primary`) is what
+    ``state_dict()`` holds (as ``_extra_state``) and what ``.to()`` moves; everything else
+    (factors, caches) is rebuilt from it by :meth:`_build`. Factors live in the working dtype
+    ``_cdtype`` (:func:`~botorch_mtucb.linalg.working_dtype`: the data's, or float64 where the
+    data's would be inaccurate); results are returned in the data's dtype ``_dtype``.
     """
 
     _num_outputs = 1
+    fantasize = fantasize
+    _STATE: tuple[str, ...] = ("alpha", "v", "lam", "delta", "B", "constants", "truncate")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_load_state_dict_post_hook(_apply_loaded_state)
 
     @property
     def num_outputs(self) -> int:
         return 1
 
-    def _apply(self, fn, *args, **kwargs):
-        """Refuse ``.to`` / ``.float()`` / ``.cuda()`` that would change dtype or device.
+    # ------------------------------------------------------------------ state
+    def get_extra_state(self) -> dict[str, Any]:
+        """The primary state (copies): scalars, ``X``, raw ``y``, arms, subclass extras."""
+        arms = self._arms
+        return {
+            "scalars": {k: getattr(self, k) for k in self._STATE},
+            "X": self.train_X.detach().clone(),
+            "y": self._y_buf.view(self._t).detach().clone(),
+            "arms": None if arms is None else arms.points.clone(),
+            "by_index": None if arms is None else arms.by_index,
+            **self._extra_primary(),
+        }
 
-        The models' state is plain tensors (histories, factors), not parameters or buffers,
-        so ``nn.Module._apply`` would leave it behind silently; build the model on
-        ``train_X.to(...)`` instead. Moves that change nothing are allowed.
-        """
-        probe = torch.zeros(1, dtype=self._dtype, device=self.train_X.device)
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        """Keep ``state`` until the sub-modules are loaded too (then :meth:`_import_state`)."""
+        self.__dict__["_pending_state"] = state
+
+    def _extra_primary(self) -> dict[str, Any]:
+        return {}
+
+    def _import_state(self, state: dict[str, Any]) -> None:
+        """Replace the whole model state by ``state`` and rebuild factors and caches."""
+        self.__dict__.update(state["scalars"])
+        arms = None if state["arms"] is None else ArmSet(state["arms"], state["by_index"])
+        X, y = state["X"], state["y"]
+        self.__dict__.pop("_kern64", None)
+        self._init_data(X, y, arms, self._arm_kernel())
+        self._import_extra(state)
+        with torch.no_grad():
+            self._build()
+
+    def _import_extra(self, state: dict[str, Any]) -> None:
+        pass
+
+    def _arm_kernel(self) -> Kernel | None:
+        raise NotImplementedError  # pragma: no cover
+
+    def _build(self) -> None:
+        """Factors and caches from the primary state."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _apply(self, fn, *args, **kwargs):
+        """``.to`` / ``.float()`` / ``.cuda()``: sub-modules move, the primary state is moved
+        with ``fn`` and the factors are rebuilt in the new dtype / on the new device (under
+        the float32 policy of :func:`~botorch_mtucb.linalg.working_dtype`)."""
+        if "_t" not in self.__dict__:  # not built yet
+            return super()._apply(fn, *args, **kwargs)
+        probe = self._y_buf.data[:1]
         moved = fn(probe)
-        if moved.dtype != probe.dtype or moved.device != probe.device:
-            raise NotImplementedError(
-                f"{type(self).__name__} cannot be moved to {moved.dtype} on {moved.device}: "
-                "its state is not made of parameters or buffers. Build a new model from "
-                "`train_X.to(...)`, `train_Y.to(...)` (and the kernel / features moved) instead."
-            )
-        return super()._apply(fn, *args, **kwargs)
+        if moved.dtype == probe.dtype and moved.device == probe.device:  # e.g. acqf.to(X)
+            return super()._apply(fn, *args, **kwargs)  # nothing to rebuild (no copy, no sync)
+        state = self.get_extra_state()
+        super()._apply(fn, *args, **kwargs)
+        self._import_state(_map_tensors(state, fn))
+        return self
 
     @property
     def batch_shape(self) -> torch.Size:
@@ -207,6 +183,7 @@ class HeavyTailedModel(Model):
     def _init_data(self, X: Tensor, y: Tensor, arms: ArmSet | None, kernel: Kernel | None) -> None:
         """Store the training data (copied into :class:`RowBuffer` s) and the arm set."""
         self._arms, self._t, self._dtype = arms, X.shape[0], X.dtype
+        self._cdtype = X.dtype  # the working dtype; a subclass's _build may raise it
         self._lam_t = torch.tensor(self.lam, dtype=X.dtype, device=X.device)
         self._y_buf = RowBuffer(y)
         if arms is not None:
@@ -237,8 +214,7 @@ class HeavyTailedModel(Model):
         """
         if output_indices not in (None, [0]):
             raise ValueError(f"This model has a single output; got {output_indices}.")
-        X = self._check_test_inputs(X)
-        mean, cov = self._moments(X, full=True)
+        mean, cov = self._moments_out(X, full=True)
         post = self._make_posterior(mean, cov, self.lam, observation_noise)
         return post if posterior_transform is None else posterior_transform(post)
 
@@ -252,7 +228,14 @@ class HeavyTailedModel(Model):
         Returns:
             ``(mean, variance)``, each ``batch_shape x q``.
         """
-        return self._moments(self._check_test_inputs(X), full=False)
+        return self._moments_out(X, full=False)
+
+    def _moments_out(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """:meth:`_moments` at checked inputs, returned in the data's dtype."""
+        mean, cov = self._moments(self._check_test_inputs(X), full)
+        if self._cdtype != self._dtype:
+            return mean.to(self._dtype), cov.to(self._dtype)
+        return mean, cov
 
     def _check_test_inputs(self, X: Tensor) -> Tensor:
         """Shape check (no data-dependent check: this is the hot path) and dtype cast."""
@@ -261,7 +244,7 @@ class HeavyTailedModel(Model):
             raise ValueError(
                 f"`X` must have shape batch_shape x q x d with d = {d}, got {tuple(X.shape)}."
             )
-        return X if X.dtype == self._dtype else X.to(self._dtype)
+        return X if X.dtype == self._cdtype else X.to(self._cdtype)
 
     def _arm_index(self, X: Tensor) -> tuple[Tensor, bool]:
         """Arm indices of test inputs and whether they are all arms in order (no sync when the
@@ -314,6 +297,13 @@ class HeavyTailedModel(Model):
             host path) and, for the host path, ``(arm indices, rewards)`` as Python lists.
         """
         X, Y = self._check_condition_inputs(X, Y)
+        if _needs_grad(X, Y) and not self._differentiable_conditioning():
+            raise NotImplementedError(
+                f"{type(self).__name__} cannot propagate gradients through "
+                "`condition_on_observations` here (finite arms or per-direction truncation). "
+                "Evaluate look-ahead acquisitions (qKnowledgeGradient, ...) under torch.no_grad() "
+                "(optimize_acqf_discrete does), or use TruncatedGP on a continuous domain."
+            )
         n, y, t = X.shape[0], Y[:, 0], self._t
         idx = host = None
         if self._arms is not None and n <= 64:
@@ -333,6 +323,11 @@ class HeavyTailedModel(Model):
                 idx_t = torch.tensor(idx_list, dtype=torch.long, device=X.device)
                 state = {"_y_buf": self._y_buf.appended(t, y),
                          "_idx_buf": self._idx_buf.appended(t, idx_t)}
+        elif self._arms is None and _needs_grad(X, Y):  # fresh buffers: autograd-safe
+            check_finite(X, "X")
+            check_finite(Y, "Y")
+            state = {"_y_buf": _exact_buffer(self._y_buf.view(t), y),
+                     "_X_buf": _exact_buffer(self._X_buf.view(t), X)}
         else:
             check_finite(Y, "Y")
             state = {"_y_buf": self._y_buf.appended(t, y)}
@@ -346,6 +341,23 @@ class HeavyTailedModel(Model):
         new = shallow_copy_model(self)
         new.__dict__.update(state)
         return new, X, y, idx, host
+
+    def _differentiable_conditioning(self) -> bool:
+        return False
+
+    def _condition_batched(self, X: Tensor, Y: Tensor, kwargs: dict) -> HeavyTailedBatch | None:
+        """Batched ``condition_on_observations`` (``None`` for plain ``n x d`` / ``n x 1``).
+
+        ``X`` is ``batch x q x d`` and ``Y`` ``num_fantasies x batch x q x 1`` (any shapes
+        that broadcast): every batch member is the model conditioned on its own slice.
+        """
+        if kwargs.get("noise") is not None:
+            raise ValueError(
+                f"{type(self).__name__} has no per-observation noise: `noise` must be None."
+            )
+        if X.dim() <= 2 and Y.dim() <= 2:
+            return None
+        return HeavyTailedBatch([self], torch.Size([])).condition_on_observations(X, Y, **kwargs)
 
     def subset_output(self, idcs: list[int]) -> Model:
         if list(idcs) != [0]:
@@ -369,3 +381,31 @@ def shallow_copy_model(model: HeavyTailedModel) -> HeavyTailedModel:
         state[key] = state[key].copy()
     new.__dict__.update(state)
     return new
+
+
+def _needs_grad(X: Tensor, Y: Tensor) -> bool:
+    return torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad)
+
+
+def _exact_buffer(old: Tensor, rows: Tensor) -> RowBuffer:
+    """A buffer of ``old`` then ``rows`` at exact capacity (a later append copies, never
+    writes into a tensor that autograd may have saved)."""
+    buf = RowBuffer.__new__(RowBuffer)
+    buf.data, buf.length = torch.cat([old, rows]), old.shape[0] + rows.shape[0]
+    return buf
+
+
+def _map_tensors(state: Any, fn) -> Any:
+    """``state`` with ``fn`` applied to every tensor in its nested dicts."""
+    if isinstance(state, Tensor):
+        return fn(state)
+    if isinstance(state, dict):
+        return {k: _map_tensors(v, fn) for k, v in state.items()}
+    return state
+
+
+def _apply_loaded_state(module: HeavyTailedModel, incompatible_keys: Any) -> None:
+    """``load_state_dict`` post-hook: rebuild from the loaded primary state."""
+    state = module.__dict__.pop("_pending_state", None)
+    if state is not None:
+        module._import_state(state)

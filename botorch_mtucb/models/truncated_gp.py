@@ -21,13 +21,17 @@ Two computational paths give the same numbers:
   in the variance (float32).
 
 Precision: Cholesky factors use GPyTorch's ``psd_safe_cholesky`` (jitter and a
-``NumericalWarning`` where a factorisation fails); a model whose ``K_t + λI`` is too badly
-conditioned for its dtype raises (:func:`check_float_conditioning`) instead of returning
-inaccurate numbers. Test inputs are cast to the model's dtype.
+``NumericalWarning`` where a factorisation fails). A float32 model whose ``K_t + λI`` is too
+badly conditioned for float32 (``0.2 · eps · (1 + tr K_t/λ) > 1e-3``, the measured TGP mean
+error; :func:`~botorch_mtucb.linalg.working_dtype`) factors and predicts in float64 and
+returns float32 results, with a ``NumericalWarning`` — also when a ``condition_on_observations``
+crosses the threshold (then the factor is rebuilt once in float64). Test inputs are cast to
+the working dtype.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -36,11 +40,11 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_mtucb.linalg.factor import CholeskyFactor
+from botorch_mtucb.linalg.precision import PRECISION_BUDGET, regularised_condition, working_dtype
 from botorch_mtucb.models.heavy_tailed_base import (
-    MAX_EPS_KAPPA,
     ArmSet,
     HeavyTailedModel,
-    check_float_conditioning,
+    _needs_grad,
     check_training_data,
 )
 from botorch_mtucb.models.heavy_tailed_defaults import (
@@ -61,6 +65,9 @@ __all__ = ["TruncatedGP"]
 
 #: Default SE lengthscale when no kernel is given (paper 001, §6 synthetic experiments).
 DEFAULT_LENGTHSCALE = 0.2
+
+#: Error constant ``c`` of the TGP posterior mean, relative error ≈ ``c · eps · κ̂`` (measured).
+TGP_ERROR_FACTOR = 0.2
 
 
 class TruncatedGP(HeavyTailedModel):
@@ -175,22 +182,54 @@ class TruncatedGP(HeavyTailedModel):
         self.covar_module = covar_module
         arms = ArmSet.resolve(arms, covar_module, X)
         self._init_data(X, y, arms, covar_module)
-        self._log_det = None
-        self._zero = torch.zeros((), dtype=X.dtype, device=X.device)
-        # Largest tr(K_t) that passes check_float_conditioning (a float compare per round).
-        self._max_trace = (MAX_EPS_KAPPA / torch.finfo(X.dtype).eps - 1.0) * self.lam
         with torch.no_grad():
-            if arms is not None:
-                self._K_A = arms.kernel_matrix(covar_module).to(X)
-                self._kdiag = self._K_A.diagonal().tolist()
-                self._arm_posterior_from_stats()
-            else:
-                K = self._kernel(X, X) if X.shape[0] else X.new_zeros(0, 0)
-                self._trace = float(K.diagonal().sum())
-                check_float_conditioning(self._trace, self.lam, X.dtype, "TruncatedGP")
-                eye = torch.eye(K.shape[-1], dtype=X.dtype, device=X.device)
-                self._L = psd_safe_cholesky(K + self.lam * eye)
-                self._finish_dense()
+            self._build()
+
+    _STATE = (*HeavyTailedModel._STATE, "_loc")
+
+    def _arm_kernel(self) -> Kernel:
+        return self.covar_module
+
+    def _differentiable_conditioning(self) -> bool:
+        return self._arms is None  # dense: the block Cholesky extension is differentiable
+
+    def _build(self) -> None:
+        """Working dtype, factors and caches from the primary state (the data)."""
+        X, t, arms = self.train_X, self._t, self._arms
+        if arms is not None:
+            K = arms.kernel_matrix(self.covar_module).to(self._dtype)
+            n = torch.bincount(self._idx_buf.view(t), minlength=K.shape[0]).to(K)
+            trace = float((n * K.diagonal()).sum())
+        else:
+            trace = float(self.covar_module(X, X, diag=True).detach().sum()) if t else 0.0
+        cdt = self._cdtype = working_dtype(
+            self._dtype, regularised_condition(trace, self.lam), "TruncatedGP's posterior",
+            TGP_ERROR_FACTOR,
+        )
+        self.__dict__.pop("_kern64", None)
+        dev = X.device
+        self._lam_c = torch.tensor(self.lam, dtype=cdt, device=dev)
+        self._zero = torch.zeros((), dtype=cdt, device=dev)
+        self._log_det = None
+        # Largest tr(K_t) for which the data's dtype stays accurate (a float compare per round).
+        eps = torch.finfo(cdt).eps
+        self._max_trace = (
+            math.inf if cdt == torch.float64
+            else (PRECISION_BUDGET / (TGP_ERROR_FACTOR * eps) - 1.0) * self.lam
+        )
+        if arms is not None:
+            if cdt != K.dtype:
+                P = arms.points.to(cdt)
+                K = (self.covar_module.matrix.to(cdt) if arms.by_index else self._kernel(P, P))
+            self._K_A = K
+            self._kdiag = K.diagonal().tolist()
+            self._arm_posterior_from_stats()
+        else:
+            K = self._kernel(X, X) if t else X.new_zeros(0, 0, dtype=cdt)
+            self._trace = trace
+            eye = torch.eye(K.shape[-1], dtype=cdt, device=dev)
+            self._L = psd_safe_cholesky(K + self.lam * eye)
+            self._finish_dense()
 
     # ------------------------------------------------------------------ schedules
     @property
@@ -251,12 +290,18 @@ class TruncatedGP(HeavyTailedModel):
 
     # ------------------------------------------------------------------ dense path
     def _kernel(self, X1: Tensor, X2: Tensor, diag: bool = False) -> Tensor:
-        """Kernel matrix (or diagonal) in the model's dtype."""
-        return self.covar_module(X1, X2, diag=diag).to_dense().to(self._dtype)
+        """Kernel matrix (or diagonal) in the working dtype (a float64 copy of the kernel
+        when the data's dtype is not accurate enough)."""
+        cdt, kern = self._cdtype, self.covar_module
+        if cdt != self._dtype:
+            kern = self.__dict__.get("_kern64")
+            if kern is None:
+                kern = self.__dict__["_kern64"] = copy.deepcopy(self.covar_module).to(cdt)
+        return kern(X1.to(cdt), X2.to(cdt), diag=diag).to_dense().to(cdt)
 
     def _finish_dense(self) -> None:
         L = self._L
-        targets = self.train_targets
+        targets = self.train_targets.to(L.dtype)
         self._alpha_vec = torch.cholesky_solve(targets.unsqueeze(-1), L).squeeze(-1)
         t = L.shape[-1]
         self._log_det = 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
@@ -268,10 +313,8 @@ class TruncatedGP(HeavyTailedModel):
         K, t = self._K_A, self._t
         idx = self._idx_buf.view(t)
         n = torch.bincount(idx, minlength=K.shape[0]).to(K)
-        s = torch.zeros_like(n).index_add_(0, idx, self.train_targets)
-        trace = float((n * K.diagonal()).sum())
-        check_float_conditioning(trace, self.lam, K.dtype, "TruncatedGP")
-        self._trace = trace
+        s = torch.zeros_like(n).index_add_(0, idx, self.train_targets.to(K))
+        self._trace = float((n * K.diagonal()).sum())
         d = n.sqrt()
         eye = torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
         L = psd_safe_cholesky(d.unsqueeze(-1) * K * d + self.lam * eye)
@@ -333,10 +376,14 @@ class TruncatedGP(HeavyTailedModel):
             X: ``n x d`` new inputs (cast to the model's dtype).
             Y: ``n x 1`` new raw rewards (centred with the model's ``loc``).
         """
+        batched = self._condition_batched(X, Y, kwargs)
+        if batched is not None:
+            return batched
         if self._loc != 0.0:
             Y = Y - self._loc
+        grad = _needs_grad(X, Y)
         new, X, _, _, host = self._appended_copy(X, Y, self.covar_module)
-        with torch.no_grad():
+        with torch.set_grad_enabled(grad):
             if self._arms is None:
                 new._extend_cholesky(self, X)
             elif host is not None and len(host[0]) == 1:
@@ -354,12 +401,12 @@ class TruncatedGP(HeavyTailedModel):
         """
         t = old._t
         trace = old._trace + old._kdiag[a]
-        if trace > old._max_trace:
-            check_float_conditioning(trace, self.lam, self._dtype, "TruncatedGP")
+        if trace > old._max_trace:  # the data's dtype would be inaccurate: float64 rebuild
+            return self._build()
         b = tgp_truncation_level(t + 1, self.alpha, self.v) if self.truncate else math.inf
-        y_hat = self._y_buf.data[t] if abs(y) <= b else self._zero  # 0-dim tensors
+        y_hat = self._y_buf.data[t].to(self._zero) if abs(y) <= b else self._zero  # 0-dim
         col = old._cov_A[a]  # row a = column a (Σ_A is symmetric)
-        c = col[a].clamp_min(0.0) + self._lam_t  # c ≥ λ before the inverse square root
+        c = col[a].clamp_min(0.0) + self._lam_c  # c ≥ λ before the inverse square root
         r = c.rsqrt()
         h = col * r
         state = {
@@ -370,7 +417,7 @@ class TruncatedGP(HeavyTailedModel):
             "_whole_views": None,
         }
         if old._log_det is not None and self.constants == "theory":
-            state["_log_det"] = old._log_det + torch.log(c / self._lam_t)
+            state["_log_det"] = old._log_det + torch.log(c / self._lam_c)
         self.__dict__.update(state)
 
     def _extend_cholesky(self, old: TruncatedGP, X: Tensor) -> None:
@@ -380,8 +427,9 @@ class TruncatedGP(HeavyTailedModel):
         """
         t, n = old.num_observations, X.shape[0]
         k_new = self._kernel(self.train_X, X)  # (t+n) x n
-        self._trace = old._trace + float(k_new[t:].diagonal().sum())
-        check_float_conditioning(self._trace, self.lam, X.dtype, "TruncatedGP")
-        D = k_new[t:] + self.lam * torch.eye(n, dtype=X.dtype, device=X.device)
+        self._trace = old._trace + float(k_new[t:].diagonal().detach().sum())
+        if self._trace > old._max_trace:  # the data's dtype would be inaccurate: float64 rebuild
+            return self._build()
+        D = k_new[t:] + self.lam * torch.eye(n, dtype=k_new.dtype, device=X.device)
         self._L = CholeskyFactor(old._L).extend(k_new[:t], D).L  # the one block extension
         self._finish_dense()

@@ -16,6 +16,7 @@ import torch
 from botorch.models import SingleTaskGP
 from gpytorch.kernels import RBFKernel
 from gpytorch.means import ZeroMean
+from linear_operator.utils.warnings import NumericalWarning
 
 from botorch_mtucb.acquisition import HeavyTailedUCB
 from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
@@ -206,11 +207,14 @@ def test_arm_fast_path_matches_brute_force_over_rounds(kind: str, dtype: torch.d
         phi_train, phi_arms = feats(arms[idx]), feats(arms)
         test_X = arms
     else:
-        D = arms[model.features.dictionary[:, 0].long()]
-        # Reference in float64 with the model dtype's cut-off: the same embedding, exact arithmetic.
-        ref_feats = NystromFeatures(_rbf(), rtol=default_pinv_rtol(dtype)).with_dictionary(D)
-        phi_train, phi_arms = ref_feats(arms[idx]), ref_feats(arms)
+        # Reference in float64 on the model's (dtype-rounded) kernel matrix, with the working
+        # dtype's cut-off (float32 Nyström models work in float64, linalg.working_dtype).
+        assert model._cdtype == DT
+        K = K.to(dtype).to(DT)
+        ref_feats = NystromFeatures(PrecomputedKernel(K), rtol=default_pinv_rtol(DT))
+        ref_feats = ref_feats.with_dictionary(model.features.dictionary.to(DT))
         test_X = torch.arange(40, dtype=DT).unsqueeze(-1)
+        phi_train, phi_arms = ref_feats(idx[:, None].to(DT)), ref_feats(test_X)
     b = model.truncation_level()
     mean, var_qff, kept, total = _brute_force(phi_train, Y[:, 0], phi_arms, b)
     assert 0 < kept < total
@@ -405,14 +409,29 @@ def test_float32_small_lambda_is_accurate_not_nan(on_arms: bool) -> None:
 
 
 @pytest.mark.parametrize("kind", ["qff", "nystrom"])
-def test_float32_refuses_a_fit_it_cannot_make_accurately(kind: str) -> None:
-    """λ = 1e-10 on 50 points: eps32 · tr(ΦᵀΦ)/λ ≈ 6e4 > 10 → a clear error (float64 fits)."""
+def test_float32_upcasts_a_fit_it_cannot_make_accurately(kind: str) -> None:
+    """λ = 1e-10 on 50 points: 1e-3 · eps32 · κ̂ ≈ 60 > 1e-3 → a NumericalWarning, a float64
+    fit and float32 results equal to the float64 model's (same float32-rounded data)."""
     X, Y = _heavy(50, 12)
-    feats = (QuadratureFourierFeatures(0.2, 32, 1) if kind == "qff"
-             else NystromFeatures(_rbf(), q=1e6))
-    AdaptiveTruncationGP(X, Y, 1.0, 2.0, feats, lam=1e-10)
-    with pytest.raises(ValueError, match="float32 cannot be accurate.*float64"):
-        AdaptiveTruncationGP(X.float(), Y.float(), 1.0, 2.0, feats, lam=1e-10)
+    X, Y = _r(X, F32), _r(Y, F32)
+
+    def feats(dtype):
+        if kind == "qff":
+            return QuadratureFourierFeatures(0.2, 32, 1)
+        return NystromFeatures(_rbf()).with_dictionary(X[:12].to(dtype))
+
+    kw = dict(lam=1e-10, sample_dictionary=False) if kind == "nystrom" else dict(lam=1e-10)
+    m64 = AdaptiveTruncationGP(X, Y, 1.0, 2.0, feats(DT), **kw)
+    with pytest.warns(NumericalWarning, match="float32.*float64"):
+        m32 = AdaptiveTruncationGP(X.float(), Y.float(), 1.0, 2.0, feats(F32), **kw)
+    assert m32._cdtype == DT
+    Xt = torch.linspace(0, 1, 17, dtype=DT).unsqueeze(-1)
+    mu32, var32 = m32.mean_and_variance(Xt.float().unsqueeze(-2))
+    mu64, var64 = m64.mean_and_variance(Xt.float().double().unsqueeze(-2))
+    assert mu32.dtype == F32
+    scale = float(mu64.abs().max() + var64.max())
+    assert float((mu32.double() - mu64).abs().max()) < 1e-5 * scale
+    assert float((var32.double() - var64).abs().max()) < 1e-5 * scale
 
 
 def test_protocols_dictionary_size_and_noise() -> None:

@@ -1,0 +1,58 @@
+"""``linalg.ridge.spectral_ridge`` against a float64 brute force, both routes, and its float32
+policy (float64 where float32 would be inaccurate)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from linear_operator.utils.warnings import NumericalWarning
+
+from botorch_mtucb.linalg import spectral_ridge
+from botorch_mtucb.models.heavy_tailed_base import spectral_ridge as old_path
+from tests.models.test_adaptive_truncation_gp import DT, F32, _r, _tol
+
+
+def test_old_import_path_is_the_same_function() -> None:
+    assert old_path is spectral_ridge
+
+
+@pytest.mark.parametrize("t, m", [(50, 16), (10, 24), (0, 8), (5, 0)])
+@pytest.mark.parametrize("path", ["gram", "svd"])
+def test_spectral_ridge_against_brute_force(t: int, m: int, path: str) -> None:
+    """``V = ΦᵀΦ + λI = W diag(e) Wᵀ`` with ``e ≥ λ`` and ``V^{-1/2} Φᵀ``, by both routes.
+
+    Gram route: float64, ``eps · tr/λ ≈ 1e-14``. SVD route: float32 with ``λ = 1e-2``
+    (``eps · tr/λ ≈ 1e-3 > 1e-6``); reference: ``eigh`` of ``V`` itself in float64 on the
+    same rounded ``Φ``, tolerance ``4 · eps32 · κ̂``.
+    """
+    dtype, lam = (DT, 0.7) if path == "gram" else (F32, 1e-2)
+    g = torch.Generator().manual_seed(16)
+    Phi = _r(torch.randn(t, m, dtype=DT, generator=g) / max(m, 1) ** 0.5, dtype)
+    W, e, Phi_Vmh = spectral_ridge(Phi.to(dtype), lam)
+    assert W.shape == (m, m) and e.shape == (m,) and Phi_Vmh.shape == (m, t)
+    Phi_Vmh = Phi_Vmh.T
+    assert W.dtype == e.dtype == Phi_Vmh.dtype == dtype and bool((e >= lam).all())
+    if m == 0:  # no features: nothing to factor, no rows
+        return
+    V = Phi.T @ Phi + lam * torch.eye(m, dtype=DT)
+    ev, Q = torch.linalg.eigh(V)
+    ref_rows = Phi @ (Q * ev.rsqrt()) @ Q.T
+    kappa = 1 + float(Phi.square().sum()) / lam
+    tol = _tol(dtype, 1e-12, kappa)
+    W, e, Phi_Vmh = W.to(DT), e.to(DT), Phi_Vmh.to(DT)
+    torch.testing.assert_close(W.T @ W, torch.eye(m, dtype=DT), atol=tol, rtol=0)
+    torch.testing.assert_close((W * e) @ W.T, V, atol=tol * max(1.0, float(ev.max())), rtol=0)
+    torch.testing.assert_close(Phi_Vmh, ref_rows, atol=tol, rtol=0)
+    torch.testing.assert_close(e.sort().values, ev, atol=tol * float(ev.max()), rtol=0)
+
+
+def test_float32_beyond_the_budget_is_factored_in_float64() -> None:
+    """λ = 1e-9, ‖φ‖ ≈ 1, t = 50: 1e-3 · eps32 · κ̂ ≈ 6 > 1e-3 → float64, with a warning."""
+    g = torch.Generator().manual_seed(3)
+    Phi = _r(torch.randn(50, 8, dtype=DT, generator=g) / 8**0.5, F32)
+    with pytest.warns(NumericalWarning, match="float64"):
+        W, e, U = spectral_ridge(Phi.float(), 1e-9)
+    assert W.dtype == e.dtype == U.dtype == DT
+    W64, e64, U64 = spectral_ridge(Phi, 1e-9)
+    torch.testing.assert_close(e, e64, atol=0, rtol=1e-12)
+    torch.testing.assert_close(U.abs(), U64.abs(), atol=1e-10, rtol=0)  # up to signs
