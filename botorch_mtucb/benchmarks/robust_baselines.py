@@ -4,22 +4,25 @@ Every method works on unit-cube inputs ``t x d`` and raw rewards ``t x 1``, refi
 hyperparameters every round with ``fit_gpytorch_mll`` (BoTorch's default priors) and picks
 the next point with ``optimize_acqf``:
 
-=========================  ======================================================================
-``STGP-UCB``               ``SingleTaskGP`` (Standardize, BoTorch defaults) + ``UpperConfidence
-                           Bound(beta=w²)``, i.e. ``μ + w σ``.
-``STGP-LogEI``             ``SingleTaskGP`` + ``LogExpectedImprovement`` (``best_f`` = the largest
-                           posterior mean at an evaluated point).
-``RRP-UCB/-LogEI``         ``RobustRelevancePursuitSingleTaskGP`` (Ament et al. 2024; BoTorch's
-                           default support-size schedule) + the same acquisitions.
-``StudentT-GP-UCB``        variational GP (inducing points = the data) with GPyTorch's
-                           ``StudentTLikelihood``, ELBO fit, ``μ + w σ`` of the latent ``f``.
-``TGP-UCB-practical``      :func:`practical_truncated_gp` + ``HeavyTailedUCB(beta=w)``.
-``TGP-UCB-practical-v``    the same with the problem's declared (α, v) instead of the estimate.
-``TGP-UCB-uncentred``      the same without centring (``loc = 0``): what centring is worth.
-``GP-UCB-practical``       :func:`practical_truncated_gp` without truncation, same width ``w``.
-``TGP-UCB-paper``          paper 001 as published: TruncatedGP on raw (uncentred) rewards, SE
-                           lengthscale 0.2, λ = 1, authors' β, declared (α, v, B).
-=========================  ======================================================================
+===========================  ======================================================================
+``STGP-UCB``                 ``SingleTaskGP`` (Standardize, BoTorch defaults) + ``UpperConfidence
+                             Bound(beta=w²)``, i.e. ``μ + w σ``.
+``STGP-LogEI``               ``SingleTaskGP`` + ``LogExpectedImprovement`` (``best_f`` = the
+                             largest posterior mean at an evaluated point).
+``RRP-UCB/-LogEI``           ``RobustRelevancePursuitSingleTaskGP`` (Ament et al. 2024; BoTorch's
+                             default support-size schedule) + the same acquisitions.
+``StudentT-GP-UCB``          variational GP (inducing points = the data) with GPyTorch's
+                             ``StudentTLikelihood``, ELBO fit, ``μ + w σ`` of the latent ``f``.
+``TGP-UCB-practical``        :func:`practical_truncated_gp` + ``HeavyTailedUCB(beta=w)``.
+``TGP-UCB-practical-v``      the same with the problem's declared (α, v) instead of the estimate.
+``TGP-UCB-uncentred``        the same without centring (``loc = 0``): what centring is worth.
+``TGP-UCB-practical-clip``   the same with rewards beyond the level *clipped* to ``loc ± b_t``
+                             (winsorised) instead of zeroed: a monotone map, so the best rewards
+                             stay the best (``practical_truncated_gp(..., clip=True)``).
+``GP-UCB-practical``         :func:`practical_truncated_gp` without truncation, same width ``w``.
+``TGP-UCB-paper``            paper 001 as published: TruncatedGP on raw (uncentred) rewards, SE
+                             lengthscale 0.2, λ = 1, authors' β, declared (α, v, B).
+===========================  ======================================================================
 
 The **recommended point** after round t is the evaluated point with the largest posterior
 mean of the method's own model (robust methods thus discount their outliers); its simple
@@ -62,6 +65,7 @@ __all__ = [
     "fit_student_t_gp",
     "practical_truncated_gp",
     "recommend_index",
+    "replay_observations",
     "robust_location_and_moment",
     "run_suite_trial",
 ]
@@ -115,6 +119,7 @@ def practical_truncated_gp(
     truncate: bool = True,
     centre: bool = True,
     level: str = "current",
+    clip: bool = False,
 ) -> tuple[TruncatedGP, Tensor]:
     """TGP with centred data, a data-driven (α, v) and BoTorch-fitted hyperparameters.
 
@@ -138,6 +143,15 @@ def practical_truncated_gp(
     ``centre=False`` skips step 1 (``loc = 0``; the moment estimate is then taken about 0),
     to measure what centring is worth.
 
+    ``clip=True`` replaces step 3's zeroing by clipping (winsorising),
+    ``ẑ_s = clip(z_s, −b, b)``. Paper 001's analysis uses only ``|ẑ_s| ≤ b`` and the bias bound
+    ``|E[z − ẑ]| ≤ E[|z| 1{|z| > b}] ≤ v / b^α``, which hold for the clipped reward too (its
+    error ``|z − ẑ| = (|z| − b)_+`` is below the truncated one's ``|z| 1{|z| > b}``). Zeroing maps
+    a reward beyond the level to the centre, so on a function whose rare values are the *good*
+    ones (Hartmann6: a peak far above the median) the best rewards become typical ones; the
+    clipped map is monotone and keeps them the largest (tied at ``loc + b``). The clipped
+    targets are given to ``TruncatedGP`` with ``truncate=False`` (for either ``level``).
+
     Returns:
         ``(model, loc)``: the model predicts ``f − loc``.
     """
@@ -153,7 +167,10 @@ def practical_truncated_gp(
         s = torch.arange(1, t + 1, dtype=z.dtype, device=z.device)
         if level == "current":
             s = torch.full_like(s, float(t))
-        z_hat = torch.where(z.abs() <= tgp_truncation_levels(s, a, v_used), z, 0.0)
+        b = tgp_truncation_levels(s, a, v_used)
+        z_hat = torch.maximum(torch.minimum(z, b), -b) if clip else torch.where(
+            z.abs() <= b, z, 0.0
+        )
     else:
         z_hat = z
     gp = fit_single_task_gp(X, z_hat.unsqueeze(-1))
@@ -163,7 +180,7 @@ def practical_truncated_gp(
     for p in kernel.parameters():
         p.requires_grad_(False)
     lam = float(gp.likelihood.noise.squeeze().detach() * s2)
-    self_truncate = truncate and level == "per-round"
+    self_truncate = truncate and level == "per-round" and not clip
     targets = z if self_truncate else z_hat
     model = TruncatedGP(
         X, targets.unsqueeze(-1), alpha=a, v=v_used, covar_module=kernel, lam=lam,
@@ -210,10 +227,14 @@ def _botorch(fit: Callable[[Tensor, Tensor], Model], acq: str) -> Builder:
     return build
 
 
-def _practical(truncate: bool, declared: bool, centre: bool = True) -> Builder:
+def _practical(
+    truncate: bool, declared: bool, centre: bool = True, clip: bool = False
+) -> Builder:
     def build(problem, X, Y, width, honest):
         kw = {"alpha": problem.alpha, "v": problem.v_declared(honest)} if declared else {}
-        model, _ = practical_truncated_gp(X, Y, truncate=truncate, centre=centre, **kw)
+        model, _ = practical_truncated_gp(
+            X, Y, truncate=truncate, centre=centre, clip=clip, **kw
+        )
         return model, HeavyTailedUCB(model, beta=width)
 
     return build
@@ -234,6 +255,7 @@ METHODS: dict[str, tuple[Builder, bool]] = {
     "TGP-UCB-practical": (_practical(True, False), False),
     "TGP-UCB-practical-v": (_practical(True, True), True),
     "TGP-UCB-uncentred": (_practical(True, False, centre=False), False),
+    "TGP-UCB-practical-clip": (_practical(True, False, clip=True), False),
     "GP-UCB-practical": (_practical(False, False), False),
     "TGP-UCB-paper": (_paper, True),
 }
@@ -258,8 +280,8 @@ def run_suite_trial(
 
     Returns:
         JSON-ready dict: ``regret`` (per evaluation), ``cumulative_regret``,
-        ``simple_regret`` (of the recommendation after each BO round), ``seconds`` (fit +
-        acquisition per round), settings.
+        ``observations`` (the rewards ``y_s``), ``simple_regret`` (of the recommendation after
+        each BO round), ``seconds`` (fit + acquisition per round), settings.
     """
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; known: {', '.join(METHODS)}.")
@@ -291,5 +313,30 @@ def run_suite_trial(
         "problem": problem.name, "method": method, "seed": seed, "n_init": n_init,
         "iterations": iterations, "width": width, "honest": honest,
         "regret": regret.tolist(), "cumulative_regret": regret.cumsum(0).tolist(),
+        "observations": Y.squeeze(-1).tolist(),
         "simple_regret": simple, "seconds": seconds,
     }
+
+
+def replay_observations(problem: ContinuousHeavyTailedProblem, record: dict) -> Tensor:
+    """The rewards ``y_s`` of a :func:`run_suite_trial` record, rebuilt from its regrets.
+
+    ``f(x_s) = f* − regret_s`` and the noise is redrawn from the trial's stream (generator
+    seeded ``seed + 1``: ``n_init`` draws, then one per round, the order of
+    :func:`run_suite_trial`), so records written before ``observations`` was stored can be
+    analysed too.
+
+    Returns:
+        ``T`` rewards (float64), ``T = n_init + iterations``.
+    """
+    n_init, iterations = int(record["n_init"]), int(record["iterations"])
+    regret = torch.tensor(record["regret"], dtype=torch.float64)
+    if regret.shape[0] != n_init + iterations:
+        raise ValueError(
+            f"`record` has {regret.shape[0]} regrets, expected n_init + iterations = "
+            f"{n_init + iterations}."
+        )
+    gen = torch.Generator().manual_seed(int(record["seed"]) + 1)
+    draws = [problem.noise.sample((n_init,), gen)]
+    draws += [problem.noise.sample((1,), gen) for _ in range(iterations)]
+    return problem.optimum - regret + torch.cat(draws)

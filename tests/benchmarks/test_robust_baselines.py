@@ -15,6 +15,7 @@ from botorch_mtucb.benchmarks.robust_baselines import (
     METHODS,
     practical_truncated_gp,
     recommend_index,
+    replay_observations,
     robust_location_and_moment,
     run_suite_trial,
 )
@@ -107,6 +108,33 @@ def test_practical_tgp_levels():
         practical_truncated_gp(X, Y, level="final")
 
 
+def test_practical_tgp_clip_winsorises_and_keeps_the_order():
+    g = torch.Generator().manual_seed(4)
+    X = torch.rand(24, 2, dtype=DT, generator=g)
+    Y = 0.1 * torch.randn(24, 1, dtype=DT, generator=g)
+    Y[[2, 9]] = torch.tensor([[6.0], [3.0]], dtype=DT)  # two rare high rewards (a peak)
+    Y[15] = -40.0  # a gross low outlier
+    Y_before = Y.clone()
+    clipped, loc = practical_truncated_gp(X, Y, alpha=1.0, v=0.5, clip=True)
+    zeroed, _ = practical_truncated_gp(X, Y, alpha=1.0, v=0.5)
+    assert torch.equal(Y, Y_before)
+    z = (Y.squeeze(-1) - loc).tolist()
+    b = 0.5**0.5 * 24**0.25  # b_t = v^{1/2} t^{1/4}
+    expected = [min(max(zi, -b), b) for zi in z]  # winsorised by hand
+    assert clipped.train_targets.tolist() == pytest.approx(expected, abs=1e-12)
+    assert not clipped.truncate
+    # Zeroing maps the two best rewards to the centre; clipping keeps them the largest.
+    assert zeroed.train_targets[2] == 0 and zeroed.train_targets[9] == 0
+    top = clipped.train_targets.topk(2).indices.tolist()
+    assert sorted(top) == [2, 9] and clipped.train_targets[15] == pytest.approx(-b)
+    per, _ = practical_truncated_gp(X, Y, alpha=1.0, v=0.5, clip=True, level="per-round")
+    s = torch.arange(1, 25, dtype=DT)
+    bs = (0.5**0.5 * s**0.25).tolist()
+    assert per.train_targets.tolist() == pytest.approx(
+        [min(max(zi, -bi), bi) for zi, bi in zip(z, bs, strict=True)], abs=1e-12
+    )
+
+
 def test_practical_tgp_declared_v_and_no_centring():
     X = sobol_unit_design(12, 2, seed=0)
     Y = 50.0 + torch.linspace(-1, 1, 12, dtype=DT).unsqueeze(-1)
@@ -139,6 +167,14 @@ def test_run_suite_trial_common_random_numbers():
     assert a["regret"][:5] == pytest.approx(p.regret(X0).tolist())
     assert a["cumulative_regret"][-1] == pytest.approx(sum(a["regret"]))
     assert all(r >= -1e-9 for r in a["simple_regret"])
+    # The replay from the regrets and the seed reproduces the stored rewards.
+    y = torch.tensor(a["observations"], dtype=DT)
+    assert torch.allclose(replay_observations(p, a), y, rtol=0, atol=1e-9)
+    assert torch.allclose(replay_observations(p, b), torch.tensor(b["observations"], dtype=DT),
+                          atol=1e-9)
+    assert not torch.allclose(replay_observations(p, {**a, "seed": 4}), y, atol=1e-9)
+    with pytest.raises(ValueError, match="expected n_init"):
+        replay_observations(p, {**a, "iterations": 3})
     again = run_suite_trial(p, "TGP-UCB-practical", seed=3, n_init=5, iterations=2,
                             raw_samples=32, num_restarts=2)
     assert again["regret"] == a["regret"]  # reproducible
