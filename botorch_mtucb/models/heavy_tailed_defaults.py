@@ -1,7 +1,8 @@
 """Practical defaults of the heavy-tailed models (issue 16): data-driven (α, v) and a fitted kernel.
 
-Used by :class:`~botorch_mtucb.models.TruncatedGP` when it is built without ``alpha`` / ``v``
-(and by the issue-16 benchmark suite). Measurements: ``benchmarks/ht_moment_estimates.py``
+Used by :class:`~botorch_mtucb.models.TruncatedGP` and
+:class:`~botorch_mtucb.models.AdaptiveTruncationGP` when they are built without ``v`` (and by
+the issue-16 benchmark suite). Measurements: ``benchmarks/ht_moment_estimates.py``
 and ``benchmarks/README.md`` (heavy-tailed suite section).
 """
 
@@ -13,7 +14,12 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
-__all__ = ["PRACTICAL_WIDTH", "fit_kernel_on_targets", "robust_location_and_moment"]
+__all__ = [
+    "PRACTICAL_WIDTH",
+    "data_driven_moments",
+    "fit_kernel_on_targets",
+    "robust_location_and_moment",
+]
 
 #: UCB width ``w`` of ``μ + w σ`` used by the data-driven models' ``beta()`` (issue 16 suite:
 #: w = 1 against 0.5 and 2; benchmarks/README.md).
@@ -58,6 +64,37 @@ def robust_location_and_moment(
     sums = torch.zeros(K, dtype=y.dtype, device=y.device).index_add_(0, groups, z)
     counts = torch.bincount(groups, minlength=K).to(y)
     return loc, (sums / counts).median().clamp_min(1e-12)
+
+
+def data_driven_moments(
+    y: Tensor, alpha: float | None, v: float | None, centre: bool | None
+) -> tuple[float, float | None, float]:
+    """``(α, v, loc)`` of a heavy-tailed model: the data-driven estimates where not given.
+
+    ``α = 1`` unless given; with ``v=None`` (the data-driven mode) ``v̂`` from
+    :func:`robust_location_and_moment` (about the median when centring, else about 0; 1
+    without data). ``centre=None`` centres only in the data-driven mode.
+
+    Args:
+        y: ``t`` raw rewards (``t = 0`` allowed).
+        alpha: Moment order or ``None``.
+        v: Declared moment bound or ``None``.
+        centre: Subtract the median (``None``: only when ``v`` is ``None``).
+
+    Returns:
+        ``(alpha, v, loc)`` as Python floats (``v`` is the declared one when given).
+    """
+    alpha = 1.0 if alpha is None else float(alpha)
+    centre = v is None if centre is None else bool(centre)
+    loc, v_hat = 0.0, None
+    if centre and y.shape[0]:
+        loc_t, v_hat = robust_location_and_moment(y, alpha)
+        loc = float(loc_t)
+    if v is None:
+        if v_hat is None:  # no centring (or no data): the moment about 0
+            v_hat = robust_location_and_moment(y, alpha, centre=False)[1] if y.shape[0] else 1.0
+        v = float(v_hat)
+    return alpha, v, loc
 
 
 def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:

@@ -90,7 +90,7 @@ def test_data_driven_conditioning_matches_declared_model_on_centred_data():
     model = TruncatedGP(X[:20], Y[:20])
     new = model.condition_on_observations(X[20:], Y[20:])
     declared = TruncatedGP(X, Y - model.location, model.alpha, model.v, model.covar_module,
-                           model.lam)
+                           model.lam, level="current")
     Xt = torch.rand(7, 2, dtype=DT, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         m1, v1 = new.mean_and_variance(Xt)
