@@ -28,6 +28,8 @@ class RunConfig:
         epsilon_ht: Nyström accuracy ε of ATA-GP-UCB-Nyström (paper 001: 0.1).
         lam: Regulariser λ of the heavy-tailed models (paper 001: 1).
         delta: Confidence δ of the heavy-tailed models.
+        beta: Width of the entries with a tunable practical width (``None``: the entry's
+            default, e.g. β = 1 for ``MT-UCB``); set by a ``NAME@beta=B`` algorithm name.
     """
 
     horizon: int
@@ -38,6 +40,7 @@ class RunConfig:
     epsilon_ht: float = 0.1
     lam: float = 1.0
     delta: float = 0.1
+    beta: float | None = None
 
 
 @dataclass
@@ -83,6 +86,8 @@ class AlgorithmSpec:
         practical: Whether the entry uses the practical defaults of issue 16 instead of a
             paper's settings (``run --paper`` leaves these out); names ending in
             ``-practical`` count as practical too (:func:`is_practical`).
+        tunable_width: Whether the entry reads ``RunConfig.beta``, so that ``NAME@beta=B``
+            (``run --beta B``) runs it with width B.
     """
 
     name: str
@@ -91,6 +96,7 @@ class AlgorithmSpec:
     build: Callable[[Any, RunConfig], AlgorithmSetup]
     available: Callable[[Any], str | None] = lambda problem: None
     practical: bool = False
+    tunable_width: bool = False
 
 
 def is_practical(spec: AlgorithmSpec) -> bool:

@@ -50,15 +50,12 @@ merges both.
 
 from __future__ import annotations
 
-import warnings
+import dataclasses
 from collections.abc import Callable
 
 import torch
 from botorch.acquisition import AcquisitionFunction
-from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.model import Model
-from botorch.sampling import SobolQMCNormalSampler
-from gpytorch.kernels import ScaleKernel
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
@@ -68,9 +65,13 @@ from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.scalarization import ChebyshevScalarization, Scalarization
 from botorch_mtucb.benchmarks.algorithm_types import AlgorithmSetup, AlgorithmSpec, RunConfig
 from botorch_mtucb.benchmarks.baselines import (
+    MAX_NEHVI_OBJECTIVES,  # noqa: F401 (its old home)
     AppendixEBeta,
-    ScalarizedIndependentUCB,
-    srinivas_beta,
+    _build_mobo,
+    _build_nehvi,
+    _build_parego,
+    _nehvi_available,
+    _suite_baseline_models,  # noqa: F401 (tests and scripts import it from here)
 )
 from botorch_mtucb.benchmarks.ht_algorithms import HT_ALGORITHMS
 from botorch_mtucb.benchmarks.problems import MultiTaskProblem
@@ -86,10 +87,6 @@ __all__ = [
     "RunConfig",
     "get_algorithm",
 ]
-
-#: Exact hypervolume-based acquisitions are exponential in n; refuse qLogNEHVI above this.
-MAX_NEHVI_OBJECTIVES = 4
-
 
 # ----------------------------------------------------------------------------- multi-task
 def _icm(problem: MultiTaskProblem, independent: bool) -> ICMKernel:
@@ -158,124 +155,6 @@ def _nystrom(independent: bool, radius: str) -> _Builder:
     return build
 
 
-def _model_list(problem: MultiTaskProblem) -> Callable[[Tensor, Tensor], Model]:
-    """Independent GPs with the problem's fixed hyperparameters (k scaled by B_ii, noise η)."""
-    diag = torch.diagonal(problem.task_covar)
-
-    def model_factory(X: Tensor, Y: Tensor) -> Model:
-        models = []
-        for i in range(Y.shape[-1]):
-            kern = ScaleKernel(problem.scalar_kernel()).to(X)
-            kern.outputscale = float(diag[i])
-            m = SingleTaskGP(X, Y[:, i : i + 1], covar_module=kern, outcome_transform=None)
-            m.likelihood.noise = problem.eta
-            m.eval()
-            models.append(m)
-        return ModelListGP(*models)
-
-    return model_factory
-
-
-def _fitted_model_list(X: Tensor, Y: Tensor, bounds: Tensor | None) -> ModelListGP:
-    """Independent BoTorch-default SingleTaskGPs (Normalize + Standardize), fitted."""
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models.transforms import Normalize, Standardize
-    from gpytorch.mlls import SumMarginalLogLikelihood
-
-    d = X.shape[-1]
-    model = ModelListGP(*[
-        SingleTaskGP(X, Y[:, i : i + 1], outcome_transform=Standardize(m=1),
-                     input_transform=None if bounds is None else Normalize(d, bounds=bounds))
-        for i in range(Y.shape[-1])
-    ])
-    if X.shape[0] >= 2:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit_gpytorch_mll(SumMarginalLogLikelihood(model.likelihood, model))
-    model.eval()
-    with torch.no_grad():  # prediction caches, which condition_on_observations needs
-        model.posterior(X[:1])
-    return model
-
-
-def _suite_baseline_models(problem: MultiTaskProblem):
-    """Fitted hyperparameters for the suite's problems (issue 16), fixed for the papers'.
-
-    Returns ``(model_factory, update)``: ``update="refit"`` (a fitted ModelListGP rebuilt on
-    all data after every round) on the suite's problems, ``"condition"`` on the papers'.
-    """
-    from botorch_mtucb.benchmarks.mo_suite_problems import SuiteProblem
-
-    if not isinstance(problem, SuiteProblem):
-        return _model_list(problem), "condition"
-    bounds = problem.bounds
-    return (lambda X, Y: _fitted_model_list(X, Y, bounds)), "refit"
-
-
-def _num_train(model: Model) -> int:
-    sub = model.models[0] if isinstance(model, ModelListGP) else model
-    return int(sub.train_inputs[0].shape[-2])
-
-
-def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
-    num_points = problem.regret_X.shape[0]
-    factory, update = _suite_baseline_models(problem)
-
-    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-        beta_t = srinivas_beta(_num_train(model), num_points, problem.delta)
-        return ScalarizedIndependentUCB(model, scal, beta_t**0.5)
-
-    return AlgorithmSetup(factory, acq, update=update)
-
-
-def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
-    from botorch.acquisition.multi_objective.parego import qLogNParEGO
-
-    factory, update = _suite_baseline_models(problem)
-
-    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-        t = _num_train(model)
-        sampler = SobolQMCNormalSampler(torch.Size([64]), seed=cfg.seed * 100_003 + t)
-        X_base = model.models[0].train_inputs[0]
-        return qLogNParEGO(
-            model, X_baseline=X_base, scalarization_weights=scal.weights.to(X_base), sampler=sampler
-        )
-
-    return AlgorithmSetup(factory, acq, update=update)
-
-
-def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
-    from botorch.acquisition.multi_objective.logei import (
-        qLogNoisyExpectedHypervolumeImprovement,
-    )
-
-    factory, update = _suite_baseline_models(problem)
-
-    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-        t = _num_train(model)
-        sampler = SobolQMCNormalSampler(torch.Size([32]), seed=cfg.seed * 100_003 + t)
-        X_base = model.models[0].train_inputs[0]
-        return qLogNoisyExpectedHypervolumeImprovement(
-            model,
-            ref_point=problem.ref_point.to(X_base).tolist(),
-            X_baseline=X_base,
-            sampler=sampler,
-            prune_baseline=True,
-        )
-
-    return AlgorithmSetup(factory, acq, update=update)
-
-
-def _nehvi_available(problem: MultiTaskProblem) -> str | None:
-    if problem.num_objectives > MAX_NEHVI_OBJECTIVES:
-        return (
-            f"qLogNEHVI is limited to n <= {MAX_NEHVI_OBJECTIVES} objectives here (the exact "
-            f"box decomposition is exponential in n; this problem has n = "
-            f"{problem.num_objectives})"
-        )
-    return None
-
-
 # ------------------------------------------------------- practical defaults (issue 16)
 #: Practical width of MT-UCB / IT-UCB (the ScalarizedMultiTaskUCB default; see its docstring).
 PRACTICAL_BETA = 1.0
@@ -303,7 +182,8 @@ def _practical(independent: bool) -> _Builder:
             if isinstance(scal, ChebyshevScalarization):
                 _, Y = _model_data(model)
                 scal = ChebyshevScalarization.from_data(scal.weights, Y, scal.minimize)
-            return ScalarizedMultiTaskUCB(model, scal, PRACTICAL_BETA, bound="directional")
+            beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
+            return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
         return AlgorithmSetup(model_factory, acq, update="refit")
 
@@ -359,12 +239,12 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   _nystrom(True, "theorem3")),
     AlgorithmSpec("MT-UCB", "multi_task",
                   "practical: fitted ICM (Matern-5/2), scale-free augmented Chebyshev, beta=1",
-                  _practical(False), practical=True),
+                  _practical(False), practical=True, tunable_width=True),
     AlgorithmSpec("MT-UCB-paper", "multi_task",
                   "paper 000 settings: fixed kernel, Theorem-2 radius (= MT-KB)",
                   _exact(False, "theorem2")),
     AlgorithmSpec("IT-UCB", "multi_task", "as MT-UCB with independent tasks (same width)",
-                  _practical(True), practical=True),
+                  _practical(True), practical=True, tunable_width=True),
     AlgorithmSpec("MOBO", "multi_task",
                   "Paria et al.: independent GPs, scalarized per-objective UCB",
                   _build_mobo),
@@ -380,8 +260,46 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in [*MT_ALGORITHMS, *HT_
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
-    """Registry lookup (case-insensitive); unknown names list the valid ones."""
+    """Registry lookup (case-insensitive); unknown names list the valid ones.
+
+    ``NAME@beta=B`` is entry ``NAME`` with width B (``RunConfig.beta``), for the entries with
+    a tunable width (``MT-UCB``, ``IT-UCB``); its canonical name is ``NAME@beta=<B:g>``, which
+    the manifest and the trial files carry, so runs of several widths can share a folder and
+    be compared trial by trial.
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"An algorithm name must be a string, got {type(name).__name__}.")
+    base, sep, option = name.partition("@")
     for key, spec in ALGORITHMS.items():
-        if key.lower() == name.lower():
-            return spec
+        if key.lower() == base.lower():
+            return _with_width(spec, option) if sep else spec
     raise ValueError(f"Unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}.")
+
+
+def with_width(name: str, beta: float) -> str:
+    """``NAME@beta=B`` for an entry with a tunable width (its canonical name)."""
+    base = get_algorithm(name.partition("@")[0])
+    return _with_width(base, f"beta={beta!r}").name
+
+
+def _with_width(spec: AlgorithmSpec, option: str) -> AlgorithmSpec:
+    key, _, value = option.partition("=")
+    try:
+        beta = float(value) if key.strip().lower() == "beta" else float("nan")
+    except ValueError:
+        beta = float("nan")
+    if not (beta >= 0 and beta < float("inf")):
+        raise ValueError(
+            f"Malformed algorithm option {option!r} of {spec.name}: expected 'beta=B' with B a "
+            f"finite number >= 0 (e.g. {spec.name}@beta=2)."
+        )
+    if not spec.tunable_width:
+        takes = ", ".join(s.name for s in ALGORITHMS.values() if s.tunable_width)
+        raise ValueError(f"{spec.name} has no tunable width (@beta=B); entries with one: {takes}.")
+
+    def build(problem, cfg: RunConfig) -> AlgorithmSetup:
+        return spec.build(problem, dataclasses.replace(cfg, beta=beta))
+
+    text = f"{beta:g}" if float(f"{beta:g}") == beta else repr(beta)  # exact, short
+    return dataclasses.replace(spec, name=f"{spec.name}@beta={text}", build=build,
+                               description=f"{spec.description} (beta = {text})")

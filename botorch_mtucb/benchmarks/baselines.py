@@ -9,22 +9,36 @@
   (Srinivas et al. 2010) that Paria et al.'s UCB analysis builds on; MOBO uses √β_t.
 * :func:`gp_ucb_width` — plain GP-UCB on heavy-tailed rewards (paper 001's foil): the
   authors' TGP-UCB width B√λ + b √(ln t) with b = √v (second-moment scale) and no truncation.
+
+It also holds the registry builders of the multi-objective baselines (``MOBO``,
+``qLogNParEGO``, ``qLogNEHVI``; :mod:`~botorch_mtucb.benchmarks.algorithms` registers them):
+independent GPs with the problem's fixed hyperparameters on the papers' problems
+(``update="condition"``), BoTorch-default fitted ``SingleTaskGP`` s refitted after every
+round on the suite's (``update="refit"``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.model import Model
+from botorch.sampling import SobolQMCNormalSampler
+from gpytorch.kernels import ScaleKernel
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule, model_noise
 from botorch_mtucb.acquisition.multi_task_ucb import task_mean_and_covariance
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.benchmarks.algorithm_types import AlgorithmSetup, RunConfig
+from botorch_mtucb.benchmarks.problems import MultiTaskProblem
 
 __all__ = [
+    "MAX_NEHVI_OBJECTIVES",
     "AppendixEBeta",
     "ScalarizedIndependentUCB",
     "gp_ucb_width",
@@ -150,3 +164,126 @@ class ScalarizedIndependentUCB(AcquisitionFunction):
         mean = mean[..., 0, :]
         sigma = torch.diagonal(covar[..., 0, :, :], dim1=-2, dim2=-1).clamp_min(1e-30).sqrt()
         return self.scalarization(mean + self.beta * sigma)
+
+
+# ------------------------------------------- registry builders of the multi-objective baselines
+#: Exact hypervolume-based acquisitions are exponential in n; refuse qLogNEHVI above this.
+MAX_NEHVI_OBJECTIVES = 4
+
+
+def _model_list(problem: MultiTaskProblem) -> Callable[[Tensor, Tensor], Model]:
+    """Independent GPs with the problem's fixed hyperparameters (k scaled by B_ii, noise η)."""
+    diag = torch.diagonal(problem.task_covar)
+
+    def model_factory(X: Tensor, Y: Tensor) -> Model:
+        models = []
+        for i in range(Y.shape[-1]):
+            kern = ScaleKernel(problem.scalar_kernel()).to(X)
+            kern.outputscale = float(diag[i])
+            m = SingleTaskGP(X, Y[:, i : i + 1], covar_module=kern, outcome_transform=None)
+            m.likelihood.noise = problem.eta
+            m.eval()
+            models.append(m)
+        return ModelListGP(*models)
+
+    return model_factory
+
+
+def _fitted_model_list(X: Tensor, Y: Tensor, bounds: Tensor | None) -> ModelListGP:
+    """Independent BoTorch-default SingleTaskGPs (Normalize + Standardize), fitted."""
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models.transforms import Normalize, Standardize
+    from gpytorch.mlls import SumMarginalLogLikelihood
+
+    d = X.shape[-1]
+    model = ModelListGP(*[
+        SingleTaskGP(X, Y[:, i : i + 1], outcome_transform=Standardize(m=1),
+                     input_transform=None if bounds is None else Normalize(d, bounds=bounds))
+        for i in range(Y.shape[-1])
+    ])
+    if X.shape[0] >= 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit_gpytorch_mll(SumMarginalLogLikelihood(model.likelihood, model))
+    model.eval()
+    with torch.no_grad():  # prediction caches, which condition_on_observations needs
+        model.posterior(X[:1])
+    return model
+
+
+def _suite_baseline_models(problem: MultiTaskProblem):
+    """Fitted hyperparameters for the suite's problems (issue 16), fixed for the papers'.
+
+    Returns ``(model_factory, update)``: ``update="refit"`` (a fitted ModelListGP rebuilt on
+    all data after every round) on the suite's problems, ``"condition"`` on the papers'.
+    """
+    from botorch_mtucb.benchmarks.mo_suite_problems import SuiteProblem
+
+    if not isinstance(problem, SuiteProblem):
+        return _model_list(problem), "condition"
+    bounds = problem.bounds
+    return (lambda X, Y: _fitted_model_list(X, Y, bounds)), "refit"
+
+
+def _num_train(model: Model) -> int:
+    sub = model.models[0] if isinstance(model, ModelListGP) else model
+    return int(sub.train_inputs[0].shape[-2])
+
+
+def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    num_points = problem.regret_X.shape[0]
+    factory, update = _suite_baseline_models(problem)
+
+    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+        beta_t = srinivas_beta(_num_train(model), num_points, problem.delta)
+        return ScalarizedIndependentUCB(model, scal, beta_t**0.5)
+
+    return AlgorithmSetup(factory, acq, update=update)
+
+
+def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    from botorch.acquisition.multi_objective.parego import qLogNParEGO
+
+    factory, update = _suite_baseline_models(problem)
+
+    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+        t = _num_train(model)
+        sampler = SobolQMCNormalSampler(torch.Size([64]), seed=cfg.seed * 100_003 + t)
+        X_base = model.models[0].train_inputs[0]
+        return qLogNParEGO(
+            model, X_baseline=X_base, scalarization_weights=scal.weights.to(X_base), sampler=sampler
+        )
+
+    return AlgorithmSetup(factory, acq, update=update)
+
+
+def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    from botorch.acquisition.multi_objective.logei import (
+        qLogNoisyExpectedHypervolumeImprovement,
+    )
+
+    factory, update = _suite_baseline_models(problem)
+
+    def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
+        t = _num_train(model)
+        sampler = SobolQMCNormalSampler(torch.Size([32]), seed=cfg.seed * 100_003 + t)
+        X_base = model.models[0].train_inputs[0]
+        return qLogNoisyExpectedHypervolumeImprovement(
+            model,
+            ref_point=problem.ref_point.to(X_base).tolist(),
+            X_baseline=X_base,
+            sampler=sampler,
+            prune_baseline=True,
+        )
+
+    return AlgorithmSetup(factory, acq, update=update)
+
+
+def _nehvi_available(problem: MultiTaskProblem) -> str | None:
+    if problem.num_objectives > MAX_NEHVI_OBJECTIVES:
+        return (
+            f"qLogNEHVI is limited to n <= {MAX_NEHVI_OBJECTIVES} objectives here (the exact "
+            f"box decomposition is exponential in n; this problem has n = "
+            f"{problem.num_objectives})"
+        )
+    return None

@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "contaminated:0.02x1000) for se-student / se-pareto / matern-student "
                         "(y = f + noise, its natural alpha, honest v); only gaussian:SIGMA for "
                         "the multi-objective experiments; stock and light-sensor take none")
+    r.add_argument("--beta", type=float, default=None, metavar="B",
+                   help="width of the entries with a tunable practical width (MT-UCB, "
+                        "IT-UCB; default 1): runs them as NAME@beta=B (also accepted in "
+                        "--algorithms, e.g. MT-UCB@beta=2 MT-UCB@beta=0.5 in one run)")
     r.add_argument("--paper", action="store_true",
                    help="the papers' settings in one flag: spectral bound, Chebyshev "
                         "scalarization, the authors' constants, each method's paper radius, "
@@ -247,8 +251,12 @@ def _run(args: argparse.Namespace) -> int:
             if args.paper:
                 from botorch_mtucb.benchmarks.experiments import paper_settings
 
+                if args.beta is not None:
+                    raise ValueError("--paper runs each method's paper radius: drop --beta.")
                 config = paper_settings(args.experiment, args.algorithms, args.bound,
                                         args.scalarization, args.constants, opts, args.fast)
+            if args.beta is not None:
+                config["algorithms"] = _with_beta(args, config["algorithms"])
             res = run_experiment(
                 args.experiment, trials=args.trials, horizon=args.horizon, seed=args.seed or 0,
                 first_trial=args.first_trial or 0, out_dir=out, fast=args.fast, **config,
@@ -265,6 +273,23 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     print(f"results in {out}")
     return 0
+
+
+def _with_beta(args: argparse.Namespace, algorithms: list[str] | None) -> list[str]:
+    """The algorithm list with ``--beta`` applied to the entries with a tunable width."""
+    from botorch_mtucb.benchmarks.algorithms import get_algorithm, with_width
+    from botorch_mtucb.benchmarks.experiments import get_experiment
+
+    if algorithms is None:
+        exp = get_experiment(args.experiment)
+        algorithms = list(exp.fast_algorithms if args.fast else exp.algorithms)
+    specs = [get_algorithm(a) for a in algorithms]
+    if not any(s.tunable_width for s in specs):
+        raise ValueError(
+            f"--beta sets the width of MT-UCB / IT-UCB; none of {[s.name for s in specs]} has "
+            f"a tunable width."
+        )
+    return [with_width(s.name, args.beta) if s.tunable_width else s.name for s in specs]
 
 
 def _check_resume(args: argparse.Namespace, out: str) -> None:
@@ -292,6 +317,11 @@ def _check_resume(args: argparse.Namespace, out: str) -> None:
             "intel_data": args.intel_data, "intel_locs": args.intel_locs}
     bad = [f"{k} {v!r} (the run has {m.get(k)!r})" for k, v in given.items()
            if v is not None and m.get(k) is not None and v != m.get(k)]
+    if args.beta is not None:
+        want = _with_beta(argparse.Namespace(**{**vars(args), "experiment": m["experiment"]}),
+                          m["algorithms"])
+        if want != m["algorithms"]:
+            bad.append(f"beta {args.beta:g} (the run has {', '.join(m['algorithms'])})")
     theirs = m.get("options", {}).get("noise")
     if args.noise is not None and canonical_noise(args.noise) != theirs:
         bad.append(f"noise {canonical_noise(args.noise)!r} (the run has {theirs!r})")

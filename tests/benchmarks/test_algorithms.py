@@ -276,3 +276,27 @@ def test_sobol_random_search_continues_the_initial_sobol_sequence():
     torch.testing.assert_close(tr.history.X, ref[n0:], rtol=0, atol=1e-12)
     assert (tr.regret >= 0).all() and tr.wall_time.shape == (4,)
     assert get_algorithm("Sobol").available(p) is None
+
+
+def test_width_option_of_the_practical_entries():
+    from botorch_mtucb.benchmarks.algorithms import with_width
+    from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
+
+    assert with_width("mt-ucb", 0.5) == "MT-UCB@beta=0.5"
+    assert with_width("MT-UCB@beta=2", 0.123456789) == "MT-UCB@beta=0.123456789"
+    spec = get_algorithm("it-ucb@BETA=3.0")
+    assert spec.name == "IT-UCB@beta=3" and spec.practical and spec.tunable_width
+    p = make_suite_problem("branin-currin")
+    X = _sobol(6, p.bounds, 0)
+    Y = p.f(X)
+    lam = torch.tensor([0.3, 0.7], dtype=DT)
+    for name, beta in (("MT-UCB", 1.0), ("MT-UCB@beta=2.5", 2.5), ("MT-UCB@beta=0", 0.0)):
+        setup = get_algorithm(name).build(p, RunConfig(horizon=5))
+        acqf = setup.acquisition_factory(setup.model_factory(X, Y),
+                                         ChebyshevScalarization(lam, p.ref_point))
+        assert float(acqf.beta) == beta
+    for bad, match in [("MT-UCB@beta=x", "Malformed"), ("MT-UCB@width=1", "Malformed"),
+                       ("MT-UCB@beta=nan", "Malformed"), ("qLogNParEGO@beta=1", "no tunable"),
+                       ("XX@beta=1", "Unknown algorithm")]:
+        with pytest.raises(ValueError, match=match):
+            get_algorithm(bad)

@@ -277,3 +277,24 @@ def test_cli_paper_flag(tmp_path, capsys):
     code = main(["run", "se-student", "--paper", "--constants", "theory", "--fast",
                  "--out", str(tmp_path / "x"), "--no-progress"])
     assert code == 2 and "--constants theory" in capsys.readouterr().err
+
+
+def test_cli_beta_names_the_width_and_resume_checks_it(tmp_path, capsys):
+    out = tmp_path / "beta"
+    base = ["run", "mo-zdt1", "--trials", "1", "--horizon", "1", "--out", str(out),
+            "--no-progress"]
+    assert main([*base, "--algorithms", "Sobol", "MT-UCB", "--beta", "2"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["algorithms"] == ["Sobol", "MT-UCB@beta=2"]
+    assert _load_trials(out)["trial00_MT-UCB@beta=2.json"]["beta"] == [2.0]
+    capsys.readouterr()
+    assert main(["run", "--resume", "--out", str(out), "--beta", "2", "--no-progress"]) == 0
+    code = main(["run", "--resume", "--out", str(out), "--beta", "1", "--no-progress"])
+    assert code == 2 and "beta 1 (the run has Sobol, MT-UCB@beta=2)" in capsys.readouterr().err
+    for extra, match in [(["--algorithms", "Sobol", "--beta", "2"], "none of ['Sobol']"),
+                         (["--paper", "--beta", "2"], "drop --beta"),
+                         (["--algorithms", "MT-KB@beta=2"], "MT-KB has no tunable width"),
+                         (["--algorithms", "MT-UCB@beta=-1"], "finite number >= 0")]:
+        code = main([*base[:-3], "--out", str(tmp_path / "x"), "--no-progress", *extra])
+        assert code == 2 and match in capsys.readouterr().err, extra
+    assert not (tmp_path / "x").exists()
