@@ -46,6 +46,11 @@ from botorch_mtucb.models.heavy_tailed_base import (
     HeavyTailedModel,
     check_training_data,
 )
+from botorch_mtucb.models.heavy_tailed_defaults import (
+    PRACTICAL_WIDTH,
+    data_driven_moments,
+    default_kernel,
+)
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
     ata_beta,
@@ -55,6 +60,7 @@ from botorch_mtucb.theory.heavy_tailed import (
     check_heavy_tailed_params,
     effective_horizon,
     nystrom_q,
+    tgp_truncation_level,
 )
 from botorch_mtucb.utils.validation import check_finite
 
@@ -64,60 +70,101 @@ __all__ = ["AdaptiveTruncationGP"]
 class AdaptiveTruncationGP(HeavyTailedModel):
     """Single-output BoTorch model of ATA-GP-UCB (paper 001, Algorithm 2).
 
+    Two modes, as :class:`~botorch_mtucb.models.TruncatedGP`:
+
+    * **declared** (``v`` and ``features`` given; paper 001 verbatim, unchanged): rewards as
+      they are, ``λ = 1``, ``beta()`` of Lemma 1 / Theorem 4 or the authors.
+    * **data-driven** (``v=None``, the practical default of issue 16): ``α = 1`` unless given;
+      rewards centred at their median ``loc`` (the per-direction truncation zeroes large
+      projections, so uncentred rewards would be pulled towards 0 of the raw scale); ``v`` =
+      the median-of-means estimate of ``E|y − loc|^{1+α}`` (:func:`~botorch_mtucb.models.
+      heavy_tailed_defaults.robust_location_and_moment`, which states what it assumes:
+      exchangeable rewards, outliers in fewer than half of its groups); without ``features``,
+      :class:`NystromFeatures` on a kernel fitted the BoTorch way (``SingleTaskGP`` with its
+      priors on the centred rewards truncated at TGP's current level ``b_t``, as
+      TruncatedGP's data-driven mode, ``t ≥ 2``; inputs in the unit cube) with ``λ`` the
+      fitted noise; ``beta()`` the constant practical width ``PRACTICAL_WIDTH = 1``
+      (``constants="practical"``; ``b_t`` and the Nyström ``q`` keep the theory constants).
+      ``loc`` and ``v`` are fixed at construction (rebuild to update them); predictions are
+      in the rewards' units.
+
     Example:
         >>> qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=32, dim=1)
         >>> model = AdaptiveTruncationGP(X, Y, alpha=1.0, v=4.0, features=qff, horizon=1000)
         >>> acqf = HeavyTailedUCB(model)
+        >>> practical = AdaptiveTruncationGP(normalize(X, bounds), Y)  # data-driven
     """
 
     def __init__(
         self,
         train_X: Tensor,
         train_Y: Tensor,
-        alpha: float,
-        v: float,
-        features: QuadratureFourierFeatures | NystromFeatures,
-        lam: float = 1.0,
+        alpha: float | None = None,
+        v: float | None = None,
+        features: QuadratureFourierFeatures | NystromFeatures | None = None,
+        lam: float | None = None,
         delta: float = 0.1,
         B: float = 1.0,
         *,
         horizon: int | None = None,
-        constants: Constants = "theory",
+        constants: Constants | str | None = None,
         truncate: bool = True,
         arms: Tensor | None = None,
         sample_dictionary: bool = True,
         dictionary_variances: Tensor | None = None,
+        centre: bool | None = None,
+        generator: torch.Generator | None = None,
     ) -> None:
         """
         Args:
             train_X: ``t x d`` inputs in round order (float arm indices ``t x 1`` with a
                 Nyström :class:`PrecomputedKernel`).
             train_Y: ``t x 1`` raw rewards.
-            alpha: Moment order ``α ∈ (0, 1]`` with ``E|y|^{1+α} ≤ v``.
-            v: Moment bound ``v > 0``.
+            alpha: Moment order ``α ∈ (0, 1]`` with ``E|y|^{1+α} ≤ v`` (default 1).
+            v: Moment bound ``v > 0``; ``None``: data-driven mode (class docstring).
             features: :class:`QuadratureFourierFeatures` (fixed map, QFF variance) or
                 :class:`NystromFeatures` (dictionary resampled from the training points at
                 construction and on every ``condition_on_observations``; DTC variance).
-            lam: Regulariser ``λ > 0``.
+                Required with a declared ``v``; data-driven default: Nyström features on a
+                fitted kernel.
+            lam: Regulariser ``λ > 0`` (default 1; fitted with the kernel in the data-driven
+                mode without ``features``).
             delta: Confidence ``δ ∈ (0, 1]``.
             B: Bound on ``‖f‖_H``.
             horizon: Horizon ``T`` in ``b_t``, ``β_t`` and Nyström ``q``; ``None`` uses
                 ``max(t, 1)``.
-            constants: ``"theory"`` (default; Lemma 1 / Theorem 4) or ``"authors"``.
+            constants: ``"theory"`` (default with a declared ``v``; Lemma 1 / Theorem 4),
+                ``"authors"`` or ``"practical"`` (default of the data-driven mode: ``β =
+                PRACTICAL_WIDTH``, ``b_t`` and ``q`` as ``"theory"``).
             truncate: ``False`` sets ``b_t = ∞`` (plain feature-space ridge regression).
             arms: Optional ``A x d`` finite candidate set (fast arm-space path).
             sample_dictionary: Nyström only. ``False`` keeps the dictionary already in
                 ``features`` (e.g. from :meth:`NystromFeatures.with_dictionary`).
             dictionary_variances: Nyström only: ``t`` variances ``σ²_{t−1}(x_i)`` for the
                 initial draw; default the prior variance ``k(x_i, x_i)``.
+            centre: Subtract the median reward first (default: only in the data-driven mode).
+            generator: Data-driven mode without ``features``: the generator of the Nyström
+                dictionary draws.
         """
         super().__init__()
         X, y = check_training_data(train_X, train_Y)
+        driven = v is None
+        if features is None and not driven:
+            raise ValueError("`features` is required with a declared `v` (paper 001 mode).")
+        alpha, v, self._loc = data_driven_moments(y, alpha, v, centre)
+        y = y - self._loc  # a new tensor: the caller's is untouched
         self.alpha, self.v, self.lam, self.delta, self.B = check_heavy_tailed_params(
-            alpha, v, lam, delta, B
+            alpha, v, 1.0 if lam is None else lam, delta, B
         )
-        self.constants = check_constants(constants)
+        constants = ("practical" if driven else "theory") if constants is None else constants
+        self.constants = constants if constants == "practical" else check_constants(constants)
         self.truncate = bool(truncate)
+        if features is None:
+            b = tgp_truncation_level(y.shape[0], self.alpha, self.v) if truncate else math.inf
+            kernel, fitted = default_kernel(X, torch.where(y.abs() <= b, y, 0.0))
+            features = NystromFeatures(kernel, generator=generator)
+            if fitted is not None and lam is None:
+                self.lam = check_heavy_tailed_params(1.0, 1.0, fitted, 0.1, 0.0)[2]
         if horizon is not None and (isinstance(horizon, bool) or int(horizon) < 1):
             raise ValueError(f"`horizon` must be a positive integer or None, got {horizon!r}.")
         self.horizon = None if horizon is None else int(horizon)
@@ -155,7 +202,21 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         with torch.no_grad():
             self._build()
 
-    _STATE = (*HeavyTailedModel._STATE, "horizon", "kind")
+    _STATE = (*HeavyTailedModel._STATE, "horizon", "kind", "_loc")
+
+    @property
+    def train_Y(self) -> Tensor:
+        """``t x 1`` raw rewards in round order."""
+        return self._y_buf.view(self._t).unsqueeze(-1) + self._loc
+
+    @property
+    def location(self) -> float:
+        """The centre ``loc`` subtracted from the rewards (0 without centring)."""
+        return self._loc
+
+    @property
+    def _schedule_constants(self) -> str:
+        return "theory" if self.constants == "practical" else self.constants
 
     def _arm_kernel(self):
         return self.features.base_kernel if self.kind == "nystrom" else None
@@ -199,7 +260,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
 
     def _log_term(self, t: int) -> float:
         T = effective_horizon(self.horizon, t)
-        return ata_log_term(self.num_features, T, self.delta, self.kind, self.constants)
+        return ata_log_term(self.num_features, T, self.delta, self.kind, self._schedule_constants)
 
     def nystrom_q(self, features: NystromFeatures | None = None, t: int | None = None) -> float:
         """Nyström oversampling ``q``: the features' own ``q``, else the schedule's."""
@@ -208,7 +269,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             return features.q
         t = self.num_observations if t is None else t
         T = effective_horizon(self.horizon, t)
-        return nystrom_q(T, self.delta, features.epsilon, self.constants)
+        return nystrom_q(T, self.delta, features.epsilon, self._schedule_constants)
 
     def truncation_level(self, t: int | None = None) -> float:
         """Truncation level ``b_t`` (default: the current ``t``; uses the current ``m_t``)."""
@@ -220,7 +281,10 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         return ata_truncation_level(t, self.alpha, self.v, self._log_term(t))
 
     def beta(self) -> float:
-        """Confidence width ``β_{t+1}`` for choosing the next point (Lemma 1 / Theorem 4)."""
+        """Confidence width ``β_{t+1}`` for choosing the next point (Lemma 1 / Theorem 4, the
+        authors' or the practical ``PRACTICAL_WIDTH``)."""
+        if self.constants == "practical":
+            return PRACTICAL_WIDTH
         t = self.num_observations
         eps = self.features.epsilon if self.kind == "nystrom" else 0.0
         return ata_beta(
@@ -337,7 +401,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
 
     def _fit_dense(self, cfeat) -> None:
         cdt = self._cdtype
-        X, y = self.train_X.to(cdt), self.train_Y[:, 0].to(cdt)
+        X, y = self.train_X.to(cdt), self._y_buf.view(self._t).to(cdt)
         Phi = cfeat(X)  # t x m
         m = Phi.shape[-1]
         W, e, U = spectral_ridge(Phi, self.lam)  # U = V^{-1/2}Φᵀ, m x t
@@ -352,6 +416,11 @@ class AdaptiveTruncationGP(HeavyTailedModel):
 
     # ------------------------------------------------------------------ BoTorch API
     def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """:meth:`_centred_moments` with the centre ``loc`` added back to the mean."""
+        mean, var = self._centred_moments(X, full)
+        return (mean, var) if self._loc == 0.0 else (mean + self._loc, var)
+
+    def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         """``μ_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
         if self._arms is not None:
             idx, whole = self._arm_index(X)
@@ -409,6 +478,8 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         if batched is not None:
             return batched
         resample_dictionary = resample_dictionary is None or resample_dictionary
+        if self._loc != 0.0:
+            Y = Y - self._loc
         t = self.num_observations
         kernel = self.features.base_kernel if self.kind == "nystrom" else None
         new, X, y, idx, host = self._appended_copy(X, Y, kernel)

@@ -15,11 +15,16 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 __all__ = [
+    "DEFAULT_LENGTHSCALE",
     "PRACTICAL_WIDTH",
     "data_driven_moments",
+    "default_kernel",
     "fit_kernel_on_targets",
     "robust_location_and_moment",
 ]
+
+#: Default SE lengthscale when no kernel is given (paper 001, §6 synthetic experiments).
+DEFAULT_LENGTHSCALE = 0.2
 
 #: UCB width ``w`` of ``μ + w σ`` used by the data-driven models' ``beta()`` (issue 16 suite:
 #: w = 1 against 0.5 and 2; benchmarks/README.md).
@@ -95,6 +100,32 @@ def data_driven_moments(
             v_hat = robust_location_and_moment(y, alpha, centre=False)[1] if y.shape[0] else 1.0
         v = float(v_hat)
     return alpha, v, loc
+
+
+def default_kernel(X: Tensor, targets: Tensor | None = None) -> tuple[Kernel, float | None]:
+    """The kernel of a heavy-tailed model built without one, and a fitted ``λ`` (or ``None``).
+
+    With ``targets`` (the data-driven mode, ``t ≥ 2``): :func:`fit_kernel_on_targets`.
+    Otherwise the paper's SE kernel with lengthscale 0.2 (paper 001, §6). Either way the
+    inputs must lie in the unit cube (lengthscale 0.2, or BoTorch's dimension-scaled
+    lengthscale prior, assume it; outside, the mean would be ~0 almost everywhere).
+
+    Raises:
+        ValueError: if ``X`` leaves ``[0, 1]^d``.
+    """
+    from gpytorch.kernels import RBFKernel
+
+    if X.shape[0] and ((X < -1e-9) | (X > 1 + 1e-9)).any():
+        raise ValueError(
+            "`train_X` lies outside the unit cube [0, 1]^d, where the default kernel "
+            "(SE, lengthscale 0.2) would give a zero mean almost everywhere: normalise "
+            "the inputs (botorch.utils.transforms.normalize) or pass `covar_module`."
+        )
+    if targets is not None and X.shape[0] >= 2:
+        return fit_kernel_on_targets(X, targets)
+    kernel = RBFKernel().to(X)
+    kernel.lengthscale = DEFAULT_LENGTHSCALE
+    return kernel, None
 
 
 def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:

@@ -40,7 +40,7 @@ import copy
 import math
 
 import torch
-from gpytorch.kernels import Kernel, RBFKernel
+from gpytorch.kernels import Kernel
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
@@ -53,9 +53,10 @@ from botorch_mtucb.models.heavy_tailed_base import (
     check_training_data,
 )
 from botorch_mtucb.models.heavy_tailed_defaults import (
+    DEFAULT_LENGTHSCALE,  # noqa: F401  (its old import path)
     PRACTICAL_WIDTH,
     data_driven_moments,
-    fit_kernel_on_targets,
+    default_kernel,
 )
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
@@ -67,9 +68,6 @@ from botorch_mtucb.theory.heavy_tailed import (
 )
 
 __all__ = ["TruncatedGP"]
-
-#: Default SE lengthscale when no kernel is given (paper 001, §6 synthetic experiments).
-DEFAULT_LENGTHSCALE = 0.2
 
 #: Error constant ``c`` of the TGP posterior mean, relative error ≈ ``c · eps · κ̂`` (measured).
 TGP_ERROR_FACTOR = 0.2
@@ -166,18 +164,10 @@ class TruncatedGP(HeavyTailedModel):
             raise ValueError(f"`level` must be 'per-round' or 'current', got {level!r}.")
         self.level = level
         if covar_module is None:
-            if X.shape[0] and ((X < -1e-9) | (X > 1 + 1e-9)).any():
-                raise ValueError(
-                    "`train_X` lies outside the unit cube [0, 1]^d, where the default kernel "
-                    "(SE, lengthscale 0.2) would give a zero mean almost everywhere: normalise "
-                    "the inputs (botorch.utils.transforms.normalize) or pass `covar_module`."
-                )
-            if driven and lam is None and X.shape[0] >= 2:
-                covar_module, fitted = fit_kernel_on_targets(X, self._targets(y))
+            fit = driven and lam is None
+            covar_module, fitted = default_kernel(X, self._targets(y) if fit else None)
+            if fitted is not None:
                 self.lam = check_heavy_tailed_params(1.0, 1.0, fitted, 0.1, 0.0)[2]
-            else:
-                covar_module = RBFKernel().to(X)
-                covar_module.lengthscale = DEFAULT_LENGTHSCALE
         if not isinstance(covar_module, Kernel):
             raise ValueError(
                 f"`covar_module` must be a gpytorch Kernel, got {type(covar_module).__name__}."

@@ -25,7 +25,7 @@ from botorch_mtucb.models.heavy_tailed_base import HeavyTailedBatch
 DT, F32 = torch.float64, torch.float32
 DTYPES = pytest.mark.parametrize("dtype", [DT, F32], ids=["f64", "f32"])
 KINDS = ["tgp", "tgp-arms", "tgp-driven", "ata-qff", "ata-qff-arms", "ata-nystrom",
-         "ata-nystrom-arms"]
+         "ata-nystrom-arms", "ata-driven"]
 ARMS = torch.linspace(0, 1, 15).to(DT).unsqueeze(-1)  # float32-representable
 
 
@@ -53,6 +53,8 @@ def _make(kind: str, dtype: torch.dtype, t: int = 12, seed: int = 0, ls: float =
         if kind == "tgp-driven":
             return TruncatedGP(X, Y)
         return TruncatedGP(X, Y, 1.0, 2.0, _rbf(ls, dtype), lam=0.5, **kw)
+    if kind == "ata-driven":
+        return AdaptiveTruncationGP(X, Y, generator=torch.Generator().manual_seed(gen_seed))
     if "qff" in kind:
         feats = QuadratureFourierFeatures(ls, 16, 1)
     else:
