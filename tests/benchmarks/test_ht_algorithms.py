@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from botorch.models import SingleTaskGP
+from botorch.models import SingleTaskGP, SingleTaskVariationalGP
 
 from botorch_mtucb.acquisition import HeavyTailedUCB
 from botorch_mtucb.benchmarks.algorithms import ALGORITHMS, RunConfig, get_algorithm
@@ -11,11 +11,11 @@ from botorch_mtucb.benchmarks.heavy_tailed_problems import synthetic_heavy_taile
 from botorch_mtucb.benchmarks.ht_algorithms import _Refit
 from botorch_mtucb.benchmarks.problems import HeavyTailedProblem
 from botorch_mtucb.kernels import PrecomputedKernel
-from botorch_mtucb.models import TruncatedGP
+from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
 
 DT = torch.float64
-NEW = ("TGP-UCB-practical", "GP-UCB-practical", "STGP-UCB", "STGP-LogEI", "RRP-UCB",
-       "RRP-LogEI")
+NEW = ("TGP-UCB-practical", "GP-UCB-practical", "ATA-GP-UCB-practical", "STGP-UCB",
+       "STGP-LogEI", "RRP-UCB", "RRP-LogEI", "StudentT-GP-UCB")
 
 
 def test_refit_schedule_and_conditioning():
@@ -50,8 +50,27 @@ def test_practical_entries_build_data_driven_and_fitted_models():
     assert isinstance(model.inner, TruncatedGP) and model.inner.constants == "practical"
     acqf = setup.acquisition_factory(model, None)
     assert isinstance(acqf, HeavyTailedUCB) and float(acqf.beta) == 1.0
+    assert model.inner.level == "current"  # as the issue-16 suite's practical_truncated_gp
     stgp = get_algorithm("STGP-UCB").build(problem, cfg).model_factory(X, Y)
     assert isinstance(stgp.inner, SingleTaskGP)
+    ata = get_algorithm("ATA-GP-UCB-practical").build(problem, cfg)
+    am = ata.model_factory(X, Y)
+    assert isinstance(am.inner, AdaptiveTruncationGP) and am.inner.constants == "practical"
+    assert am.inner.kind == "nystrom" and am.inner.location != 0.0
+    a_acq = ata.acquisition_factory(am, None)
+    assert isinstance(a_acq, HeavyTailedUCB) and float(a_acq.beta) == 1.0
+    with torch.no_grad():
+        vals = a_acq(problem.arms.unsqueeze(-2))
+    assert vals.shape == (problem.num_arms,) and torch.isfinite(vals).all()
+    am2 = am.condition_on_observations(X[:1], Y[:1])  # conditioned between refits
+    assert am2.inner.num_observations == 13
+    st = get_algorithm("StudentT-GP-UCB").build(problem, cfg)
+    sm = st.model_factory(X, Y)
+    assert isinstance(sm.inner, SingleTaskVariationalGP)
+    sm2 = sm.condition_on_observations(X[:1], Y[:1])  # refit every round
+    assert isinstance(sm2.inner, SingleTaskVariationalGP) and sm2.inner is not sm.inner
+    with torch.no_grad():
+        assert torch.isfinite(st.acquisition_factory(sm, None)(problem.arms.unsqueeze(-2))).all()
     prior = setup.model_factory(X[:1], Y[:1])  # t < 2: a plain GP prior, no fit
     assert isinstance(prior.inner, TruncatedGP) and not prior.inner.truncate
     for name in NEW:
