@@ -135,10 +135,12 @@ def construct_inputs_scalarized_mtucb(
     constraints: Any = None,
     constraints_tuple: Any = None,
     objective: Any = None,
-    beta: float | Tensor | BetaSchedule = 2.0,
+    beta: float | Tensor | BetaSchedule | None = None,
     scalarization: Literal["chebyshev", "linear"] = "chebyshev",
     bound: Literal["spectral", "directional"] = "directional",
     seed: int | None = None,
+    reference: Literal["data", "thresholds"] = "data",
+    user_ref_point: Tensor | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of :class:`ScalarizedMultiTaskUCB` for one Ax trial.
 
@@ -157,14 +159,24 @@ def construct_inputs_scalarized_mtucb(
         constraints: Outcome constraints: refused.
         constraints_tuple: Outcome constraints: refused.
         objective: MC objective: refused.
-        beta: β: a number or a :class:`BetaSchedule` (evaluated on the un-hallucinated model).
+        beta: β: a number or a :class:`BetaSchedule` (evaluated on the un-hallucinated model);
+            ``None``: the acquisition's default (practical) width.
         scalarization: ``"chebyshev"`` or ``"linear"`` (λ ~ P_λ of paper 000, §5).
         bound: ``"spectral"`` (paper 000, eq. (2)) or ``"directional"``.
         seed: Seed of the λ stream (``None``: torch's global generator, see
             :func:`~botorch_mtucb.integrations._ax_objective.trial_generator`).
+        reference: Chebyshev reference point: ``"data"`` (default): the user's objective
+            thresholds (``user_ref_point``) when set for every objective, else the scale-free
+            :meth:`ChebyshevScalarization.from_data` of the training data; ``"thresholds"``:
+            ``ref_point`` (Ax's thresholds, inferred where the user set none) with the plain
+            s_λ, or the data's nadir heuristic without them.
+        user_ref_point: The thresholds as the user set them (``n_objectives``, NaN where not
+            set), before Ax's inference (given by
+            :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`).
 
     Returns:
-        ``{"model", "scalarization", "beta", "bound", "X_pending"}``; the acquisition
+        ``{"model", "scalarization", "beta", "bound", "X_pending"}`` (``beta`` only when
+        given); the acquisition
         conditions ``model`` on the pending points itself (GP-BUCB,
         :mod:`botorch_mtucb.acquisition.pending`).
     """
@@ -183,16 +195,39 @@ def construct_inputs_scalarized_mtucb(
     lam = sample_scalarization_weights(
         n, 1, scalarization, generator=trial_generator(seed, t), dtype=like.dtype
     )[0]
+    if reference not in ("data", "thresholds"):
+        raise ValueError(f"`reference` must be 'data' or 'thresholds', got {reference!r}.")
     s: Scalarization
-    if scalarization == "chebyshev":
+    if scalarization == "linear":
+        s = LinearScalarization(lam, minimize=info.minimize)
+    elif reference == "thresholds":
         z = _reference_point(info, ref_point, training_data, n).to(lam)
         s = ChebyshevScalarization(lam, z, minimize=info.minimize)
+    elif _complete(user_ref_point, info):
+        z = _reference_point(info, user_ref_point, training_data, n).to(lam)
+        s = ChebyshevScalarization(lam, z, minimize=info.minimize)
     else:
-        s = LinearScalarization(lam, minimize=info.minimize)
+        if stacked is None:
+            raise ValueError(
+                "The scale-free Chebyshev scalarization (reference='data') needs the training "
+                "data of every objective at the same inputs; set objective thresholds for "
+                "every objective or use reference='thresholds'."
+            )
+        s = ChebyshevScalarization.from_data(lam, stacked[1].to(lam), minimize=info.minimize)
     if isinstance(beta, BetaSchedule):
         beta = beta(model)  # on the real data only, before any hallucination
-    return {"model": model, "scalarization": s, "beta": beta, "bound": bound,
-            "X_pending": pending}
+    out = {"model": model, "scalarization": s, "bound": bound, "X_pending": pending}
+    if beta is not None:
+        out["beta"] = beta
+    return out
+
+
+def _complete(user_ref_point: Tensor | None, info: ObjectiveInfo) -> bool:
+    """Whether the user set a finite threshold for every objective row Ax knows of."""
+    if user_ref_point is None or info.row_to_output is None:
+        return False
+    r = torch.as_tensor(user_ref_point).detach()
+    return r.shape == (len(info.row_to_output),) and bool(torch.isfinite(r).all())
 
 
 def construct_inputs_heavy_tailed_ucb(

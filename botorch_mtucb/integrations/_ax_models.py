@@ -28,14 +28,29 @@ import warnings
 from typing import Any
 
 from ax.generators.torch.botorch_modular.utils import fit_botorch_model
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform
 from botorch.utils.datasets import SupervisedDataset
+from gpytorch.means import Mean
 from gpytorch.mlls import MarginalLogLikelihood
+from torch import Tensor
 
+from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
+from botorch_mtucb.models.practical import (
+    PRACTICAL_NOISE_INIT,
+    add_practical_noise_prior,
+    practical_modules,
+)
 from botorch_mtucb.models.truncated_gp import TruncatedGP
 
-__all__ = ["AxAdaptiveTruncationGP", "AxExactMultiTaskGP", "AxTruncatedGP"]
+__all__ = [
+    "AxAdaptiveTruncationGP",
+    "AxExactMultiTaskGP",
+    "AxPracticalMultiTaskGP",
+    "AxTruncatedGP",
+]
 
 #: Keyword arguments Ax derives from the search space (``_extract_model_kwargs``).
 _SEARCH_SPACE_KWARGS = (
@@ -104,6 +119,62 @@ class AxExactMultiTaskGP(ExactMultiTaskGP):
             "the model uses one regulariser η (`noise`, or learned with `learn_noise=True`) "
             "for all observations (paper 000, §3.1).",
         )
+
+
+class AxPracticalMultiTaskGP(AxExactMultiTaskGP):
+    """:func:`~botorch_mtucb.models.practical_multitask_gp`'s model as Ax builds and fits it.
+
+    Unless given in the model options: ICM over Matérn-5/2 with BoTorch's dimension-scaled
+    lengthscale prior and a learned full-rank B (``independent=True``: B = I), a constant mean
+    per task, η learned from e^{−5} with BoTorch's LogNormal(−4, 1) prior and the floor
+    :data:`~botorch_mtucb.models.practical.PRACTICAL_NOISE_FLOOR`. Ax supplies the rest of
+    the careful user's setup: inputs normalised to the search space (Ax's ``Normalize``
+    input transform), outcomes standardised (Ax's ``StandardizeY``), hyperparameters fitted
+    by ``fit_gpytorch_mll`` at every trial. The paper's estimator (η = 0.1 fixed, zero mean)
+    is :class:`AxExactMultiTaskGP` (``mtucb_generation_strategy(model="paper")``).
+    """
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        covar_module: MultiTaskKernel | None = None,
+        noise: float | Tensor = PRACTICAL_NOISE_INIT,
+        learn_noise: bool = True,
+        input_transform: InputTransform | None = None,
+        outcome_transform: OutcomeTransform | None = None,
+        mean_module: Mean | None = None,
+        train_Yvar: Tensor | None = None,
+        independent: bool = False,
+    ) -> None:
+        """
+        Args:
+            train_X: ``N x d`` training inputs.
+            train_Y: ``N x n`` training observations.
+            covar_module: Multi-task kernel (default: the practical ICM / independent one).
+            noise: Initial (or fixed, with ``learn_noise=False``) η.
+            learn_noise: Learn η with the LogNormal(−4, 1) prior (default ``True``).
+            input_transform: BoTorch input transform (Ax passes ``Normalize``).
+            outcome_transform: BoTorch outcome transform.
+            mean_module: Prior mean (default: a constant per task).
+            train_Yvar: Known noise variances (Ax's are dropped by ``construct_inputs``).
+            independent: Independent tasks (B = I) for the default kernel.
+        """
+        kernel, mean = practical_modules(train_X.shape[-1], train_Y.shape[-1], independent)
+        super().__init__(
+            train_X,
+            train_Y,
+            covar_module=kernel if covar_module is None else covar_module,
+            noise=noise,
+            learn_noise=learn_noise,
+            input_transform=input_transform,
+            outcome_transform=outcome_transform,
+            mean_module=mean if mean_module is None else mean_module,
+            train_Yvar=train_Yvar,
+        )
+        if learn_noise and train_Yvar is None:
+            add_practical_noise_prior(self)
+        self.to(train_X)
 
 
 _HEAVY_TAILED_YVAR = (

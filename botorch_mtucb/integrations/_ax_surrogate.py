@@ -21,6 +21,7 @@ from ax.generators.torch.botorch_modular.utils import ModelConfig, convert_to_bl
 from torch import Tensor
 
 from botorch_mtucb.integrations._ax_models import AxExactMultiTaskGP
+from botorch_mtucb.integrations._ax_strategy import check_common, two_step_strategy
 
 __all__ = ["JointSurrogate", "joint_surrogate", "multitask_gp_generation_strategy"]
 
@@ -57,19 +58,25 @@ class JointSurrogate(Surrogate):
 
 
 def joint_surrogate(
-    model_options: dict[str, Any] | None = None, name: str = "MT-GP"
+    model_options: dict[str, Any] | None = None,
+    name: str = "MT-GP",
+    model_class: type[AxExactMultiTaskGP] = AxExactMultiTaskGP,
 ) -> JointSurrogate:
-    """A :class:`JointSurrogate` over one ``AxExactMultiTaskGP``.
+    """A :class:`JointSurrogate` over one ``AxExactMultiTaskGP`` (or a subclass).
 
     Args:
         model_options: Keyword arguments of :class:`~botorch_mtucb.models.ExactMultiTaskGP`.
         name: The model config's name (shown by Ax).
+        model_class: ``AxExactMultiTaskGP`` (the paper's estimator) or
+            ``AxPracticalMultiTaskGP``.
     """
+    if not (isinstance(model_class, type) and issubclass(model_class, AxExactMultiTaskGP)):
+        raise ValueError(f"`model_class` must subclass AxExactMultiTaskGP, got {model_class!r}.")
     return JointSurrogate(
         surrogate_spec=SurrogateSpec(
             model_configs=[
                 ModelConfig(
-                    botorch_model_class=AxExactMultiTaskGP,
+                    botorch_model_class=model_class,
                     model_options=dict(model_options or {}),
                     name=name,
                 )
@@ -80,7 +87,7 @@ def joint_surrogate(
 
 def multitask_gp_generation_strategy(
     *,
-    num_initial_trials: int = 5,
+    num_initial_trials: int | None = None,
     seed: int | None = None,
     model_options: dict[str, Any] | None = None,
     optimizer_options: dict[str, Any] | None = None,
@@ -92,7 +99,8 @@ def multitask_gp_generation_strategy(
     independent per-metric GPs, and it stays joint when metric values are missing.
 
     Args:
-        num_initial_trials: Number of Sobol trials (≥ 1).
+        num_initial_trials: Number of Sobol trials (≥ 1); default ``None``:
+            ``initial_design_size(d)`` = max(5, 2·d).
         seed: Seeds the Sobol points (``None``: not seeded here).
         model_options: Keyword arguments of :class:`~botorch_mtucb.models.ExactMultiTaskGP`.
         optimizer_options: BoTorch ``optimize_acqf`` options.
@@ -100,10 +108,8 @@ def multitask_gp_generation_strategy(
     Returns:
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
     """
-    from botorch_mtucb.integrations.ax import _check_common, _strategy
-
-    _check_common(num_initial_trials, seed, optimizer_options)
+    check_common(num_initial_trials, seed, optimizer_options)
     kwargs = {"surrogate": joint_surrogate(model_options)}
-    return _strategy(
+    return two_step_strategy(
         "Sobol+MultiTaskGP", num_initial_trials, seed, kwargs, optimizer_options, None
     )

@@ -1,7 +1,9 @@
 r"""Run MT-UCB (MT-KB) and TGP-UCB / ATA-GP-UCB inside Ax (``ax-platform`` 1.3.1).
 
-Two one-call helpers return an Ax ``GenerationStrategy``: a Sobol warm-up, then
-``Generators.BOTORCH_MODULAR`` with this package's model and acquisition::
+Two one-call helpers return an Ax ``GenerationStrategy``: a Sobol warm-up (by default
+:func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d) trials, the size the
+package's ``run_bo_loop`` uses), then ``Generators.BOTORCH_MODULAR`` with this package's
+model and acquisition::
 
     from ax.api.client import Client
     from botorch_mtucb.integrations.ax import mtucb_generation_strategy
@@ -9,7 +11,7 @@ Two one-call helpers return an Ax ``GenerationStrategy``: a Sobol warm-up, then
     client = Client(random_seed=0)
     client.configure_experiment(parameters=[...])
     client.configure_optimization(objective="-branin, -currin")
-    client.set_generation_strategy(mtucb_generation_strategy(num_initial_trials=5, seed=0))
+    client.set_generation_strategy(mtucb_generation_strategy(seed=0))
     for _ in range(20):
         for index, params in client.get_next_trials(max_trials=1).items():
             client.complete_trial(index, raw_data=evaluate(params))
@@ -21,12 +23,16 @@ Importing this module registers the BoTorch input constructors of
 heavy-tailed models. What each piece does and why:
 
 **Model (not split into a ModelListGP).** ``mtucb_generation_strategy`` uses
-:class:`AxExactMultiTaskGP`, a :class:`~botorch_mtucb.models.ExactMultiTaskGP` (a
-``BatchedMultiOutputGPyTorchModel``): Ax's ``use_model_list`` then merges the objectives into
-one block-design dataset and builds one joint model whose task covariance Γ couples them. Ax
-adds its default ``Normalize`` input transform; the ICM hyperparameters (kernel and task matrix
-B) are fitted by Ax's ``fit_gpytorch_mll``; η is the ``noise`` model option (0.1 by default, in
-Ax's standardized outcome units; ``learn_noise=True`` fits it).
+:class:`AxPracticalMultiTaskGP` (default, ``model="practical"``: the model of
+:func:`~botorch_mtucb.models.practical_multitask_gp`: Matérn-5/2 ICM with BoTorch's prior and
+a learned B, a constant mean per task, η learned with a LogNormal(−4, 1) prior) or
+:class:`AxExactMultiTaskGP` (``model="paper"``: the paper's estimator, η = the ``noise`` model
+option, 0.1 by default, fixed unless ``learn_noise=True``; zero mean). Both are
+:class:`~botorch_mtucb.models.ExactMultiTaskGP` s (a ``BatchedMultiOutputGPyTorchModel``):
+Ax's ``use_model_list`` then merges the objectives into one block-design dataset and builds
+one joint model whose task covariance Γ couples them. Ax adds its default ``Normalize`` input
+transform and standardizes the outcomes; the hyperparameters are fitted by Ax's
+``fit_gpytorch_mll`` at every trial.
 
 **Directions.** Ax encodes a minimised objective as weight −1. The input constructor passes
 these directions to the scalarization's ``minimize`` (it negates those outputs and the
@@ -35,13 +41,19 @@ s_λ(±f(x)) with the right sign and nothing is negated twice. MT-UCB draws its 
 so Ax weights other than ±1 (scalarized sub-objectives) are refused.
 
 **Reference point of the Chebyshev scalarization.** s_λ(y) = min_i λ_i (y_i − z_i) needs z
-below every interesting outcome. With :class:`UCBAcquisition` (used by the helpers) z is Ax's
-objective thresholds: the ones the user set (``client.configure_optimization(...,
-outcome_constraints=["a >= 0.3"])`` on an objective metric), the others inferred by Ax as
-the model-predicted Pareto front's nadir pushed back by 10 % of its range. Otherwise (plain
-Ax ``Acquisition``, which does not say which output a threshold belongs to) z is the same
-heuristic on the *observed* Pareto front. All of it lives in Ax's transformed (standardized)
-outcome space, the space of the model.
+below every interesting outcome. Thresholds the user set for every objective
+(``client.configure_optimization(..., outcome_constraints=["a >= 0.3", ...])`` on the
+objective metrics; :class:`UCBAcquisition` records them before Ax infers missing ones) are z,
+with the plain s_λ. Otherwise (``reference="data"``, the default) each trial uses the
+scale-free augmented :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data`
+of the observations: z at the observed non-dominated nadir minus 10 % of each objective's
+range, λ acting on range-normalised objectives, ρ = 0.05 (issue 16: the augmented
+scalarization at the non-dominated nadir raised BraninCurrin's hypervolume from 80 % to
+87–90 % in ``run_bo_loop``). ``reference="thresholds"`` keeps the earlier rule: Ax's
+thresholds, the missing ones inferred by Ax as the model-predicted Pareto front's nadir
+pushed back by 10 % of its range (or, with a plain Ax ``Acquisition``, which does not say
+which output a threshold belongs to, the same heuristic on the *observed* front). All of it
+lives in Ax's transformed (standardized) outcome space, the space of the model.
 
 **A fresh λ per trial, seedable.** Each acquisition Ax builds (one per trial) draws
 λ ~ P_λ (paper 000, §5) from a stream keyed by ``(seed, t)``, t = observed + pending points.
@@ -86,11 +98,10 @@ except ImportError as err:  # pragma: no cover - exercised only without Ax
         "pip install 'botorch-mtucb[ax]'."
     ) from err
 
-from ax.adapter.registry import Generators, MBM_X_trans  # noqa: E402
+from ax.adapter.registry import MBM_X_trans  # noqa: E402
 from ax.adapter.transforms.base import Transform
 from ax.adapter.transforms.derelativize import Derelativize
 from ax.adapter.transforms.unit_x import UnitX
-from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generators.torch.botorch_modular.acquisition import Acquisition
 from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
@@ -108,7 +119,13 @@ from botorch_mtucb.integrations._ax_input_constructors import (
 from botorch_mtucb.integrations._ax_models import (
     AxAdaptiveTruncationGP,
     AxExactMultiTaskGP,
+    AxPracticalMultiTaskGP,
     AxTruncatedGP,
+)
+from botorch_mtucb.integrations._ax_strategy import (
+    DesignSizedGenerationStrategy,
+    check_common,
+    two_step_strategy,
 )
 from botorch_mtucb.integrations._ax_surrogate import (
     JointSurrogate,
@@ -121,7 +138,9 @@ __all__ = [
     "HEAVY_TAILED_TRANSFORMS",
     "AxAdaptiveTruncationGP",
     "AxExactMultiTaskGP",
+    "AxPracticalMultiTaskGP",
     "AxTruncatedGP",
+    "DesignSizedGenerationStrategy",
     "JointSurrogate",
     "UCBAcquisition",
     "construct_inputs_heavy_tailed_ucb",
@@ -142,9 +161,10 @@ class UCBAcquisition(Acquisition):
     Two differences from Ax's ``Acquisition``:
 
     * It gives the MT-UCB input constructor Ax's ``n_objectives x n_outputs`` objective matrix
-      (``objective_weights``). Ax passes the objective thresholds one per *objective* but the
-      directions one per model output; the matrix links the two, so the user's thresholds can
-      serve as the Chebyshev reference point.
+      (``objective_weights``) and the objective thresholds as the user set them
+      (``user_ref_point``, before Ax infers the missing ones). Ax passes the thresholds one
+      per *objective* but the directions one per model output; the matrix links the two, so
+      the user's thresholds can serve as the Chebyshev reference point.
     * It refuses ``n > 1`` arms in one generator run (a ``BatchTrial``): one acquisition is
       built per generator run, so all its arms would share one λ, while the package draws
       one λ per evaluation (as ``run_bo_loop(q=k)`` does). Several one-arm trials
@@ -161,6 +181,12 @@ class UCBAcquisition(Acquisition):
             )
         return super().optimize(n, *args, **kwargs)
 
+    def _update_objective_thresholds(self, torch_opt_config: Any) -> None:
+        # Ax's thresholds as the user set them (NaN where not), before Ax infers the others.
+        user = self._objective_thresholds
+        self._user_objective_thresholds = None if user is None else user.clone()
+        super()._update_objective_thresholds(torch_opt_config)
+
     def _construct_botorch_acquisition(
         self,
         botorch_acqf_class: type[AcquisitionFunction],
@@ -170,6 +196,7 @@ class UCBAcquisition(Acquisition):
         if issubclass(botorch_acqf_class, ScalarizedMultiTaskUCB):
             botorch_acqf_options = {
                 "objective_weights": self._objective_weights,
+                "user_ref_point": getattr(self, "_user_objective_thresholds", None),
                 **botorch_acqf_options,
             }
         return super()._construct_botorch_acquisition(
@@ -179,122 +206,90 @@ class UCBAcquisition(Acquisition):
         )
 
 
-def _check_common(
-    num_initial_trials: int, seed: int | None, optimizer_options: dict[str, Any] | None
-) -> None:
-    if (
-        isinstance(num_initial_trials, bool)
-        or not isinstance(num_initial_trials, int)
-        or num_initial_trials < 1
-    ):
-        raise ValueError(
-            "`num_initial_trials` must be a positive integer (the model needs data), got "
-            f"{num_initial_trials!r}."
-        )
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}.")
-    if optimizer_options is not None and not isinstance(optimizer_options, dict):
-        raise ValueError(
-            f"`optimizer_options` must be a dict or None, got {type(optimizer_options).__name__}."
-        )
-
-
-def _strategy(
-    name: str,
-    num_initial_trials: int,
-    seed: int | None,
-    generator_kwargs: dict[str, Any],
-    optimizer_options: dict[str, Any] | None,
-    transforms: Sequence[type[Transform]] | None,
-) -> GenerationStrategy:
-    generator_kwargs = {**generator_kwargs, "fit_tracking_metrics": False}
-    if optimizer_options:
-        generator_kwargs["default_model_gen_options"] = {
-            "optimizer_kwargs": dict(optimizer_options)
-        }
-    if transforms is not None:
-        generator_kwargs["transforms"] = list(transforms)
-    return GenerationStrategy(
-        name=name,
-        nodes=[
-            GenerationStep(
-                generator=Generators.SOBOL,
-                num_trials=num_initial_trials,
-                min_trials_observed=max(1, num_initial_trials // 2),
-                generator_kwargs={"seed": seed},
-                should_deduplicate=True,
-            ),
-            GenerationStep(
-                generator=Generators.BOTORCH_MODULAR,
-                num_trials=-1,
-                generator_kwargs=generator_kwargs,
-            ),
-        ],
-    )
-
-
 def mtucb_generation_strategy(
     *,
-    num_initial_trials: int = 5,
-    beta: float | BetaSchedule = 1.0,
+    num_initial_trials: int | None = None,
+    beta: float | BetaSchedule | None = None,
     scalarization: Literal["chebyshev", "linear"] = "chebyshev",
     bound: Literal["spectral", "directional"] = "directional",
     seed: int | None = None,
     model_options: dict[str, Any] | None = None,
     optimizer_options: dict[str, Any] | None = None,
     transforms: Sequence[type[Transform]] | None = None,
+    model: Literal["practical", "paper"] = "practical",
+    reference: Literal["data", "thresholds"] = "data",
 ) -> GenerationStrategy:
-    """Sobol warm-up, then MT-KB: ``AxExactMultiTaskGP`` + ``ScalarizedMultiTaskUCB``.
+    """Sobol warm-up, then MT-UCB: one joint multi-task GP + ``ScalarizedMultiTaskUCB``.
 
     For multi-objective experiments (``objective="a, -b"``; every model output must be an
     objective). Each BO trial maximises the scalarized multi-task UCB (paper 000, eq. (2))
-    for a fresh λ ~ P_λ.
+    for a fresh λ ~ P_λ. The defaults are the practical ones of issue 16 (the package's
+    ``run_bo_loop`` defaults): a Sobol design of ``initial_design_size(d)`` trials, the
+    practical model (:class:`AxPracticalMultiTaskGP`), the scale-free augmented Chebyshev
+    scalarization and the acquisition's default width.
 
     Args:
         num_initial_trials: Number of Sobol trials (≥ 1); the BO step starts once half of
-            them (at least one) have data.
+            them (at least one) have data. Default ``None``:
+            :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d), d = the
+            number of tunable parameters, set when the experiment is attached
+            (:class:`DesignSizedGenerationStrategy`).
         beta: Confidence radius β (in Ax's standardized outcome units) or a
             :class:`~botorch_mtucb.acquisition.BetaSchedule` evaluated on each fitted model.
-            Default 1, the practical width of
-            :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` (issue 16: β = 2 was
-            worse than 1 on 3 of 4 paper problems and on BraninCurrin).
-        scalarization: ``"chebyshev"`` (reference point: see the module docstring) or
-            ``"linear"``.
+            Default ``None``: :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`'s
+            practical width (β = 1; issue 16: β = 2 was worse than 1 on 3 of 4 paper
+            problems and on BraninCurrin).
+        scalarization: ``"chebyshev"`` or ``"linear"``.
         bound: ``"directional"`` (default, tighter) or ``"spectral"`` (paper 000, eq. (2)).
         seed: Seeds the Sobol points and the λ stream (``None``: not seeded here).
-        model_options: Keyword arguments of :class:`ExactMultiTaskGP` (``noise``,
-            ``learn_noise``, ``covar_module``, ``mean_module``).
+        model_options: Keyword arguments of the model (``noise``, ``learn_noise``,
+            ``covar_module``, ``mean_module``; ``independent`` for the practical model).
         optimizer_options: BoTorch ``optimize_acqf`` options (``num_restarts``,
             ``raw_samples``, ``options``).
         transforms: Ax transforms of the BO step (default: Ax's BoTorch defaults).
+        model: ``"practical"`` (:class:`AxPracticalMultiTaskGP`: Matérn-5/2 ICM with a
+            learned B, constant mean, learned noise) or ``"paper"``
+            (:class:`AxExactMultiTaskGP`: the paper's estimator, η = 0.1 fixed, zero mean).
+        reference: Chebyshev reference point when the user set no objective threshold for
+            some objective: ``"data"`` (default) builds
+            :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` from the
+            observations (scale-free, non-dominated nadir − 10 % of the range, augmented
+            ρ = 0.05); ``"thresholds"`` uses Ax's inferred thresholds (model-predicted nadir)
+            with the plain s_λ (the behaviour before issue 16). Thresholds the user set for
+            every objective are always the reference point (plain s_λ, Ax's units).
 
     Returns:
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
     """
-    _check_common(num_initial_trials, seed, optimizer_options)
-    if not isinstance(beta, BetaSchedule):
+    check_common(num_initial_trials, seed, optimizer_options)
+    if beta is not None and not isinstance(beta, BetaSchedule):
         b = float(beta)
         if not math.isfinite(b) or b < 0:
             raise ValueError(
-                f"`beta` must be a finite number >= 0 or a BetaSchedule, got {beta!r}."
+                f"`beta` must be a finite number >= 0, a BetaSchedule or None, got {beta!r}."
             )
     if scalarization not in ("chebyshev", "linear"):
         raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
     if bound not in ("spectral", "directional"):
         raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
+    classes = {"practical": AxPracticalMultiTaskGP, "paper": AxExactMultiTaskGP}
+    if model not in classes:
+        raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
+    if reference not in ("data", "thresholds"):
+        raise ValueError(f"`reference` must be 'data' or 'thresholds', got {reference!r}.")
+    options: dict[str, Any] = {
+        "scalarization": scalarization, "bound": bound, "seed": seed, "reference": reference,
+    }
+    if beta is not None:
+        options["beta"] = beta
     generator_kwargs = {
         # one joint model, also when a trial reports a NaN or missing metric value
-        "surrogate": joint_surrogate(model_options, name="MT-KB"),
+        "surrogate": joint_surrogate(model_options, name="MT-KB", model_class=classes[model]),
         "botorch_acqf_class": ScalarizedMultiTaskUCB,
-        "botorch_acqf_options": {
-            "beta": beta,
-            "scalarization": scalarization,
-            "bound": bound,
-            "seed": seed,
-        },
+        "botorch_acqf_options": options,
         "acquisition_class": UCBAcquisition,
     }
-    return _strategy(
+    return two_step_strategy(
         "Sobol+MT-UCB", num_initial_trials, seed, generator_kwargs, optimizer_options, transforms
     )
 
@@ -303,7 +298,7 @@ def heavy_tailed_generation_strategy(
     alpha: float,
     v: float,
     *,
-    num_initial_trials: int = 5,
+    num_initial_trials: int | None = None,
     beta: float | None = None,
     model: Literal["truncated", "adaptive_truncation"] = "truncated",
     model_options: dict[str, Any] | None = None,
@@ -320,7 +315,7 @@ def heavy_tailed_generation_strategy(
         alpha: Moment order ``α ∈ (0, 1]``.
         v: Moment bound ``v > 0``, in the units of the reported rewards.
         num_initial_trials: Number of Sobol trials (≥ 1); they count as rounds of the
-            truncation schedule.
+            truncation schedule. Default ``None``: ``initial_design_size(d)`` = max(5, 2·d).
         beta: Width β multiplying σ; ``None`` uses the model's β_{t+1} (``constants`` model
             option: ``"theory"`` or ``"authors"``).
         model: ``"truncated"`` (:class:`~botorch_mtucb.models.TruncatedGP`, TGP-UCB) or
@@ -335,7 +330,7 @@ def heavy_tailed_generation_strategy(
     Returns:
         The ``GenerationStrategy``.
     """
-    _check_common(num_initial_trials, seed, optimizer_options)
+    check_common(num_initial_trials, seed, optimizer_options)
     options = dict(model_options or {})
     B = options.get("B", 1.0)
     check_heavy_tailed_params(
@@ -369,7 +364,7 @@ def heavy_tailed_generation_strategy(
         "acquisition_class": UCBAcquisition,
     }
     name = "Sobol+TGP-UCB" if model == "truncated" else "Sobol+ATA-GP-UCB"
-    return _strategy(
+    return two_step_strategy(
         name,
         num_initial_trials,
         seed,

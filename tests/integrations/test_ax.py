@@ -111,7 +111,8 @@ def test_mtucb_constructor_signs_reference_point_and_value() -> None:
     s = torch.tensor([-1.0, 1.0], dtype=DT)
     beta = 1.7
 
-    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, beta=beta, seed=3)
+    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, beta=beta, seed=3,
+                           reference="thresholds")  # plain s_λ at the data's nadir heuristic
     acqf = ScalarizedMultiTaskUCB(**inputs)
     sc = acqf.scalarization
     assert sc.minimize.tolist() == [True, False]
@@ -136,15 +137,54 @@ def test_mtucb_reference_point_from_ax_thresholds_maps_rows_to_outputs() -> None
     # Row 0 = output 1 minimised, row 1 = output 0 maximised (objective order != outputs).
     W = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=DT)
     ref = torch.tensor([-3.0, 0.25], dtype=DT)  # maximisation-aligned, one per row
-    inputs = _mtucb_inputs(model, ds, objective_weights=W, ref_point=ref, seed=0)
-    sc = inputs["scalarization"]
-    assert sc.minimize.tolist() == [False, True]
-    torch.testing.assert_close(sc.ref_point, torch.tensor([0.25, 3.0], dtype=DT))
+    for kw in ({"ref_point": ref, "reference": "thresholds"},  # Ax's (maybe inferred) ones
+               {"ref_point": ref + 1, "user_ref_point": ref}):  # the user's, complete
+        inputs = _mtucb_inputs(model, ds, objective_weights=W, seed=0, **kw)
+        sc = inputs["scalarization"]
+        assert sc.minimize.tolist() == [False, True] and sc.augmentation == 0.0  # plain s_λ
+        torch.testing.assert_close(sc.ref_point, torch.tensor([0.25, 3.0], dtype=DT))
     # Unknown row order (no matrix): Ax's thresholds are not used, the data nadir is.
     pt = ScalarizedPosteriorTransform(weights=torch.tensor([1.0, -1.0], dtype=DT))
-    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, ref_point=ref, seed=0)
+    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, ref_point=ref, seed=0,
+                           reference="thresholds")
     z = _nadir_reference(ds.Y, torch.tensor([1.0, -1.0], dtype=DT))
     torch.testing.assert_close(inputs["scalarization"].ref_point, z)
+
+
+def _scale_free_reference(Y, signs, lam, margin=0.1):
+    """Brute force of the scale-free s_λ: z = nadir of the front − margin · range of all data,
+    weights λ_i / r_i renormalised."""
+    A = Y * signs
+    span = A.max(0).values - A.min(0).values
+    front = [A[i] for i in range(len(A))
+             if not any(bool((A[j] >= A[i]).all() and (A[j] > A[i]).any()) for j in range(len(A)))]
+    z = (torch.stack(front).min(0).values - margin * span) * signs
+    w = lam / span
+    return z, w / w.sum()
+
+
+def test_mtucb_default_reference_is_scale_free_from_data() -> None:
+    from botorch_mtucb.acquisition import sample_scalarization_weights
+    from botorch_mtucb.integrations._ax_objective import trial_generator
+
+    model, ds = _mt_model()
+    W = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=DT)
+    signs = torch.tensor([1.0, -1.0], dtype=DT)
+    lam = sample_scalarization_weights(2, 1, generator=trial_generator(0, 7))[0]
+    z, w = _scale_free_reference(ds.Y, signs, lam)
+    partial = torch.tensor([-3.0, float("nan")], dtype=DT)  # the user set one threshold only
+    for kw in ({}, {"ref_point": torch.tensor([-3.0, 0.25], dtype=DT)},
+               {"ref_point": torch.tensor([-3.0, 0.25], dtype=DT), "user_ref_point": partial}):
+        inputs = _mtucb_inputs(model, ds, objective_weights=W, seed=0, **kw)
+        sc = inputs["scalarization"]
+        assert "beta" not in inputs  # the acquisition's default width
+        assert sc.minimize.tolist() == [False, True] and sc.augmentation == 0.05
+        torch.testing.assert_close(sc.ref_point, z)
+        torch.testing.assert_close(sc.weights, w)
+    acqf = ScalarizedMultiTaskUCB(**inputs)
+    assert acqf.beta == ScalarizedMultiTaskUCB.__init__.__defaults__[0]
+    with pytest.raises(ValueError, match="`reference` must be"):
+        _mtucb_inputs(model, ds, reference="nadir")
 
 
 def test_data_reference_point_matches_brute_force() -> None:
@@ -276,6 +316,12 @@ def test_constructors_refuse_unsupported_inputs() -> None:
         mtucb_generation_strategy(scalarization="pareto")
     with pytest.raises(ValueError, match="bound"):
         mtucb_generation_strategy(bound="frobenius")
+    with pytest.raises(ValueError, match="`model` must be 'practical' or 'paper'"):
+        mtucb_generation_strategy(model="sparse")
+    with pytest.raises(ValueError, match="`reference` must be 'data' or 'thresholds'"):
+        mtucb_generation_strategy(reference="nadir")
+    with pytest.raises(ValueError, match="`beta` must be"):
+        mtucb_generation_strategy(beta=-1.0)
     with pytest.raises(ValueError, match="alpha"):
         heavy_tailed_generation_strategy(alpha=1.5, v=1.0)
     with pytest.raises(ValueError, match="features"):
@@ -295,9 +341,11 @@ def test_ax_models_construct_inputs_and_fit() -> None:
     ds1 = SupervisedDataset(ds.X, ds.Y[:, :1], feature_names=ds.feature_names,
                             outcome_names=["a"])
     ht = AxTruncatedGP(**AxTruncatedGP.construct_inputs(ds1, alpha=0.5, v=2.0))
-    before = {k: v.clone() for k, v in ht.state_dict().items()}
+    before = {k: v.clone() for k, v in ht.state_dict().items() if torch.is_tensor(v)}
     fit_botorch_model(ht, mll_class=ExactMarginalLogLikelihood)  # registered no-op
-    assert all(torch.equal(before[k], v) for k, v in ht.state_dict().items())
+    after = {k: v for k, v in ht.state_dict().items() if torch.is_tensor(v)}
+    assert before and before.keys() == after.keys()
+    assert all(torch.equal(before[k], v) for k, v in after.items())
 
 
 def test_import_without_ax_and_lazy_names(monkeypatch) -> None:

@@ -20,8 +20,10 @@ import torch
 pytest.importorskip("ax")
 
 from ax.api.client import Client  # noqa: E402
+from ax.api.configs import RangeParameterConfig  # noqa: E402
 from botorch.models import ModelListGP  # noqa: E402
 from botorch.test_functions.multi_objective import BraninCurrin  # noqa: E402
+from gpytorch.kernels import MaternKernel  # noqa: E402
 
 from botorch_mtucb.acquisition import (  # noqa: E402
     HeavyTailedUCB,
@@ -29,8 +31,12 @@ from botorch_mtucb.acquisition import (  # noqa: E402
 )
 from botorch_mtucb.features import QuadratureFourierFeatures  # noqa: E402
 from botorch_mtucb.integrations.ax import (  # noqa: E402
+    AxExactMultiTaskGP,
+    AxPracticalMultiTaskGP,
+    DesignSizedGenerationStrategy,
     heavy_tailed_generation_strategy,
     mtucb_generation_strategy,
+    multitask_gp_generation_strategy,
 )
 from botorch_mtucb.models import (  # noqa: E402
     AdaptiveTruncationGP,
@@ -70,11 +76,23 @@ def test_client_loop_branin_currin_mtucb() -> None:
                 assert type(acq.acqf) is ScalarizedMultiTaskUCB  # our acquisition ...
                 assert isinstance(model, ExactMultiTaskGP)  # ... on our joint model,
                 assert not isinstance(model, ModelListGP) and model.num_outputs == 2
+                assert isinstance(model, AxPracticalMultiTaskGP)  # the practical default:
+                assert isinstance(model.covar_module.data_covar_module, MaternKernel)
+                assert model.learn_noise and hasattr(model.likelihood, "noise_prior")
                 sc = acq.acqf.scalarization
                 assert sc.minimize.tolist() == [True, True]  # "-a, -b"
-                # Reference point = Ax's (inferred) thresholds, mapped to outputs.
-                thr = acq.objective_thresholds
-                torch.testing.assert_close(sc.ref_point, -thr.to(sc.ref_point))
+                # No user thresholds: the scale-free s_λ from the data in Ax's units
+                # (non-dominated nadir − 10 % of the range, augmented), not Ax's inferred z.
+                Y_ax = gen.surrogate.training_data[0].Y
+                signs = -torch.ones(2, dtype=DT)
+                span = (Y_ax * signs).max(0).values - (Y_ax * signs).min(0).values
+                A = Y_ax * signs
+                front = torch.stack([A[i] for i in range(len(A)) if not any(
+                    bool((A[j] >= A[i]).all() and (A[j] > A[i]).any()) for j in range(len(A)))])
+                z = (front.min(0).values - 0.1 * span) * signs
+                torch.testing.assert_close(sc.ref_point, z.to(sc.ref_point))
+                assert sc.augmentation == 0.05
+                assert acq.acqf.beta == ScalarizedMultiTaskUCB.__init__.__defaults__[0]
                 weights.append(sc.weights)
             if k == 2:
                 batch = [
@@ -99,6 +117,40 @@ def test_client_loop_branin_currin_mtucb() -> None:
         assert values["a"][0] == pytest.approx(float(observed[i][0]))
 
 
+def test_client_default_sobol_design_is_sized_by_d() -> None:
+    """Without num_initial_trials: initial_design_size(d) Sobol trials (5 at d = 2, 6 at d = 3),
+    then the BO step; the strategy records the size once it sees the experiment."""
+    from botorch_mtucb.utils import initial_design_size
+
+    problem = BraninCurrin()
+    for d, make in ((3, lambda: mtucb_generation_strategy(seed=0, optimizer_options=FAST_OPT)),
+                    (2, lambda: multitask_gp_generation_strategy(seed=0))):
+        gs = make()
+        assert isinstance(gs, DesignSizedGenerationStrategy) and gs.num_initial_trials is None
+        client = Client(random_seed=0)
+        client.configure_experiment(parameters=[
+            RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+            for i in range(d)
+        ])
+        client.configure_optimization(objective="-a, -b")
+        client.set_generation_strategy(gs)
+        size = initial_design_size(d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(size + 1):
+                for idx, p in client.get_next_trials(max_trials=1).items():
+                    y = problem(torch.tensor([[p["x0"], p["x1"]]], dtype=DT))[0]
+                    client.complete_trial(idx, raw_data={"a": float(y[0]), "b": float(y[1])})
+        assert gs.num_initial_trials == size == (6 if d == 3 else 5)
+        summary = client.summarize()
+        gen_nodes = summary["generation_node"].tolist()
+        assert all("Sobol" in g for g in gen_nodes[:size]) and "BoTorch" in gen_nodes[size]
+    gs = heavy_tailed_generation_strategy(1.0, 1.0)
+    assert isinstance(gs, DesignSizedGenerationStrategy)
+    fixed = mtucb_generation_strategy(num_initial_trials=4)
+    assert not isinstance(fixed, DesignSizedGenerationStrategy)
+
+
 def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:
     """Objective order ("-b, -a") differs from Ax's output order; thresholds land right."""
     problem = BraninCurrin()
@@ -110,7 +162,7 @@ def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:
     client.set_generation_strategy(
         mtucb_generation_strategy(
             num_initial_trials=3, seed=1, optimizer_options=FAST_OPT,
-            model_options={"noise": 0.05},
+            model_options={"noise": 0.05}, model="paper",  # the paper's fixed η
         )
     )
     with warnings.catch_warnings():
@@ -123,6 +175,7 @@ def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:
                 )
     adapter = client._generation_strategy.adapter
     model = adapter.generator.surrogate.model
+    assert type(model) is AxExactMultiTaskGP
     assert adapter.outcomes == ["a", "b"] and model.noise.item() == pytest.approx(0.05)
     sc = adapter.generator._acquisition.acqf.scalarization
     std = adapter.transforms["StandardizeY"]
