@@ -361,3 +361,34 @@ def test_import_without_ax_and_lazy_names(monkeypatch) -> None:
     import botorch_mtucb.integrations as integrations
 
     assert integrations.mtucb_generation_strategy is mtucb_generation_strategy
+
+
+def test_ax_practical_model_is_practical_multitask_gp() -> None:
+    """Built as Ax builds it (construct_inputs + Normalize/Standardize submodules) and fitted,
+    it has the same hyperparameters and posterior as ``practical_multitask_gp``."""
+    import warnings
+
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models.transforms import Normalize, Standardize
+
+    from botorch_mtucb.integrations.ax import AxPracticalMultiTaskGP
+    from botorch_mtucb.models import practical_multitask_gp
+
+    _, ds = _mt_model(n_obs=10)
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    ax_model = AxPracticalMultiTaskGP(
+        **AxPracticalMultiTaskGP.construct_inputs(ds),
+        input_transform=Normalize(2, bounds=bounds), outcome_transform=Standardize(m=2),
+    )
+    assert ax_model.learn_noise and hasattr(ax_model.likelihood, "noise_prior")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(ax_model.likelihood, ax_model))
+    ax_model.eval()
+    ref = practical_multitask_gp(ds.X, ds.Y, bounds)
+    for k, v in ref.state_dict().items():
+        torch.testing.assert_close(ax_model.state_dict()[k], v)
+    X = torch.rand(5, 2, generator=torch.Generator().manual_seed(0), dtype=DT)
+    torch.testing.assert_close(ax_model.posterior(X).mean, ref.posterior(X).mean)
+    ind = AxPracticalMultiTaskGP(**AxPracticalMultiTaskGP.construct_inputs(ds, independent=True))
+    assert ind.covar_module.task_covar_matrix.equal(torch.eye(2, dtype=DT))
