@@ -14,9 +14,6 @@ from botorch_mtucb.benchmarks.metrics import hypervolume_curve
 from botorch_mtucb.benchmarks.mo_suite_problems import (
     MO_SUITE,
     SuiteProblem,
-    _estimate_max_hv,
-    _FiniteDifferenceF,
-    correlated_problem,
     hypervolume_percent,
     hypervolume_percent_curve,
     make_suite_problem,
@@ -134,76 +131,6 @@ def test_noise_is_added():
     assert float((Y - p.f(X)).std()) == pytest.approx(0.05, rel=0.05)
 
 
-def test_correlated_problem_definition():
-    """f_i = φ_i(a_iᵀ z) (no independent part): each objective is a monotone function of its
-    own mixture of the standardised latents; correlations are strong, maximisers differ."""
-    bounds = torch.stack([torch.zeros(2, dtype=DT), torch.ones(2, dtype=DT)])
-    lat = [lambda X: -(X - 0.2).square().sum(-1), lambda X: -(X - 0.8).square().sum(-1)]
-    p = correlated_problem(lat, 3, bounds, seed=3, spread=0.5, independent=0.0, units="raw")
-    X = p.regret_X
-    F = p.f(X)
-    Z = torch.stack([fn(X) for fn in lat], -1)
-    # the documented standardisation: over 4096 scrambled Sobol points (seed 99)
-    S = SobolEngine(2, scramble=True, seed=99).draw(4096).to(DT)
-    ZS = torch.stack([fn(S) for fn in lat], -1)
-    Zs = (Z - ZS.mean(0)) / ZS.std(0)
-    thetas = torch.linspace(0, 0.5, 3, dtype=DT)  # the loadings' angles, in some order
-    for i in range(3):
-        # F_i is an increasing function of exactly one of the mixtures: same ranks
-        ranks = [torch.corrcoef(torch.stack([_rank(F[:, i]), _rank(Zs @ torch.stack(
-            [torch.cos(th), torch.sin(th)]))]))[0, 1] for th in thetas]
-        assert max(float(r) for r in ranks) > 1 - 1e-9
-    C = torch.corrcoef(F.T)
-    assert float(C.min()) > 0.6
-    assert p.correlated and p.max_hv_source.startswith("estimate")
-
-
-def test_correlated_problem_reproducible_and_conflicting():
-    a, b = make_suite_problem("corr-rff", seed=0), make_suite_problem("corr-rff", seed=1)
-    X = a.regret_X[:20]
-    torch.testing.assert_close(a.f(X), correlated_again(0)(X))
-    assert not torch.allclose(a.f(X), b.f(X))
-    F = a.f(a.regret_X)
-    assert float(torch.corrcoef(F.T).mean()) > 0.7
-    from botorch.utils.multi_objective.pareto import is_non_dominated
-
-    assert int(is_non_dominated(F).sum()) >= 3  # a front, not one point
-    assert 30 < hypervolume_percent(a, F) <= 100
-
-
-def _rank(v: torch.Tensor) -> torch.Tensor:
-    return torch.argsort(torch.argsort(v)).to(DT)
-
-
-def correlated_again(seed: int):
-    from botorch_mtucb.benchmarks.mo_suite_problems import _corr_rff
-
-    return _corr_rff(seed=seed).f
-
-
-def test_max_hv_estimate_is_a_tight_lower_bound():
-    bt = BraninCurrin(negate=True).to(DT)
-    X = SobolEngine(2, scramble=True, seed=0).draw(1024).to(DT)
-
-    def f(Z):
-        return bt(Z, noise=False)
-
-    est = _estimate_max_hv(f, X, f(X), bt.ref_point.to(DT), bt.bounds.to(DT), seed=0)
-    assert 0.97 * bt.max_hv < est <= bt.max_hv * (1 + 1e-9)
-
-
-def test_finite_difference_gradient():
-    bt = BraninCurrin(negate=True).to(DT)
-    X = torch.rand(3, 2, dtype=DT, requires_grad=True)
-    w = torch.tensor([0.3, -1.2], dtype=DT)
-    (bt.evaluate_true(X) @ w).sum().backward()
-    g_ref = X.grad.clone()
-    X.grad = None
-    h = torch.full((2,), 1e-6, dtype=DT)
-    (_FiniteDifferenceF.apply(X, bt.evaluate_true, h) @ w).sum().backward()
-    torch.testing.assert_close(X.grad, g_ref, rtol=1e-5, atol=1e-5)
-
-
 def test_suite_metrics_against_brute_force():
     p = dataclasses.replace(make_suite_problem("branin-currin"), polish_regret=False)
     g = torch.Generator().manual_seed(0)
@@ -241,11 +168,6 @@ def test_bad_inputs_are_refused():
         suite_metrics(p, p.regret_X[:4], torch.ones(2, 2, dtype=DT) / 2, num_initial=1)
     with pytest.raises(ValueError, match="`X` must be N x d"):
         suite_metrics(p, torch.zeros(3, 2, dtype=DT))
-    bounds = torch.stack([torch.zeros(2, dtype=DT), torch.ones(2, dtype=DT)])
-    with pytest.raises(ValueError, match="spread"):
-        correlated_problem([lambda X: X[:, 0], lambda X: X[:, 1]], 2, bounds, spread=3.0)
-    with pytest.raises(ValueError, match="latents"):
-        correlated_problem([lambda X: X[:, 0]], 2, bounds)
     with pytest.raises(ValueError, match="max_hv"):
         dataclasses.replace(p, max_hv=0.0)
     assert set(CHEAP) < set(MO_SUITE)
