@@ -134,14 +134,17 @@ class ProjectedICMPredictor:
         w_j^T Γ_t(x, x) w_j = Σ_i \max\big(s ξ_i − Σ_r F_r(x)^2 w_{ri},\ 0\big)\,
         (u_i^T (σ ∘ w_j))^2,
 
-    with ``K_t = V diag(a) Vᵀ``, ``C`` and ``w_{ri}`` the rotation's mean coefficients and
-    variance weights (paper 000, §3.3 and App. A; the module docstring). Equal to the solver's
-    general path up to rounding; no gradient flows to the hyperparameters.
+    with ``K_t = V diag(a) Vᵀ`` (or the Nyström features), ``C`` and ``w_{ri}`` the rotation's
+    mean coefficients and variance weights (paper 000, §3.3 and App. A; the module
+    docstring). Equal to the solver's general path up to rounding; no gradient flows to the
+    hyperparameters.
 
     Args:
         rotation: The solver's :class:`ICMRotation` (exact, unnormalised features).
         kernel: Frozen evaluator of ``k`` against the (input-transformed) training inputs.
-        eigvecs: ``t x t`` eigenvectors ``V`` of ``K_t``.
+        eigvecs: The features' linear map ``V``: the ``t x t`` eigenvectors of ``K_t`` (exact),
+            or the ``|S| x r`` rotated Nyström map ``M_q`` against the basis points (MT-BKB,
+            where ``F(x) = Eᵀφ̃_t(x)``).
         directions: ``n x k`` directions ``W``.
         out_scale: ``n`` outcome scale σ (ones without an outcome transform).
         out_shift: ``n`` outcome shift ``c_μ ∘ σ + m``.

@@ -13,8 +13,9 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
-from botorch_mtucb.linalg.icm import ICMRotation
+from botorch_mtucb.linalg.icm import ICMRotation, ProjectedICMPredictor
 from botorch_mtucb.linalg.nystrom import default_pinv_rtol, pivoted_cholesky, reduced_pinv_sqrt
+from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 from botorch_mtucb.models.nystrom_solver import (
     _DENSE_GRAM_MAX,
     _check_dictionary,
@@ -23,7 +24,7 @@ from botorch_mtucb.models.nystrom_solver import (
     _NystromBase,
     _resolve_method,
 )
-from botorch_mtucb.models.solvers import cross_kernel
+from botorch_mtucb.models.solvers import Affine, cross_kernel
 
 __all__ = ["ICMNystromSolver"]
 
@@ -88,6 +89,10 @@ class ICMNystromSolver(_NystromBase):
             task_covar, c, noise, self.train_Z.transpose(-1, -2), train_resid, normalized=True
         )
         self.xi, self.U, self.c = self.rotation.xi, self.rotation.U, self.rotation.spectrum
+        # the kernel against the basis points, hyperparameters read once (detached caches)
+        self._frozen = None if torch.is_grad_enabled() or r == 0 else FrozenStationaryCross.maybe(
+            data_kernel, self.basis_X
+        )
 
     def _factor(self, dict_X: Tensor, probs: Tensor) -> tuple[Tensor, Tensor]:
         """Basis points ``X_S`` and ``Mt`` (``|S| x r``) with ``φ̃(x) ≅ Mtᵀ k(X_S, x)``."""
@@ -149,6 +154,19 @@ class ICMNystromSolver(_NystromBase):
         Z = self._Z(X)
         s = self.eigen_variances(X, Z=Z)
         return rot.to_tasks(rot.rotated_mean(Z)), s @ (rot.U.transpose(-1, -2) @ W).pow(2)
+
+    def projected_predictor(
+        self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
+    ) -> ProjectedICMPredictor | None:
+        """The hot-path predictor with the rotated embedding ``Z(x) = k(x, X_S) M_q`` as features
+        (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`; same arguments as
+        :meth:`~botorch_mtucb.models.solvers.ICMSolver.projected_predictor`). ``None`` without
+        a frozen stationary kernel (a solver built with gradients), an empty basis or for
+        batched data."""
+        if self._frozen is None or self.train_X.dim() > 2:
+            return None
+        return ProjectedICMPredictor(self.rotation, self._frozen, self.Mq, directions, out_scale,
+                                     out_shift, in_affine)
 
     def information_gain(self) -> Tensor:
         """½ log det(I + η⁻¹ Ṽ_t) = ½ Σ_i Σ_j log(1 + ξ_i c_j / η) (Nyström estimate)."""
