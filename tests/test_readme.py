@@ -1,18 +1,52 @@
-"""The README's plain-BoTorch MT-UCB example runs as written (for fewer rounds)."""
+"""The README's MT-UCB examples run as written (for fewer rounds) with the practical defaults."""
 
 import re
 from pathlib import Path
 
+import pytest
+import torch
+
 README = Path(__file__).resolve().parents[1] / "README.md"
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.OptimizationWarning",
+    "ignore:Optimization failed:RuntimeWarning",
+)
+
+
+def _blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 
 
 def test_readme_loop_example_runs():
-    text = README.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    code = next(b for b in blocks if "ScalarizedMultiTaskUCB" in b)
+    from botorch_mtucb.acquisition import ChebyshevScalarization, ScalarizedMultiTaskUCB
+    from botorch_mtucb.models import ExactMultiTaskGP
+    from botorch_mtucb.utils import initial_design_size, sobol_initial_design
+
+    code = next(b for b in _blocks() if "ScalarizedMultiTaskUCB" in b)
     assert "for t in range(10):" in code
     ns: dict = {}
     exec(compile(code.replace("range(10)", "range(2)"), "README.md", "exec"), ns)
-    X, Y = ns["X"], ns["Y"]
-    assert X.shape == (7, 2) and Y.shape == (7, 2)
+    X, Y, bounds = ns["X"], ns["Y"], ns["bounds"]
+    N0 = initial_design_size(2)
+    assert X.shape == (N0 + 2, 2) and Y.shape == (N0 + 2, 2)
     assert ((X >= 0) & (X <= 1)).all()  # BraninCurrin's domain is the unit square
+    torch.testing.assert_close(X[:N0], sobol_initial_design(bounds, seed=0))
+    torch.testing.assert_close(Y, ns["problem"](X))
+    model, acqf = ns["model"], ns["acqf"]
+    assert isinstance(model, ExactMultiTaskGP) and model.learn_noise  # the practical model
+    assert isinstance(acqf, ScalarizedMultiTaskUCB)
+    s = acqf.scalarization
+    assert isinstance(s, ChebyshevScalarization) and s.augmentation == 0.05  # scale-free
+    assert acqf.beta == ScalarizedMultiTaskUCB.__init__.__defaults__[0]  # default width
+
+
+def test_readme_run_bo_loop_example_runs():
+    code = next(b for b in _blocks() if "run_bo_loop(" in b)
+    loop = next(b for b in _blocks() if "ScalarizedMultiTaskUCB" in b)
+    setup = loop.split("for t in range")[0]  # imports and the problem
+    assert "num_rounds=30" in code
+    ns: dict = {}
+    exec(compile(setup + code.replace("num_rounds=30", "num_rounds=2"), "README.md", "exec"), ns)
+    h = ns["history"]
+    assert ns["X"].shape == (2, 2) and ns["Y"].shape == (2, 2)
+    assert h.initial_X.shape == (5, 2) and len(h.rounds) == 2
