@@ -31,6 +31,9 @@ from torch import Tensor
 
 __all__ = ["ICMRotation", "ProjectedICMPredictor", "interleave_blocks"]
 
+#: ``(offset, coefficient)`` of an affine input transform, or ``None``.
+Affine = tuple[Tensor, Tensor] | None
+
 
 def _matmul(F: Tensor, M: Tensor) -> Tensor:
     """``F @ M`` for ``batch x q x r`` features and an ``[batch x] r x n`` matrix.
@@ -159,7 +162,7 @@ class ProjectedICMPredictor:
         directions: Tensor,
         out_scale: Tensor,
         out_shift: Tensor,
-        in_affine: tuple[Tensor, Tensor] | None = None,
+        in_affine: Affine = None,
     ) -> None:
         self.kernel = kernel
         scale = kernel.scale

@@ -13,7 +13,7 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
-from botorch_mtucb.linalg.icm import ICMRotation, ProjectedICMPredictor
+from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor
 from botorch_mtucb.linalg.nystrom import default_pinv_rtol, pivoted_cholesky, reduced_pinv_sqrt
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 from botorch_mtucb.models.nystrom_solver import (
@@ -24,7 +24,7 @@ from botorch_mtucb.models.nystrom_solver import (
     _NystromBase,
     _resolve_method,
 )
-from botorch_mtucb.models.solvers import Affine, cross_kernel
+from botorch_mtucb.models.solvers import cross_kernel
 
 __all__ = ["ICMNystromSolver"]
 

@@ -39,7 +39,7 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.factor import CholeskyFactor
-from botorch_mtucb.linalg.icm import ICMRotation, ProjectedICMPredictor, interleave_blocks
+from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor, interleave_blocks
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 
 __all__ = [
@@ -51,10 +51,6 @@ __all__ = [
     "extend_solver",
     "interleave_blocks",
 ]
-
-
-#: ``(offset, coefficient)`` of an affine input transform, or ``None``.
-Affine = tuple[Tensor, Tensor] | None
 
 
 def dense(x: Tensor | LinearOperator) -> Tensor:
@@ -114,8 +110,14 @@ class MultiTaskSolver(ABC):
     def projected_predictor(
         self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
     ) -> ProjectedICMPredictor | None:
-        """A frozen :class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, or ``None``
-        where there is none (the default; see :meth:`ICMSolver.projected_predictor`)."""
+        """The frozen hot-path :class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, or
+        ``None`` where the solver has none (the default).
+
+        Args:
+            directions: ``n x k`` directions ``W`` (original outcome scale).
+            out_scale: ``n`` outcome scale σ; out_shift: ``n`` outcome shift.
+            in_affine: ``(offset, coefficient)`` of an affine input transform, or ``None``.
+        """
         return None
 
 
@@ -323,16 +325,8 @@ class ICMSolver(MultiTaskSolver):
     def projected_predictor(
         self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
     ) -> ProjectedICMPredictor | None:
-        """The hot-path predictor (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`).
-
-        Only for unbatched data, a frozen stationary kernel (built without gradients) and no
-        appended block; ``None`` otherwise.
-
-        Args:
-            directions: ``n x k`` directions ``W`` (original outcome scale).
-            out_scale: ``n`` outcome scale σ; out_shift: ``n`` outcome shift.
-            in_affine: ``(offset, coefficient)`` of an affine input transform, or ``None``.
-        """
+        """The hot-path predictor (see the base class) for unbatched data, a frozen stationary
+        kernel (a solver built without gradients) and no appended block; else ``None``."""
         if self._frozen is None or self.block_factor is not None or self.base_X.dim() > 2:
             return None
         return ProjectedICMPredictor(self.rotation, self._frozen, self.W, directions, out_scale,

@@ -1,4 +1,5 @@
-"""ScalarizedMultiTaskUCB: refusals of bad input and unsupported models, dtype handling.
+"""ScalarizedMultiTaskUCB: refusals of bad input and unsupported models, dtype handling, and
+the model's frozen fast path against the general path.
 
 Split from ``test_multi_task_ucb.py`` (values, gradients and validity live there).
 """
@@ -110,3 +111,43 @@ def test_beta_and_values_follow_the_model_dtype():
     out = acqf(Xt.float())
     assert out.dtype == torch.float32
     torch.testing.assert_close(out.double(), ref(Xt), atol=1e-4, rtol=1e-4)
+
+
+# ----------------------------------------------------------------------------- fast path
+
+
+@pytest.mark.parametrize("kind", ["linear", "chebyshev"])
+def test_fast_path_equals_general_path_and_follows_the_model(kind):
+    """The frozen hot path (model.projected_task_posterior) against the n x n blocks of
+    task_posterior, in values and gradients, before and after the model changes."""
+    X, Y = _train_data()
+    model = _icm_standardized(X, Y)
+    s = _scalarization(kind, torch.tensor([0.35, 0.65], dtype=DT))
+    acqf = ScalarizedMultiTaskUCB(model, s, beta=1.7)
+    Xt = torch.rand(9, 1, 2, generator=torch.Generator().manual_seed(4), dtype=DT)
+
+    def general(m, Xg):
+        mean, blocks = m.task_posterior(Xg)
+        beta = torch.tensor(1.7, dtype=DT)
+        return s.directional_ucb(mean[..., 0, :], blocks[..., 0, :, :], beta)
+
+    def check(m):
+        X1, X2 = Xt.clone().requires_grad_(True), Xt.clone().requires_grad_(True)
+        v1, v2 = acqf(X1), general(m, X2)
+        torch.testing.assert_close(v1, v2, atol=1e-12, rtol=1e-12)
+        (g1,) = torch.autograd.grad(v1.sum(), X1)
+        (g2,) = torch.autograd.grad(v2.sum(), X2)
+        torch.testing.assert_close(g1, g2, atol=1e-11, rtol=1e-10)
+        return v1.detach()
+
+    assert model._projected_predictor(acqf._projection) is not None
+    before = check(model)
+    model.covar_module.data_covar_module.lengthscale = 0.45  # between two calls
+    after = check(model)
+    assert not torch.allclose(before, after)
+    fresh = ScalarizedMultiTaskUCB(_icm_standardized(X, Y), s, beta=1.7)
+    fresh.model.covar_module.data_covar_module.lengthscale = 0.45
+    torch.testing.assert_close(after, fresh(Xt).detach(), atol=1e-12, rtol=1e-12)
+    acqf.set_X_pending(Xt[0])  # conditioned model: the general path, still equal
+    torch.testing.assert_close(acqf(Xt).detach(), general(acqf.model, Xt).detach(),
+                               atol=1e-12, rtol=1e-12)
