@@ -143,7 +143,7 @@ def run_trial(
             InitialDesign.parse(initial_design).resolve(problem)  # refuses: no data in 001
         sampler = None
         arms = problem.arm_points(setup.representation)
-        optimizer = setup.optimizer or FiniteArmOptimizer(arms)
+        optimizer = FiniteArmOptimizer(arms) if setup.optimizer is None else setup.optimizer
         observe = problem.observer(noise_gen, setup.representation)
         X0 = arms[:0]
         true_f, regret_X = problem.true_f(setup.representation), arms

@@ -220,6 +220,8 @@ def test_cli_noise_reaches_the_problem_and_is_recorded(tmp_path, capsys):
     assert main([*base[:-3], "--out", str(paper), "--no-progress"]) == 0
     assert "noise" not in json.loads((paper / "manifest.json").read_text())["options"]
     capsys.readouterr()
+    assert main(["summarize", str(out), str(paper), "--merge", str(tmp_path / "m")]) == 2
+    assert "problem_notes" in capsys.readouterr().err  # runs of two noises are not pooled
     code = main(["run", "--resume", "--out", str(paper), "--noise", "gaussian:0.1",
                  "--no-progress"])
     assert code == 2 and "noise 'gaussian:0.1' (the run has None)" in capsys.readouterr().err
