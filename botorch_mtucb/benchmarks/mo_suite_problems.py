@@ -46,15 +46,20 @@ from botorch_mtucb.benchmarks.metrics import (
     hypervolume_percent_curve,
     suite_metrics,
 )
-from botorch_mtucb.benchmarks.mo_correlated_problems import (
+from botorch_mtucb.benchmarks.mo_correlated_problems import (  # noqa: F401 (old paths)
+    _TRANSFORMS,
     _corr_hartmann,
     _corr_rff,
+    _rff_function,
     correlated_problem,
 )
 from botorch_mtucb.benchmarks.mo_suite_base import (  # noqa: F401 (the old import paths)
+    _REGRET_SIZE,
     _SAMPLE_SIZE,
     DT,
     SuiteProblem,
+    _affine,
+    _box_kernel,
     _estimate_max_hv,
     _finish,
     _FiniteDifferenceF,
