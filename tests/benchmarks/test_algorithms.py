@@ -297,6 +297,9 @@ def test_width_option_of_the_practical_entries():
         assert float(acqf.beta) == beta
     for bad, match in [("MT-UCB@beta=x", "Malformed"), ("MT-UCB@width=1", "Malformed"),
                        ("MT-UCB@beta=nan", "Malformed"), ("qLogNParEGO@beta=1", "no tunable"),
-                       ("XX@beta=1", "Unknown algorithm")]:
+                       ("XX@beta=1", "Unknown algorithm"), (3, "must be a string")]:
         with pytest.raises(ValueError, match=match):
             get_algorithm(bad)
+    ht = synthetic_heavy_tailed_problem("se", "student", seed=0)
+    with pytest.raises(ValueError, match="start with no data"):
+        run_trial(ht, "GP-UCB", 1, seed=0, initial_design="random:3")
