@@ -24,6 +24,7 @@ from botorch_mtucb.linalg.precision import (
     working_dtype,
 )
 from botorch_mtucb.linalg.ridge import spectral_ridge
+from botorch_mtucb.linalg.truncated_sums import ArmRewardHistory
 
 __all__ = [
     "CholeskyFactor",
@@ -40,6 +41,7 @@ __all__ = [
     "psd_pinv_sqrt_factor",
     "reduced_pinv_sqrt",
     "PRECISION_BUDGET",
+    "ArmRewardHistory",
     "check_float_conditioning",
     "regularised_condition",
     "spectral_ridge",

@@ -12,7 +12,13 @@ from torch import Tensor
 
 from botorch_mtucb.linalg.precision import regularised_condition, working_dtype
 
-__all__ = ["RIDGE_ERROR_FACTOR", "spectral_ridge"]
+__all__ = [
+    "RIDGE_ERROR_FACTOR",
+    "arm_ridge_rows",
+    "low_rank_factor",
+    "spectral_ridge",
+    "truncated_ridge",
+]
 
 #: ``eps · tr(ΦᵀΦ)/λ`` up to which ``eigh`` of the Gram is accurate enough (else SVD of Φ).
 _GRAM_OK = 1e-6
@@ -69,3 +75,61 @@ def spectral_ridge(
     e = torch.cat([S.square(), S.new_zeros(m - k)]) + lam
     shrink = S * (S.square() + lam).rsqrt()
     return W, e.clamp_min(lam), (W[:, :k] * shrink) @ U[:, :k].transpose(-1, -2)
+
+
+def truncated_ridge(
+    Phi: Tensor, y: Tensor, lam: float, b: float, what: str = "AdaptiveTruncationGP"
+) -> tuple[Tensor, Tensor]:
+    """ATA-GP-UCB's estimate on a ``t x m`` feature matrix (paper 001, Algorithm 2).
+
+    ``u_{i,τ} = [V^{-1/2} φ(x_τ)]_i``, ``r̂_i = Σ_τ u_{i,τ} y_τ 1{|u_{i,τ} y_τ| ≤ b}``,
+    ``θ = V^{-1/2} r̂`` (symmetric square root, :func:`spectral_ridge`).
+
+    Args:
+        Phi: ``t x m`` features ``Φ``.
+        y: ``t`` rewards.
+        lam: ``λ > 0``.
+        b: Truncation level (``inf``: plain ridge regression).
+        what: Model name for the precision warning.
+
+    Returns:
+        ``(θ, B)`` with ``B Bᵀ = V⁻¹`` (``m``, ``m x m``), in the working dtype.
+    """
+    W, e, U = spectral_ridge(Phi, lam, what)  # U = V^{-1/2}Φᵀ, m x t
+    if Phi.shape[0] and Phi.shape[1]:
+        U = U * y.to(U)  # u_{i,τ} y_τ
+        r_hat = (U * (U.abs() <= b)).sum(-1)
+        theta = W @ (e.rsqrt() * (W.transpose(-1, -2) @ r_hat))
+    else:
+        theta = W.new_zeros(Phi.shape[1])
+    return theta, W * e.rsqrt()
+
+
+def low_rank_factor(F: Tensor) -> tuple[Tensor, Tensor]:
+    """``F = F' Wᵀ`` with ``W`` (``m x r``) orthonormal: thin SVD of the ``A x m`` matrix
+    ``F``, singular values below ``max(1e-13, 10 eps) s_max`` dropped."""
+    U, S, Wh = torch.linalg.svd(F, full_matrices=False)
+    rtol = max(1e-13, 10.0 * torch.finfo(F.dtype).eps)
+    keep = S > rtol * S.max().clamp_min(1e-30) if S.numel() else S > 0
+    return U[:, keep] * S[keep], Wh[keep].transpose(-1, -2)
+
+
+def arm_ridge_rows(Fp: Tensor, n: Tensor, lam: float) -> tuple[Tensor, Tensor]:
+    """``C^{-1/2}`` and the rows ``P = F' C^{-1/2}`` of an arm-space ridge fit.
+
+    ``C = F'ᵀ diag(n) F' + λI_r`` (``F'`` the ``A x r`` arm features, ``n`` the pull counts)
+    from :func:`spectral_ridge` of ``diag(√n) F'``; on its SVD path the pulled arms' rows are
+    its ``Φ V^{-1/2}`` divided by ``√n_a`` (computing them as ``F' C^{-1/2}`` would amplify
+    round-off by up to ``λ^{-1/2}``).
+
+    Returns:
+        ``(Z, P)``: ``r x r`` and ``A x r``, in the working dtype.
+    """
+    sqrt_n = n.sqrt().unsqueeze(-1)
+    Wc, e, DPt = spectral_ridge(sqrt_n * Fp, lam, rows=False)
+    Z = (Wc * e.rsqrt()) @ Wc.transpose(-1, -2)
+    P = Fp.to(Z) @ Z
+    if DPt is not None:
+        sqrt_n = sqrt_n.to(Z)
+        P = torch.where(sqrt_n > 0, DPt.transpose(-1, -2) / sqrt_n.clamp_min(1e-30), P)
+    return Z, P

@@ -15,16 +15,14 @@ posterior covariance between two points uses the same bilinear forms.
 Two computational paths give the same numbers:
 
 * dense: ``Φ_t`` is ``t x m``; ``O(m² t)`` per (re)fit.
-* finite arms (``arms=`` or a Nyström :class:`PrecomputedKernel`): with ``F`` the ``A x m``
-  arm features and ``n`` the pull counts, ``V = Fᵀ diag(n) F + λI``, ``G = F V^{-1/2}`` and
-  ``u_{i,τ} = G[a(τ), i]``; the truncated sums come from per-arm sorted rewards
-  (:class:`ArmRewardHistory`), ``O(A m² + m³ + A m log t)`` per round.
+* finite arms (``arms=`` or a Nyström :class:`PrecomputedKernel`): ``V = Fᵀ diag(n) F + λI``
+  (``F`` the ``A x m`` arm features, ``n`` the pull counts), ``u_{i,τ} = [F V^{-1/2}]_{a(τ),i}``
+  and per-arm sorted rewards (:mod:`botorch_mtucb.linalg.truncated_sums`):
+  ``O(A m² + m³ + A m log t)`` per round.
 
 Precision: ``V`` is factored with every eigenvalue at least ``λ`` before any inverse square
-root, by the SVD of ``Φ`` where the Gram would square the condition number
-(:func:`~botorch_mtucb.linalg.spectral_ridge`). Where even that is inaccurate in float32
-(QFF: ``1e-3 · eps · κ̂ > 1e-3``, ``κ̂ = 1 + Σ_τ k(x_τ, x_τ)/λ``; Nyström: always, since
-the pseudo-inverse square root of ``K_D`` is rank-revealing, as in MT-BKB;
+root (:mod:`botorch_mtucb.linalg.ridge`); where float32 would still be inaccurate (QFF:
+``1e-3 · eps · (1 + t Σ_j ν_j/λ) > 1e-3``; Nyström: always, as MT-BKB's pseudo-inverse;
 :func:`~botorch_mtucb.linalg.working_dtype`) features and fit are computed in float64 and
 results returned in float32, with a ``NumericalWarning``.
 """
@@ -39,7 +37,12 @@ from torch import Tensor
 from botorch_mtucb.features.nystrom import NystromFeatures
 from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
 from botorch_mtucb.linalg.precision import regularised_condition, working_dtype
-from botorch_mtucb.linalg.ridge import RIDGE_ERROR_FACTOR, spectral_ridge
+from botorch_mtucb.linalg.ridge import (
+    RIDGE_ERROR_FACTOR,
+    arm_ridge_rows,
+    low_rank_factor,
+    truncated_ridge,
+)
 from botorch_mtucb.models.heavy_tailed_arm_history import ArmRewardHistory, HeavyTailedBatch
 from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
@@ -47,19 +50,14 @@ from botorch_mtucb.models.heavy_tailed_base import (
     check_training_data,
 )
 from botorch_mtucb.models.heavy_tailed_defaults import (
-    PRACTICAL_WIDTH,
     data_driven_moments,
     default_kernel,
 )
+from botorch_mtucb.models.heavy_tailed_schedules import AdaptiveTruncationSchedules
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
-    ata_beta,
-    ata_log_term,
-    ata_truncation_level,
     check_constants,
     check_heavy_tailed_params,
-    effective_horizon,
-    nystrom_q,
     tgp_truncation_level,
 )
 from botorch_mtucb.utils.validation import check_finite
@@ -67,26 +65,21 @@ from botorch_mtucb.utils.validation import check_finite
 __all__ = ["AdaptiveTruncationGP"]
 
 
-class AdaptiveTruncationGP(HeavyTailedModel):
+class AdaptiveTruncationGP(AdaptiveTruncationSchedules, HeavyTailedModel):
     """Single-output BoTorch model of ATA-GP-UCB (paper 001, Algorithm 2).
 
     Two modes, as :class:`~botorch_mtucb.models.TruncatedGP`:
 
     * **declared** (``v`` and ``features`` given; paper 001 verbatim, unchanged): rewards as
       they are, ``λ = 1``, ``beta()`` of Lemma 1 / Theorem 4 or the authors.
-    * **data-driven** (``v=None``, the practical default of issue 16): ``α = 1`` unless given;
-      rewards centred at their median ``loc`` (the per-direction truncation zeroes large
-      projections, so uncentred rewards would be pulled towards 0 of the raw scale); ``v`` =
-      the median-of-means estimate of ``E|y − loc|^{1+α}`` (:func:`~botorch_mtucb.models.
-      heavy_tailed_defaults.robust_location_and_moment`, which states what it assumes:
-      exchangeable rewards, outliers in fewer than half of its groups); without ``features``,
-      :class:`NystromFeatures` on a kernel fitted the BoTorch way (``SingleTaskGP`` with its
-      priors on the centred rewards truncated at TGP's current level ``b_t``, as
-      TruncatedGP's data-driven mode, ``t ≥ 2``; inputs in the unit cube) with ``λ`` the
-      fitted noise; ``beta()`` the constant practical width ``PRACTICAL_WIDTH = 1``
-      (``constants="practical"``; ``b_t`` and the Nyström ``q`` keep the theory constants).
-      ``loc`` and ``v`` are fixed at construction (rebuild to update them); predictions are
-      in the rewards' units.
+    * **data-driven** (``v=None``, issue 16), as TruncatedGP's: ``α = 1`` unless given; rewards
+      centred at their median ``loc`` (truncation pulls large projections to 0); ``v`` = the
+      median-of-means estimate of ``E|y − loc|^{1+α}`` (it assumes exchangeable rewards and
+      outliers in fewer than half of its groups: ``robust_location_and_moment``); without
+      ``features``, Nyström features on a kernel fitted the BoTorch way (``SingleTaskGP`` on
+      the centred rewards truncated at TGP's ``b_t``; ``t ≥ 2``, inputs in the unit cube) and
+      ``λ`` its noise; ``beta()`` the practical width 1 (``b_t``, ``q``: theory constants).
+      ``loc`` and ``v`` are fixed at construction; predictions are in the rewards' units.
 
     Example:
         >>> qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=32, dim=1)
@@ -125,17 +118,14 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             features: :class:`QuadratureFourierFeatures` (fixed map, QFF variance) or
                 :class:`NystromFeatures` (dictionary resampled from the training points at
                 construction and on every ``condition_on_observations``; DTC variance).
-                Required with a declared ``v``; data-driven default: Nyström features on a
-                fitted kernel.
-            lam: Regulariser ``λ > 0`` (default 1; fitted with the kernel in the data-driven
-                mode without ``features``).
+                Required with a declared ``v`` (data-driven default: class docstring).
+            lam: Regulariser ``λ > 0`` (default 1; data-driven without features: fitted).
             delta: Confidence ``δ ∈ (0, 1]``.
             B: Bound on ``‖f‖_H``.
             horizon: Horizon ``T`` in ``b_t``, ``β_t`` and Nyström ``q``; ``None`` uses
                 ``max(t, 1)``.
-            constants: ``"theory"`` (default with a declared ``v``; Lemma 1 / Theorem 4),
-                ``"authors"`` or ``"practical"`` (default of the data-driven mode: ``β =
-                PRACTICAL_WIDTH``, ``b_t`` and ``q`` as ``"theory"``).
+            constants: ``"theory"`` (declared default; Lemma 1 / Theorem 4), ``"authors"`` or
+                ``"practical"`` (data-driven default; ``β = 1``, ``b_t``, ``q`` as theory).
             truncate: ``False`` sets ``b_t = ∞`` (plain feature-space ridge regression).
             arms: Optional ``A x d`` finite candidate set (fast arm-space path).
             sample_dictionary: Nyström only. ``False`` keeps the dictionary already in
@@ -143,8 +133,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             dictionary_variances: Nyström only: ``t`` variances ``σ²_{t−1}(x_i)`` for the
                 initial draw; default the prior variance ``k(x_i, x_i)``.
             centre: Subtract the median reward first (default: only in the data-driven mode).
-            generator: Data-driven mode without ``features``: the generator of the Nyström
-                dictionary draws.
+            generator: Generator of the default Nyström features' draws (data-driven mode).
         """
         super().__init__()
         X, y = check_training_data(train_X, train_Y)
@@ -163,26 +152,18 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             b = tgp_truncation_level(y.shape[0], self.alpha, self.v) if truncate else math.inf
             kernel, fitted = default_kernel(X, torch.where(y.abs() <= b, y, 0.0))
             features = NystromFeatures(kernel, generator=generator)
-            if fitted is not None and lam is None:
-                self.lam = check_heavy_tailed_params(1.0, 1.0, fitted, 0.1, 0.0)[2]
+            self.lam = self.lam if fitted is None or lam is not None else max(fitted, 1e-12)
         if horizon is not None and (isinstance(horizon, bool) or int(horizon) < 1):
             raise ValueError(f"`horizon` must be a positive integer or None, got {horizon!r}.")
         self.horizon = None if horizon is None else int(horizon)
-        if isinstance(features, QuadratureFourierFeatures):
-            self.kind = "qff"
-            if X.shape[-1] != features.dim:
-                raise ValueError(
-                    f"`features` has dim={features.dim} but `train_X` has d={X.shape[-1]}."
-                )
-            kernel = None
-        elif isinstance(features, NystromFeatures):
-            self.kind = "nystrom"
-            kernel = features.base_kernel
-        else:
-            raise ValueError(
-                "`features` must be QuadratureFourierFeatures or NystromFeatures, got "
-                f"{type(features).__name__}."
-            )
+        if not isinstance(features, (QuadratureFourierFeatures, NystromFeatures)):
+            raise ValueError("`features` must be QuadratureFourierFeatures or NystromFeatures, "
+                             f"got {type(features).__name__}.")
+        self.kind = "qff" if isinstance(features, QuadratureFourierFeatures) else "nystrom"
+        if self.kind == "qff" and X.shape[-1] != features.dim:
+            raise ValueError(f"`features` has dim={features.dim} but `train_X` has "
+                             f"d={X.shape[-1]}.")
+        kernel = features.base_kernel if self.kind == "nystrom" else None
         if kernel is not None:
             self.nystrom_kernel = kernel  # a sub-module: in state_dict, moved by .to()
         self._init_data(X, y, ArmSet.resolve(arms, kernel, X), kernel)
@@ -203,20 +184,6 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             self._build()
 
     _STATE = (*HeavyTailedModel._STATE, "horizon", "kind", "_loc")
-
-    @property
-    def train_Y(self) -> Tensor:
-        """``t x 1`` raw rewards in round order."""
-        return self._y_buf.view(self._t).unsqueeze(-1) + self._loc
-
-    @property
-    def location(self) -> float:
-        """The centre ``loc`` subtracted from the rewards (0 without centring)."""
-        return self._loc
-
-    @property
-    def _schedule_constants(self) -> str:
-        return "theory" if self.constants == "practical" else self.constants
 
     def _arm_kernel(self):
         return self.features.base_kernel if self.kind == "nystrom" else None
@@ -245,75 +212,16 @@ class AdaptiveTruncationGP(HeavyTailedModel):
             self._history = ArmRewardHistory(arm_idx, self._y_buf.view(self._t), A)
         self._fit()
 
-    # ------------------------------------------------------------------ schedules
-    @property
-    def dictionary_size(self) -> int:
-        """Nyström dictionary size ``m_t`` (:class:`DictionaryModel`; QFF models have none)."""
-        if self.kind != "nystrom":
-            raise AttributeError("A QFF AdaptiveTruncationGP has no dictionary.")
-        return self.features.num_features
-
-    @property
-    def num_features(self) -> int:
-        """Current feature dimension ``m_t``."""
-        return self.features.num_features
-
-    def _log_term(self, t: int) -> float:
-        T = effective_horizon(self.horizon, t)
-        return ata_log_term(self.num_features, T, self.delta, self.kind, self._schedule_constants)
-
-    def nystrom_q(self, features: NystromFeatures | None = None, t: int | None = None) -> float:
-        """Nyström oversampling ``q``: the features' own ``q``, else the schedule's."""
-        features = self.features if features is None else features
-        if features.q is not None:
-            return features.q
-        t = self.num_observations if t is None else t
-        T = effective_horizon(self.horizon, t)
-        return nystrom_q(T, self.delta, features.epsilon, self._schedule_constants)
-
-    def truncation_level(self, t: int | None = None) -> float:
-        """Truncation level ``b_t`` (default: the current ``t``; uses the current ``m_t``)."""
-        t = self.num_observations if t is None else int(t)
-        if t < 0:
-            raise ValueError(f"`t` must be a non-negative round index, got {t}.")
-        if not self.truncate:
-            return float("inf")
-        return ata_truncation_level(t, self.alpha, self.v, self._log_term(t))
-
-    def beta(self) -> float:
-        """Confidence width ``β_{t+1}`` for choosing the next point (Lemma 1 / Theorem 4, the
-        authors' or the practical ``PRACTICAL_WIDTH``)."""
-        if self.constants == "practical":
-            return PRACTICAL_WIDTH
-        t = self.num_observations
-        eps = self.features.epsilon if self.kind == "nystrom" else 0.0
-        return ata_beta(
-            t,
-            self.alpha,
-            self.v,
-            self.lam,
-            self.B,
-            self.num_features,
-            self._log_term(t),
-            self.kind,
-            self.constants,
-            eps,
-        )
-
     # ------------------------------------------------------------------ fitting
     @torch.no_grad()
     def _fit(self) -> None:
-        """Working dtype (from ``κ̂ = 1 + Σ_τ k(x_τ, x_τ)/λ ≥ cond(V_t)``), then the fit."""
-        f, arms, t = self.features, self._arms, self._t
-        if self.kind == "qff":
-            trace = t * float(f.weights.sum())  # ‖φ(x)‖² = Σ_j ν_j
-        elif arms is not None:
-            trace = float((self._counts * f.prior_variance(arms.points)).sum())
-        else:
-            trace = float(f.prior_variance(self.train_X).sum()) if t else 0.0
-        # Nyström: the pseudo-inverse square root of K_D is rank-revealing, float64 always (as
-        # MT-BKB's); a float32 dictionary would drop directions (issue 15).
-        kappa = regularised_condition(trace, self.lam) if self.kind == "qff" else math.inf
+        """Working dtype (QFF: ``κ̂ = 1 + t Σ_j ν_j/λ ≥ cond(V_t)``, ``‖φ(x)‖² = Σ_j ν_j``;
+        Nyström: float64 always, as MT-BKB's: the pseudo-inverse square root of ``K_D`` is
+        rank-revealing and a float32 one drops directions, issue 15), then the fit."""
+        f, arms = self.features, self._arms
+        qff = self.kind == "qff"
+        kappa = regularised_condition(self._t * float(f.weights.sum()), self.lam) if qff \
+            else math.inf
         cdt = self._cdtype = working_dtype(
             self._dtype, kappa, f"AdaptiveTruncationGP ({self.kind})", RIDGE_ERROR_FACTOR
         )
@@ -347,11 +255,7 @@ class AdaptiveTruncationGP(HeavyTailedModel):
         if cache is not None and cache[0] is self.features and cache[1].dtype == cdt:
             return cache[1], cache[2]
         if self.kind == "qff":
-            F = self.features(self._arms.points.to(cdt))
-            U, S, Wh = torch.linalg.svd(F, full_matrices=False)
-            rtol = max(1e-13, 10.0 * torch.finfo(F.dtype).eps)
-            keep = S > rtol * S.max().clamp_min(1e-30) if S.numel() else S > 0
-            Fp, W = U[:, keep] * S[keep], Wh[keep].transpose(-1, -2)
+            Fp, W = low_rank_factor(self.features(self._arms.points.to(cdt)))
         elif self.features.num_features == 0:
             Fp = self._K_A.new_zeros(self._arms.num_arms, 0)
             W = self._K_A.new_zeros(0, 0)
@@ -366,32 +270,17 @@ class AdaptiveTruncationGP(HeavyTailedModel):
 
     def _fit_arms(self, cfeat) -> None:
         """Arm-space fit: ``V^{-1/2} = W C^{-1/2} Wᵀ + λ^{-1/2}(I − WWᵀ)`` with
-        ``C = F'ᵀ diag(n) F' + λI_r``, hence ``G = F V^{-1/2} = F' C^{-1/2} Wᵀ`` and
-        ``μ_A = F θ = F' C^{-1/2} Wᵀ r̂``; only an ``r x r`` factorisation per round.
-
-        ``C`` comes from :func:`spectral_ridge` of ``diag(√n) F'``; the pulled arms' rows of
-        ``F' C^{-1/2}`` are its ``Φ V^{-1/2}`` divided by ``√n_a`` (computing them as
-        ``F' C^{-1/2}`` would amplify round-off by up to ``λ^{-1/2}``)."""
+        ``C = F'ᵀ diag(n) F' + λI_r`` (:func:`~botorch_mtucb.linalg.ridge.arm_ridge_rows`),
+        hence ``G = F V^{-1/2} = F' C^{-1/2} Wᵀ`` and ``μ_A = F θ = F' C^{-1/2} Wᵀ r̂``; only
+        an ``r x r`` factorisation per round."""
         Fp, W = self._arm_basis()
-        n = self._counts.to(Fp)
-        r = Fp.shape[-1]
-        sqrt_n = n.sqrt().unsqueeze(-1)
-        Wc, e, DPt = spectral_ridge(sqrt_n * Fp, self.lam, rows=False)
-        Z = (Wc * e.rsqrt()) @ Wc.transpose(-1, -2)  # C^{-1/2}
-        P = Fp @ Z  # A x r
-        if DPt is not None:  # SVD path: the pulled arms' rows without λ^{-1/2} amplification
-            P = torch.where(sqrt_n > 0, DPt.transpose(-1, -2) / sqrt_n.clamp_min(1e-30), P)
+        Z, P = arm_ridge_rows(Fp, self._counts.to(Fp), self.lam)
         G = P @ W.transpose(-1, -2)  # A x m; row a: u_{·,τ} for every round τ at arm a
-        if self.num_observations and r:
-            b = self.truncation_level()
-            absG = G.abs()
-            thr = torch.where(absG > 0, b / absG.clamp_min(1e-30), torch.full_like(G, torch.inf))
-            S = self._history.truncated_sums(thr.to(self._dtype)).to(G)
-            r_hat = (G * S).sum(0)
+        if self.num_observations and Fp.shape[-1]:
+            r_hat = self._history.truncated_projection(G, self.truncation_level())
             theta_r = Z @ (W.transpose(-1, -2) @ r_hat)
         else:
-            r_hat = G.new_zeros(G.shape[-1])
-            theta_r = Fp.new_zeros(r)
+            r_hat, theta_r = G.new_zeros(G.shape[-1]), Fp.new_zeros(Fp.shape[-1])
         var = self.lam * P.square().sum(-1)
         if self.kind == "nystrom":
             var = var + self._K_A.diagonal() - Fp.square().sum(-1)
@@ -401,25 +290,12 @@ class AdaptiveTruncationGP(HeavyTailedModel):
 
     def _fit_dense(self, cfeat) -> None:
         cdt = self._cdtype
-        X, y = self.train_X.to(cdt), self._y_buf.view(self._t).to(cdt)
-        Phi = cfeat(X)  # t x m
-        m = Phi.shape[-1]
-        W, e, U = spectral_ridge(Phi, self.lam)  # U = V^{-1/2}Φᵀ, m x t
-        if self.num_observations and m:
-            U = U * y  # u_{i,τ} y_τ
-            b = self.truncation_level()
-            r_hat = (U * (U.abs() <= b)).sum(-1)  # Σ_τ u_{i,τ} y_τ 1{|u_{i,τ} y_τ| ≤ b}
-            theta = W @ (e.rsqrt() * (W.transpose(-1, -2) @ r_hat))  # V^{-1/2} r̂
-        else:
-            theta = Phi.new_zeros(m)
-        self._theta, self._B = theta, W * e.rsqrt()  # B Bᵀ = V⁻¹
+        Phi = cfeat(self.train_X.to(cdt))  # t x m
+        y = self._y_buf.view(self._t).to(cdt)
+        b = self.truncation_level() if self._t else float("inf")
+        self._theta, self._B = truncated_ridge(Phi, y, self.lam, b)  # B Bᵀ = V⁻¹
 
     # ------------------------------------------------------------------ BoTorch API
-    def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
-        """:meth:`_centred_moments` with the centre ``loc`` added back to the mean."""
-        mean, var = self._centred_moments(X, full)
-        return (mean, var) if self._loc == 0.0 else (mean + self._loc, var)
-
     def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         """``μ_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
         if self._arms is not None:

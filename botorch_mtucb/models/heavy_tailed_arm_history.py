@@ -1,29 +1,16 @@
-"""Finite arm sets and append-only storage of the heavy-tailed models.
+"""Finite arm sets, append-only storage and batches of the heavy-tailed models.
 
 * :class:`ArmSet` — arm coordinates and the input → arm-index lookup (cached per candidate
   tensor, so evaluating the same candidates every round does no work and no host sync);
 * :class:`RowBuffer` — append-only rows with doubling capacity, shared by a model and the
   model it is conditioned into (in-place appends by whoever holds the tip);
-* :class:`ArmRewardHistory` — per-arm sorted rewards for ATA-GP-UCB's truncation (below);
-* :class:`HeavyTailedBatch` — a batch of models (fantasies, batched conditioning), each
-  holding its own stores.
+* :class:`HeavyTailedBatch` and :func:`fantasize` — a batch of models (fantasies, batched
+  conditioning), each member holding its own stores;
+* :func:`check_training_data` and :func:`shallow_copy_model` — validated inputs and model
+  copies that share (never mutate) the stores.
 
-Per-arm sorted reward history for ATA-GP-UCB's adaptive truncation on finite arm sets.
-
-On a finite arm set the truncation weights ``u_{i,τ}`` of ATA-GP-UCB depend on the round
-``τ`` only through its arm ``a(τ)``: ``u_{i,τ} = g_{a(τ), i}`` with ``G = F V^{-1/2}``
-(``F`` the ``A x m`` features of the arms). Hence
-
-    r̂_i = Σ_τ u_{i,τ} y_τ 1{|u_{i,τ} y_τ| ≤ b} = Σ_a g_{a,i} S_a(b / |g_{a,i}|),
-    S_a(c) = Σ_{τ: a(τ)=a, |y_τ| ≤ c} y_τ,
-
-and ``S_a`` is a prefix sum over the rewards of arm ``a`` sorted by ``|y|``: one batched
-``searchsorted`` over ``A x m`` thresholds instead of an ``m x t`` mask per round.
-
-Storage is a padded ``A x capacity`` matrix (``+inf`` padding for ``|y|``, zero for ``y``)
-whose capacity doubles when an arm's count reaches it. :meth:`append` works in place; a model
-records the history length it was built with, and a model whose history has been appended
-to by a sibling rebuilds its own copy (see :class:`AdaptiveTruncationGP`).
+:class:`ArmRewardHistory` (ATA-GP-UCB's per-arm sorted rewards) lives in
+:mod:`botorch_mtucb.linalg.truncated_sums` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -38,9 +25,81 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_mtucb.kernels.precomputed import PrecomputedKernel
+from botorch_mtucb.linalg.truncated_sums import ArmRewardHistory
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["ArmRewardHistory", "ArmSet", "HeavyTailedBatch", "RowBuffer", "fantasize"]
+__all__ = [
+    "ArmRewardHistory",
+    "ArmSet",
+    "HeavyTailedBatch",
+    "RowBuffer",
+    "check_training_data",
+    "fantasize",
+    "shallow_copy_model",
+]
+
+
+_DICT_KEYS = ("_parameters", "_buffers", "_modules")
+
+
+def check_training_data(train_X: Tensor, train_Y: Tensor) -> tuple[Tensor, Tensor]:
+    """Validate ``t x d`` inputs and ``t x 1`` targets (``t = 0`` allowed).
+
+    Returns:
+        ``(train_X, y)`` with ``y`` of shape ``t`` in the dtype of ``train_X`` (views, not
+        copies of the caller's tensors; they are never written to).
+    """
+    check_finite(train_X, "train_X")
+    check_finite(train_Y, "train_Y")
+    if not train_X.is_floating_point():
+        raise ValueError(f"`train_X` must be a floating-point tensor, got {train_X.dtype}.")
+    if train_X.dim() != 2:
+        raise ValueError(
+            f"`train_X` must be a t x d matrix (observations in round order), got shape "
+            f"{tuple(train_X.shape)}; batched models are not supported."
+        )
+    if train_Y.dim() != 2 or train_Y.shape[-1] != 1 or train_Y.shape[0] != train_X.shape[0]:
+        raise ValueError(
+            f"`train_Y` must have shape (t, 1) = ({train_X.shape[0]}, 1) to match `train_X`, "
+            f"got {tuple(train_Y.shape)}."
+        )
+    return train_X, train_Y[:, 0].to(train_X)
+
+
+def shallow_copy_model(model: Model) -> Model:
+    """A new model object sharing every (immutable) state tensor and sub-module of ``model``.
+
+    Used by ``condition_on_observations``: the caller then *replaces* (never mutates) the
+    state that changes, so the old model stays valid. The module registries are copied, so
+    registering a sub-module on one model does not affect the other.
+    """
+    new = model.__class__.__new__(model.__class__)
+    state = dict(model.__dict__)
+    for key in _DICT_KEYS:
+        state[key] = state[key].copy()
+    new.__dict__.update(state)
+    return new
+
+
+def _needs_grad(X: Tensor, Y: Tensor) -> bool:
+    return torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad)
+
+
+def _exact_buffer(old: Tensor, rows: Tensor) -> RowBuffer:
+    """A buffer of ``old`` then ``rows`` at exact capacity (a later append copies, never
+    writes into a tensor that autograd may have saved)."""
+    buf = RowBuffer.__new__(RowBuffer)
+    buf.data, buf.length = torch.cat([old, rows]), old.shape[0] + rows.shape[0]
+    return buf
+
+
+def _map_tensors(state: Any, fn) -> Any:
+    """``state`` with ``fn`` applied to every tensor in its nested dicts."""
+    if isinstance(state, Tensor):
+        return fn(state)
+    if isinstance(state, dict):
+        return {k: _map_tensors(v, fn) for k, v in state.items()}
+    return state
 
 
 class RowBuffer:
@@ -203,84 +262,6 @@ class ArmSet:
             return kernel.matrix.to(self.points)
         with torch.no_grad():
             return kernel(self.points, self.points).to_dense().to(self.points)
-
-
-class ArmRewardHistory:
-    """Rewards grouped by arm, sorted by absolute value, with prefix sums of signed rewards."""
-
-    def __init__(self, arm_idx: Tensor, y: Tensor, num_arms: int) -> None:
-        """
-        Args:
-            arm_idx: ``t`` arm indices (long) of the observations.
-            y: ``t`` raw rewards.
-            num_arms: Number of arms ``A``.
-        """
-        self.num_arms = num_arms
-        self.length = int(y.shape[0])
-        counts = torch.bincount(arm_idx, minlength=num_arms)
-        self.counts = counts
-        cap = 1
-        max_count = int(counts.max()) if y.numel() else 0
-        while cap < max_count + 1:
-            cap *= 2
-        self.abs_sorted = torch.full((num_arms, cap), torch.inf, dtype=y.dtype, device=y.device)
-        self.signed_sorted = torch.zeros((num_arms, cap), dtype=y.dtype, device=y.device)
-        if y.numel():
-            # Lexicographic sort by (arm, |y|): stable sort by |y|, then stable sort by arm.
-            order = torch.sort(y.abs(), stable=True).indices
-            order = order[torch.sort(arm_idx[order], stable=True).indices]
-            arms_sorted = arm_idx[order]
-            starts = torch.cumsum(counts, 0) - counts
-            rank = torch.arange(y.shape[0], device=y.device) - starts[arms_sorted]
-            self.abs_sorted[arms_sorted, rank] = y[order].abs()
-            self.signed_sorted[arms_sorted, rank] = y[order]
-        self.prefix = self._prefix(self.signed_sorted)
-
-    @staticmethod
-    def _prefix(signed: Tensor) -> Tensor:
-        zeros = signed.new_zeros(signed.shape[0], 1)
-        return torch.cat([zeros, torch.cumsum(signed, dim=-1)], dim=-1)
-
-    @property
-    def capacity(self) -> int:
-        return self.abs_sorted.shape[-1]
-
-    def append(self, arm: Tensor, y: Tensor) -> None:
-        """Insert one reward ``y`` (0-dim) observed at ``arm`` (0-dim long), in place."""
-        if int(self.counts[arm]) + 1 > self.capacity:
-            pad = self.capacity
-            self.abs_sorted = torch.cat(
-                [self.abs_sorted, torch.full_like(self.abs_sorted[:, :pad], torch.inf)], dim=-1
-            )
-            self.signed_sorted = torch.cat(
-                [self.signed_sorted, torch.zeros_like(self.signed_sorted[:, :pad])], dim=-1
-            )
-            self.prefix = self._prefix(self.signed_sorted)
-        row_abs = self.abs_sorted[arm]
-        row_sig = self.signed_sorted[arm]
-        ay = y.abs()
-        pos = torch.searchsorted(row_abs, ay.reshape(1), right=True)  # padding is +inf
-        j = torch.arange(self.capacity, device=row_abs.device)
-        shifted = (j - 1).clamp_min(0)
-        new_abs = torch.where(j < pos, row_abs, torch.where(j == pos, ay, row_abs[shifted]))
-        new_sig = torch.where(j < pos, row_sig, torch.where(j == pos, y, row_sig[shifted]))
-        self.abs_sorted[arm] = new_abs
-        self.signed_sorted[arm] = new_sig
-        self.prefix[arm, 1:] = torch.cumsum(new_sig, dim=-1)
-        self.counts[arm] += 1
-        self.length += 1
-
-    def truncated_sums(self, thresholds: Tensor) -> Tensor:
-        """``S_a(c_{a,i}) = Σ_{τ ∈ a, |y_τ| ≤ c_{a,i}} y_τ`` for ``A x m`` thresholds.
-
-        Args:
-            thresholds: ``A x m`` non-negative thresholds (``inf`` allowed).
-
-        Returns:
-            ``A x m`` truncated sums.
-        """
-        k = torch.searchsorted(self.abs_sorted, thresholds.contiguous(), right=True)
-        return self.prefix.gather(-1, k)
 
 
 def fantasize(model: Model, X: Tensor, sampler, observation_noise: Tensor | None = None,

@@ -31,7 +31,12 @@ from botorch_mtucb.models.heavy_tailed_arm_history import (
     ArmSet,
     HeavyTailedBatch,
     RowBuffer,
+    _exact_buffer,
+    _map_tensors,
+    _needs_grad,
+    check_training_data,
     fantasize,
+    shallow_copy_model,
 )
 from botorch_mtucb.utils.validation import check_finite
 
@@ -45,33 +50,6 @@ __all__ = [
     "shallow_copy_model",
     "spectral_ridge",
 ]
-
-_DICT_KEYS = ("_parameters", "_buffers", "_modules")
-
-
-def check_training_data(train_X: Tensor, train_Y: Tensor) -> tuple[Tensor, Tensor]:
-    """Validate ``t x d`` inputs and ``t x 1`` targets (``t = 0`` allowed).
-
-    Returns:
-        ``(train_X, y)`` with ``y`` of shape ``t`` in the dtype of ``train_X`` (views, not
-        copies of the caller's tensors; they are never written to).
-    """
-    check_finite(train_X, "train_X")
-    check_finite(train_Y, "train_Y")
-    if not train_X.is_floating_point():
-        raise ValueError(f"`train_X` must be a floating-point tensor, got {train_X.dtype}.")
-    if train_X.dim() != 2:
-        raise ValueError(
-            f"`train_X` must be a t x d matrix (observations in round order), got shape "
-            f"{tuple(train_X.shape)}; batched models are not supported."
-        )
-    if train_Y.dim() != 2 or train_Y.shape[-1] != 1 or train_Y.shape[0] != train_X.shape[0]:
-        raise ValueError(
-            f"`train_Y` must have shape (t, 1) = ({train_X.shape[0]}, 1) to match `train_X`, "
-            f"got {tuple(train_Y.shape)}."
-        )
-    return train_X, train_Y[:, 0].to(train_X)
-
 
 class HeavyTailedModel(Model, FantasizeMixin):
     """Common base: single output, no batch, posterior built from a mean and a covariance.
@@ -177,8 +155,13 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     @property
     def train_Y(self) -> Tensor:
-        """``t x 1`` raw rewards in round order."""
-        return self._y_buf.view(self._t).unsqueeze(-1)
+        """``t x 1`` raw rewards in round order (the centre ``loc`` added back)."""
+        return self._y_buf.view(self._t).unsqueeze(-1) + self._loc
+
+    @property
+    def location(self) -> float:
+        """The centre ``loc`` subtracted from the rewards (0 without centring)."""
+        return self._loc
 
     def _init_data(self, X: Tensor, y: Tensor, arms: ArmSet | None, kernel: Kernel | None) -> None:
         """Store the training data (copied into :class:`RowBuffer` s) and the arm set."""
@@ -192,8 +175,16 @@ class HeavyTailedModel(Model, FantasizeMixin):
         else:
             self._X_buf, self._idx_buf = RowBuffer(X), None
 
+    _loc = 0.0  # the data-driven modes centre the rewards: stored ``y − loc``
+
     def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
-        """Mean ``... x q`` and covariance ``... x q x q`` (``full``) or variance ``... x q``."""
+        """:meth:`_centred_moments` with the centre ``loc`` added back to the mean."""
+        mean, var = self._centred_moments(X, full)
+        return (mean, var) if self._loc == 0.0 else (mean + self._loc, var)
+
+    def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """Mean ``... x q`` and covariance ``... x q x q`` (``full``) or variance ``... x q``
+        of the centred rewards."""
         raise NotImplementedError  # pragma: no cover
 
     def posterior(
@@ -366,42 +357,6 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - not used
         raise NotImplementedError("Use `posterior`.")
-
-
-def shallow_copy_model(model: HeavyTailedModel) -> HeavyTailedModel:
-    """A new model object sharing every (immutable) state tensor and sub-module of ``model``.
-
-    Used by ``condition_on_observations``: the caller then *replaces* (never mutates) the
-    state that changes, so the old model stays valid. The module registries are copied, so
-    registering a sub-module on one model does not affect the other.
-    """
-    new = model.__class__.__new__(model.__class__)
-    state = dict(model.__dict__)
-    for key in _DICT_KEYS:
-        state[key] = state[key].copy()
-    new.__dict__.update(state)
-    return new
-
-
-def _needs_grad(X: Tensor, Y: Tensor) -> bool:
-    return torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad)
-
-
-def _exact_buffer(old: Tensor, rows: Tensor) -> RowBuffer:
-    """A buffer of ``old`` then ``rows`` at exact capacity (a later append copies, never
-    writes into a tensor that autograd may have saved)."""
-    buf = RowBuffer.__new__(RowBuffer)
-    buf.data, buf.length = torch.cat([old, rows]), old.shape[0] + rows.shape[0]
-    return buf
-
-
-def _map_tensors(state: Any, fn) -> Any:
-    """``state`` with ``fn`` applied to every tensor in its nested dicts."""
-    if isinstance(state, Tensor):
-        return fn(state)
-    if isinstance(state, dict):
-        return {k: _map_tensors(v, fn) for k, v in state.items()}
-    return state
 
 
 def _apply_loaded_state(module: HeavyTailedModel, incompatible_keys: Any) -> None:

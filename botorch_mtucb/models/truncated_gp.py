@@ -16,12 +16,9 @@ Two computational paths give the same numbers:
 
 * dense (continuous domains): Cholesky of ``K_t + λI``; ``condition_on_observations``
   extends the factor by a block (``O(t²)`` per new point instead of ``O(t³)``).
-* finite arms (a :class:`PrecomputedKernel`, or ``arms=``): only counts ``n_a`` and sums of
-  truncated rewards ``s_a`` per arm matter. With ``D = diag(√n)`` and ``M = D K_A D + λI``
-  (``A x A``), ``μ_A = K_A D M⁻¹ (s/√n)``, ``Σ_A = K_A − K_A D M⁻¹ D K_A`` and
-  ``ln det(I_t + λ⁻¹K_t) = ln det M − A ln λ`` (Sylvester). A single new observation at arm
-  ``a`` is a rank-one (Kalman) update of ``μ_A, Σ_A`` in ``O(A²)``, independent of ``t``
-  (``Σ_A ← Σ_A − h hᵀ``, ``h = Σ_A[:, a] / √(λ + Σ_A[a, a])``: exactly symmetric). Measured
+* finite arms (a :class:`PrecomputedKernel`, or ``arms=``): only counts and sums of
+  truncated rewards per arm matter (:mod:`botorch_mtucb.linalg.arm_space`); a new
+  observation is a rank-one (Kalman) update in ``O(A²)``, independent of ``t``. Measured
   drift after 3000 updates against a fresh float64 build: 1e-14 (float64), 8e-5 relative
   in the variance (float32).
 
@@ -44,6 +41,11 @@ from gpytorch.kernels import Kernel
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
+from botorch_mtucb.linalg.arm_space import (
+    arm_space_factor,
+    arm_space_posterior,
+    kalman_rank_one,
+)
 from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.linalg.precision import PRECISION_BUDGET, regularised_condition, working_dtype
 from botorch_mtucb.models.heavy_tailed_base import (
@@ -231,16 +233,6 @@ class TruncatedGP(HeavyTailedModel):
         (``b_t`` for every reward with ``level="current"``)."""
         return self._targets(self._y_buf.view(self._t))
 
-    @property
-    def train_Y(self) -> Tensor:
-        """``t x 1`` raw rewards in round order."""
-        return self._y_buf.view(self._t).unsqueeze(-1) + self._loc
-
-    @property
-    def location(self) -> float:
-        """The centre ``loc`` subtracted from the rewards (0 without centring)."""
-        return self._loc
-
     def truncation_level(self, t: int | None = None) -> float:
         """Truncation level ``b_t`` of round ``t`` (default: the latest round ``t``)."""
         t = self.num_observations if t is None else int(t)
@@ -252,7 +244,7 @@ class TruncatedGP(HeavyTailedModel):
         """Information term ``ln det(I_t + λ⁻¹ K_t)`` (= 2 × information gain)."""
         if self._log_det is None:  # arm path with the authors' constants: not tracked
             with torch.no_grad():
-                self._log_det = self._arm_factor()[2]
+                self._log_det = arm_space_factor(self._K_A, self._arm_stats()[0], self.lam)[2]
         return float(self._log_det)
 
     def beta(self) -> float:
@@ -303,38 +295,20 @@ class TruncatedGP(HeavyTailedModel):
         self._log_det = 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
 
     # ------------------------------------------------------------------ arm path
-    def _arm_factor(self) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-        """Cholesky ``L`` of ``M = D K_A D + λI``, ``d = √n``, the sums ``s``, ``ln det`` and
-        ``tr(K_t) = Σ_a n_a K_aa`` (validated against the dtype), from the stored data."""
-        K, t = self._K_A, self._t
-        idx = self._idx_buf.view(t)
+    def _arm_stats(self) -> tuple[Tensor, Tensor]:
+        """Pull counts ``n`` and truncated sums ``s`` per arm; sets ``tr(K_t) = Σ n_a K_aa``."""
+        K, idx = self._K_A, self._idx_buf.view(self._t)
         n = torch.bincount(idx, minlength=K.shape[0]).to(K)
-        s = torch.zeros_like(n).index_add_(0, idx, self.train_targets.to(K))
         self._trace = float((n * K.diagonal()).sum())
-        d = n.sqrt()
-        eye = torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
-        L = psd_safe_cholesky(d.unsqueeze(-1) * K * d + self.lam * eye)
-        log_det = 2.0 * L.diagonal().log().sum() - K.shape[0] * math.log(self.lam)
-        return L, d, log_det, s, n
+        return n, torch.zeros_like(n).index_add_(0, idx, self.train_targets.to(K))
 
     def _arm_posterior_from_stats(self) -> None:
-        """``μ_A, Σ_A, ln det`` from counts and truncated sums (``O(A³)``)."""
-        K = self._K_A
-        L, d, log_det, s, n = self._arm_factor()
-        w = torch.where(n > 0, s / d.clamp_min(1e-30), torch.zeros_like(s))
-        c = d * torch.cholesky_solve(w.unsqueeze(-1), L).squeeze(-1)
-        self._mean_A = K @ c
-        Z = torch.linalg.solve_triangular(L, d.unsqueeze(-1) * K, upper=False)
-        self._cov_A = K - Z.transpose(-1, -2) @ Z
-        self._log_det = log_det
+        """``μ_A, Σ_A, ln det`` from counts and truncated sums (``O(A³)``, linalg.arm_space)."""
+        n, s = self._arm_stats()
+        self._mean_A, self._cov_A, self._log_det = arm_space_posterior(self._K_A, n, s, self.lam)
         self._whole_views = None
 
     # ------------------------------------------------------------------ BoTorch API
-    def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
-        """:meth:`_centred_moments` with the centre ``loc`` added back to the mean."""
-        mean, var = self._centred_moments(X, full)
-        return (mean, var) if self._loc == 0.0 else (mean + self._loc, var)
-
     def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         """``μ̂_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
         if self._arms is not None:
@@ -390,46 +364,24 @@ class TruncatedGP(HeavyTailedModel):
         return new
 
     def _rank_one_update(self, old: TruncatedGP, a: int, y: float) -> None:
-        """Kalman / Sherman–Morrison update of the arm-space posterior by one reward, O(A²).
-
-        ``c = λ + max(Σ[a, a], 0)``, ``h = Σ[:, a] / √c``: ``μ ← μ + h (ŷ − μ[a]) / √c``,
-        ``Σ ← Σ − h hᵀ``, ``ln det ← ln det + ln(c/λ)``. Only tensor–tensor operations (a
-        Python scalar in an operation costs as much as the operation itself).
-        """
+        """Kalman update of the arm-space posterior by one reward, ``O(A²)``
+        (:func:`~botorch_mtucb.linalg.arm_space.kalman_rank_one`; ``level="current"``:
+        ``Σ_A`` by the same update, ``μ_A = Σ_A s/λ`` from the re-truncated sums)."""
         t = old._t
         trace = old._trace + old._kdiag[a]
         if trace > old._max_trace:  # the data's dtype would be inaccurate: float64 rebuild
             return self._build()
-        if self.level == "current" and self.truncate:  # every target may change with b_t
-            return self._rank_one_current(old, a, trace)
+        current = self.level == "current" and self.truncate  # every target may change
         b = tgp_truncation_level(t + 1, self.alpha, self.v) if self.truncate else math.inf
         y_hat = self._y_buf.data[t].to(self._zero) if abs(y) <= b else self._zero  # 0-dim
-        col = old._cov_A[a]  # row a = column a (Σ_A is symmetric)
-        c = col[a].clamp_min(0.0) + self._lam_c  # c ≥ λ before the inverse square root
-        r = c.rsqrt()
-        h = col * r
-        state = {
-            "_trace": trace,
-            "_mean_A": torch.addcmul(old._mean_A, h, (y_hat - old._mean_A[a]) * r),
-            "_cov_A": torch.addr(old._cov_A, h, h, alpha=-1.0),
-            "_log_det": None,
-            "_whole_views": None,
-        }
-        if old._log_det is not None and self.constants == "theory":
-            state["_log_det"] = old._log_det + torch.log(c / self._lam_c)
-        self.__dict__.update(state)
-
-    def _rank_one_current(self, old: TruncatedGP, a: int, trace: float) -> None:
-        """Rank-one update of ``Σ_A`` and ``μ_A = Σ_A s / λ`` from the re-truncated sums
-        ``s`` (``level="current"``: the targets depend on ``b_t``), ``O(A² + t)``."""
-        col = old._cov_A[a]
-        c = col[a].clamp_min(0.0) + self._lam_c
-        h = col * c.rsqrt()
-        cov = torch.addr(old._cov_A, h, h, alpha=-1.0)
-        idx = self._idx_buf.view(self._t)
-        s = torch.zeros_like(old._mean_A).index_add_(0, idx, self.train_targets.to(cov))
-        state = {"_trace": trace, "_cov_A": cov, "_mean_A": cov @ s / self.lam,
-                 "_log_det": None, "_whole_views": None}
+        mean, cov, c = kalman_rank_one(None if current else old._mean_A, old._cov_A, a, y_hat,
+                                       self._lam_c)
+        if current:
+            idx = self._idx_buf.view(self._t)
+            s = torch.zeros_like(old._mean_A).index_add_(0, idx, self.train_targets.to(cov))
+            mean = cov @ s / self.lam
+        state = {"_trace": trace, "_mean_A": mean, "_cov_A": cov, "_log_det": None,
+                 "_whole_views": None}
         if old._log_det is not None and self.constants == "theory":
             state["_log_det"] = old._log_det + torch.log(c / self._lam_c)
         self.__dict__.update(state)
