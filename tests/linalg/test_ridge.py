@@ -56,3 +56,38 @@ def test_float32_beyond_the_budget_is_factored_in_float64() -> None:
     W64, e64, U64 = spectral_ridge(Phi, 1e-9)
     torch.testing.assert_close(e, e64, atol=0, rtol=1e-12)
     torch.testing.assert_close(U.abs(), U64.abs(), atol=1e-10, rtol=0)  # up to signs
+
+
+def test_truncated_ridge_equals_algorithm_2_by_brute_force() -> None:
+    from botorch_mtucb.linalg.ridge import truncated_ridge
+
+    g = torch.Generator().manual_seed(5)
+    Phi = torch.randn(30, 6, dtype=DT, generator=g) / 6**0.5
+    y = torch.randn(30, dtype=DT, generator=g) ** 3
+    lam, b = 0.4, 0.3
+    ev, Q = torch.linalg.eigh(Phi.T @ Phi + lam * torch.eye(6, dtype=DT))
+    Vmh = (Q * ev.rsqrt()) @ Q.T
+    U = Vmh @ Phi.T * y  # u_{i,τ} y_τ
+    theta_ref = Vmh @ (U * (U.abs() <= b)).sum(-1)
+    theta, B = truncated_ridge(Phi, y, lam, b)
+    torch.testing.assert_close(theta, theta_ref, atol=1e-12, rtol=0)
+    torch.testing.assert_close(B @ B.T, torch.linalg.inv(Phi.T @ Phi + lam * torch.eye(6,
+                               dtype=DT)), atol=1e-12, rtol=0)
+    assert bool((U.abs() > b).any())  # the level truncates something here
+
+
+def test_low_rank_factor_and_arm_ridge_rows() -> None:
+    from botorch_mtucb.linalg.ridge import arm_ridge_rows, low_rank_factor
+
+    g = torch.Generator().manual_seed(6)
+    F = torch.randn(9, 3, dtype=DT, generator=g) @ torch.randn(3, 5, dtype=DT, generator=g)
+    Fp, W = low_rank_factor(F)  # rank 3 of a 9 x 5 matrix
+    assert Fp.shape == (9, 3) and W.shape == (5, 3)
+    torch.testing.assert_close(Fp @ W.T, F, atol=1e-12, rtol=0)
+    n = torch.tensor([3.0, 0, 1, 2, 0, 5, 1, 0, 2], dtype=DT)
+    lam = 0.2
+    Z, P = arm_ridge_rows(Fp, n, lam)
+    C = Fp.T @ (n[:, None] * Fp) + lam * torch.eye(3, dtype=DT)
+    ev, Q = torch.linalg.eigh(C)
+    torch.testing.assert_close(Z, (Q * ev.rsqrt()) @ Q.T, atol=1e-12, rtol=0)
+    torch.testing.assert_close(P, Fp @ Z, atol=1e-12, rtol=0)
