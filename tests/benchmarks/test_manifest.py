@@ -82,3 +82,26 @@ def test_manifest_difference_is_readable():
     assert "horizon: 5 there, 7 here" in diff
     assert "algorithms: ['MT-KB', 'IT-KB'] there, ['MT-KB'] here" in diff
     assert manifest_difference(a, a) == []
+
+
+def test_design_and_noise_keys_only_off_the_papers_protocol():
+    from botorch_mtucb.benchmarks.manifest import canonical_noise, check_run_settings
+
+    paper = _manifest()
+    assert "initial_design" not in paper and "noise" not in paper["options"]
+    assert _manifest(initial_design="paper") == paper  # the old manifests stay valid
+    sobol = _manifest(initial_design="sobol:8", options=ExperimentOptions(noise="Gaussian:0.50"))
+    assert sobol["initial_design"] == "sobol:8" and sobol["options"]["noise"] == "gaussian:0.5"
+    assert manifest_difference(paper, sobol) == [
+        "initial_design: None there, 'sobol:8' here", "options.noise: None there, "
+        "'gaussian:0.5' here",
+    ]
+    assert canonical_noise("CONTAMINATED:0.020x1000") == "contaminated:0.02x1000"
+    with pytest.raises(ValueError, match="Malformed noise spec"):
+        canonical_noise("contaminated:0.02")
+    with pytest.raises(ValueError, match="`bound`"):
+        check_run_settings("dir", "chebyshev", "authors", None, 0, None)
+    with pytest.raises(ValueError, match="`scalarization`"):
+        check_run_settings("spectral", "tchebycheff", "authors", None, 0, None)
+    with pytest.raises(ValueError, match="not both"):
+        check_run_settings("spectral", "chebyshev", "authors", None, 2, "tcp://x:1")
