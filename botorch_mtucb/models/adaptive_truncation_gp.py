@@ -53,7 +53,7 @@ from botorch_mtucb.models.heavy_tailed_defaults import (
     data_driven_moments,
     default_kernel,
 )
-from botorch_mtucb.models.heavy_tailed_schedules import AdaptiveTruncationSchedules
+from botorch_mtucb.models.heavy_tailed_schedules import _AdaptiveTruncationSchedules
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
     check_constants,
@@ -65,7 +65,7 @@ from botorch_mtucb.utils.validation import check_finite
 __all__ = ["AdaptiveTruncationGP"]
 
 
-class AdaptiveTruncationGP(AdaptiveTruncationSchedules, HeavyTailedModel):
+class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, HeavyTailedModel):
     """Single-output BoTorch model of ATA-GP-UCB (paper 001, Algorithm 2).
 
     Two modes, as :class:`~botorch_mtucb.models.TruncatedGP`:

@@ -1,8 +1,9 @@
 """The heavy-tailed models' schedule methods, and the old location of the schedule functions.
 
-:class:`AdaptiveTruncationSchedules` gives :class:`~botorch_mtucb.models.AdaptiveTruncationGP`
-its ``b_t``, ``β_t``, Nyström ``q`` and feature counts (thin methods over the pure functions
-of :mod:`botorch_mtucb.theory.heavy_tailed`, where the paper equations are). The functions
+The private mixin ``_AdaptiveTruncationSchedules`` gives
+:class:`~botorch_mtucb.models.AdaptiveTruncationGP` its ``b_t``, ``β_t``, Nyström ``q`` and
+feature counts (thin methods over the pure functions of
+:mod:`botorch_mtucb.theory.heavy_tailed`, where the paper equations are). The functions
 themselves are re-exported here so that ``from botorch_mtucb.models.heavy_tailed_schedules
 import …`` keeps working; new code imports them from :mod:`botorch_mtucb.theory.heavy_tailed`.
 """
@@ -26,7 +27,6 @@ from botorch_mtucb.theory.heavy_tailed import (
 )
 
 __all__ = [
-    "AdaptiveTruncationSchedules",
     "Constants",
     "FeatureKind",
     "ata_beta",
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-class AdaptiveTruncationSchedules:
+class _AdaptiveTruncationSchedules:
     """ATA-GP-UCB's schedules as methods (paper 001, Lemma 1 / Theorem 4; the authors' code;
     ``constants="practical"``: ``β = PRACTICAL_WIDTH``, ``b_t`` and ``q`` as the theory's)."""
 
