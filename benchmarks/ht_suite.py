@@ -157,13 +157,23 @@ def summarize(ns: argparse.Namespace) -> None:
     (ns.out / "summary.json").write_text(json.dumps(summary, indent=1))
     (ns.out / "tables.md").write_text("\n".join(lines))
     (ns.out / "compact.md").write_text(_compact(summary, ns.reference))
+    (ns.out / "readme.md").write_text(_compact(summary, ns.reference, README_METHODS))
     print("\n".join(lines))
 
 
-def _compact(summary: dict, reference: str) -> str:
+#: Columns of ``OUT/readme.md`` (the benchmarks README table; ``compact.md`` has every method).
+README_METHODS = (
+    "TGP-UCB-practical", "TGP-UCB-practical-clip", "ATA-GP-UCB-practical", "GP-UCB-practical",
+    "STGP-UCB", "STGP-LogEI", "RRP-UCB", "RRP-LogEI", "StudentT-GP-UCB", "TGP-UCB-practical-v",
+    "TGP-UCB-paper",
+)
+
+
+def _compact(summary: dict, reference: str, only: tuple[str, ...] | None = None) -> str:
     """One row per cell: simple regret mean / median (paired W–L of the reference) per method,
-    and cumulative regret means."""
-    methods = sorted({m for cell in summary.values() for m in cell})
+    and cumulative regret means (``only``: these methods, in this order)."""
+    present = {m for cell in summary.values() for m in cell}
+    methods = sorted(present) if only is None else [m for m in only if m in present]
     head = "| cell | " + " | ".join(methods) + " |"
     out = ["Simple regret of the recommendation, mean / median (trials; "
            f"{reference} wins–losses):", "", head, "|---" * (len(methods) + 1) + "|"]
@@ -183,7 +193,25 @@ def _compact(summary: dict, reference: str) -> str:
             crow.append(f"{e['cumulative']['mean']:.1f}")
         out.append(f"| {cell} | " + " | ".join(row) + " |")
         cum.append(f"| {cell} | " + " | ".join(crow) + " |")
-    return "\n".join(out + cum) + "\n"
+    return "\n".join(out + cum + ["", *_winners(summary)]) + "\n"
+
+
+def _winners(summary: dict, min_trials: int = 5) -> list[str]:
+    """Per cell, the method with the lowest mean and median simple regret and the lowest
+    mean cumulative regret, among methods with at least ``min_trials`` trials."""
+    out = [f"Best method per cell (methods with ≥ {min_trials} trials):", "",
+           "| cell | lowest mean simple regret | lowest median simple regret | "
+           "lowest mean cumulative regret |", "|---|---|---|---|"]
+    for cell, entries in sorted(summary.items()):
+        ok = {m: e for m, e in entries.items() if e["simple"]["n"] >= min_trials}
+        if not ok:
+            continue
+        cols = []
+        for metric, stat in (("simple", "mean"), ("simple", "median"), ("cumulative", "mean")):
+            m = min(ok, key=lambda k, a=metric, b=stat: ok[k][a][b])
+            cols.append(f"{m} ({ok[m][metric][stat]:.3g}, {ok[m]['simple']['n']})")
+        out.append(f"| {cell} | " + " | ".join(cols) + " |")
+    return out
 
 
 def _plot(cell: str, methods: dict[str, list[dict]], out: Path) -> None:
@@ -213,9 +241,9 @@ def diagnose(ns: argparse.Namespace) -> None:
     """Where the signal goes: per (cell, method), over trials, the best ``f`` evaluated, how
     many evaluations reach the function's top decile (2¹² Sobol points of the box), and what
     TGP-UCB-practical's level ``b_t = √v̂ t^{1/4}`` (data of that run, every round) does to
-    those rewards and to the gross outliers (``|ε| > 10 ×`` median ``|ε|``): the fraction
-    beyond the level (zeroed by TGP-UCB-practical, clipped by -clip), pooled over rounds.
-    Writes ``OUT/diagnosis.{json,md}``."""
+    those rewards, to the top-1 % ones and to the gross outliers (``|ε| > 10 ×`` median
+    ``|ε|``): the fraction beyond the level (zeroed by TGP-UCB-practical, clipped by -clip),
+    pooled over rounds. Writes ``OUT/diagnosis.{json,md}``."""
     import torch
 
     torch.set_num_threads(1)
@@ -232,14 +260,16 @@ def diagnose(ns: argparse.Namespace) -> None:
             continue
         any_rec = next(iter(methods.values()))[0]
         problem = ht_suite_problem(any_rec["function"], any_rec["noise"])
-        q90 = float(problem.f(sobol_unit_design(2**12, problem.dim, seed=0)).quantile(0.9))
+        fs = problem.f(sobol_unit_design(2**12, problem.dim, seed=0))
+        q90, q99 = float(fs.quantile(0.9)), float(fs.quantile(0.99))
         for m, recs in sorted(methods.items()):
             best, reach, top_beyond, top_n, gross_beyond, gross_n = [], [], 0, 0, 0, 0
+            p_beyond, p_n = 0, 0
             for rec in recs:
                 f = problem.optimum - torch.tensor(rec["regret"], dtype=torch.float64)
                 y = replay_observations(problem, rec)
                 eps = (y - f).abs()
-                top, gross = f >= q90, eps > 10 * eps.median()
+                top, peak, gross = f >= q90, f >= q99, eps > 10 * eps.median()
                 best.append(float(f.max()))
                 reach.append(int(top.sum()))
                 for t in range(rec["n_init"], len(y) + 1):
@@ -249,13 +279,16 @@ def diagnose(ns: argparse.Namespace) -> None:
                     beyond = (y[:t] - loc).abs() > b
                     top_beyond += int((beyond & top[:t]).sum())
                     top_n += int(top[:t].sum())
+                    p_beyond += int((beyond & peak[:t]).sum())
+                    p_n += int(peak[:t].sum())
                     gross_beyond += int((beyond & gross[:t]).sum())
                     gross_n += int(gross[:t].sum())
             e = {"trials": len(recs), "best_f_mean": statistics.fmean(best),
                  "top_decile_evaluations_mean": statistics.fmean(reach),
                  "top_beyond_level": top_beyond / top_n if top_n else None,
+                 "top1_beyond_level": p_beyond / p_n if p_n else None,
                  "gross_beyond_level": gross_beyond / gross_n if gross_n else None,
-                 "f_star": problem.optimum, "f_q90": q90}
+                 "f_star": problem.optimum, "f_q90": q90, "f_q99": q99}
             out.setdefault(cell, {})[m] = e
 
             def pct(x):
@@ -263,11 +296,12 @@ def diagnose(ns: argparse.Namespace) -> None:
 
             rows.append(f"| {cell} | {m} | {len(recs)} | {e['best_f_mean']:.2f} of "
                         f"{problem.optimum:.2f} | {e['top_decile_evaluations_mean']:.1f} | "
-                        f"{pct(e['top_beyond_level'])} | {pct(e['gross_beyond_level'])} |")
+                        f"{pct(e['top_beyond_level'])} | {pct(e['top1_beyond_level'])} | "
+                        f"{pct(e['gross_beyond_level'])} |")
     head = ["<!-- generated by benchmarks/ht_suite.py diagnose -->", "",
             "| cell | method | trials | best f evaluated (mean) | evaluations in f's top decile "
-            "(mean) | top-decile rewards beyond b_t | gross outliers beyond b_t |",
-            "|---|---|---|---|---|---|---|"]
+            "(mean) | top-decile rewards beyond b_t | top-1 % rewards beyond b_t | gross "
+            "outliers beyond b_t |", "|---" * 8 + "|"]
     (ns.out / "diagnosis.json").write_text(json.dumps(out, indent=1))
     (ns.out / "diagnosis.md").write_text("\n".join(head + rows) + "\n")
     print("\n".join(head + rows))

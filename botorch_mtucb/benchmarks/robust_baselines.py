@@ -19,6 +19,9 @@ the next point with ``optimize_acqf``:
 ``TGP-UCB-practical-clip``   the same with rewards beyond the level *clipped* to ``loc ± b_t``
                              (winsorised) instead of zeroed: a monotone map, so the best rewards
                              stay the best (``practical_truncated_gp(..., clip=True)``).
+``ATA-GP-UCB-practical``     ``AdaptiveTruncationGP(X, Y)`` data-driven (median centring,
+                             median-of-means v, Nyström features on a BoTorch-fitted kernel;
+                             dictionary generator seeded with t) + ``HeavyTailedUCB(beta=w)``.
 ``GP-UCB-practical``         :func:`practical_truncated_gp` without truncation, same width ``w``.
 ``TGP-UCB-paper``            paper 001 as published: TruncatedGP on raw (uncentred) rewards, SE
                              lengthscale 0.2, λ = 1, authors' β, declared (α, v, B).
@@ -144,9 +147,11 @@ def practical_truncated_gp(
     to measure what centring is worth.
 
     ``clip=True`` replaces step 3's zeroing by clipping (winsorising),
-    ``ẑ_s = clip(z_s, −b, b)``. Paper 001's analysis uses only ``|ẑ_s| ≤ b`` and the bias bound
-    ``|E[z − ẑ]| ≤ E[|z| 1{|z| > b}] ≤ v / b^α``, which hold for the clipped reward too (its
-    error ``|z − ẑ| = (|z| − b)_+`` is below the truncated one's ``|z| 1{|z| > b}``). Zeroing maps
+    ``ẑ_s = clip(z_s, −b, b)``. The two properties the truncated-mean arguments rest on
+    (Bubeck, Cesa-Bianchi & Lugosi 2013), ``|ẑ_s| ≤ b`` and the bias bound
+    ``|E[z − ẑ]| ≤ E[|z| 1{|z| > b}] ≤ v / b^α``, hold for the clipped reward too (its error
+    ``|z − ẑ| = (|z| − b)_+`` is below the truncated one's ``|z| 1{|z| > b}``); paper 001's
+    proof of Theorem 1 (its Appendix B, not in our copy) is not re-derived here. Zeroing maps
     a reward beyond the level to the centre, so on a function whose rare values are the *good*
     ones (Hartmann6: a peak far above the median) the best rewards become typical ones; the
     clipped map is monotone and keeps them the largest (tied at ``loc + b``). The clipped
@@ -240,6 +245,14 @@ def _practical(
     return build
 
 
+def _ata_practical(problem, X, Y, width, honest):
+    from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
+
+    gen = torch.Generator(device=X.device).manual_seed(X.shape[0])  # reproducible per round
+    model = AdaptiveTruncationGP(X, Y, generator=gen)
+    return model, HeavyTailedUCB(model, beta=width)
+
+
 def _paper(problem, X, Y, width, honest):
     model = _paper_tgp(problem, X, Y, honest)
     return model, HeavyTailedUCB(model)
@@ -257,6 +270,7 @@ METHODS: dict[str, tuple[Builder, bool]] = {
     "TGP-UCB-uncentred": (_practical(True, False, centre=False), False),
     "TGP-UCB-practical-clip": (_practical(True, False, clip=True), False),
     "GP-UCB-practical": (_practical(False, False), False),
+    "ATA-GP-UCB-practical": (_ata_practical, False),
     "TGP-UCB-paper": (_paper, True),
 }
 
