@@ -263,3 +263,25 @@ def test_fantasy_batch_deepcopies_pickles_and_refuses_bad_input(kind: str) -> No
         m.condition_on_observations(Xn, torch.zeros(3, 2, 1, 1, dtype=DT), noise=torch.ones(1))
     with pytest.raises(ValueError, match="single output"):
         f.posterior(Xt, output_indices=[1])
+
+
+def test_state_dict_loads_into_a_model_nested_in_another_module() -> None:
+    """The rebuild runs in a load_state_dict post-hook, so it also works from a parent."""
+    m = _make("tgp-arms", DT)
+    parent = torch.nn.ModuleDict({"model": _make("tgp-arms", DT, t=4, seed=8, ls=0.5)})
+    parent.load_state_dict({f"model.{k}": v for k, v in m.state_dict().items()})
+    Xt = _test_X("tgp-arms", DT)
+    torch.testing.assert_close(parent["model"].posterior(Xt).mean, m.posterior(Xt).mean,
+                               atol=1e-12, rtol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("kind", KINDS)
+def test_to_cuda_matches_cpu(kind: str) -> None:
+    m = _make(kind, DT)
+    g = copy.deepcopy(m).to("cuda")
+    assert g.train_X.device.type == "cuda"
+    Xt = _test_X(kind, DT, (2,))
+    p, r = g.posterior(Xt.cuda()), m.posterior(Xt)
+    torch.testing.assert_close(p.mean.cpu(), r.mean, atol=1e-10, rtol=0)
+    torch.testing.assert_close(p.variance.cpu(), r.variance, atol=1e-10, rtol=0)
