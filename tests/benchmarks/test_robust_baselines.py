@@ -190,3 +190,33 @@ def test_every_method_runs_one_round(method):
     r = run_suite_trial(p, method, seed=0, n_init=6, iterations=1, raw_samples=16,
                         num_restarts=1)
     assert len(r["regret"]) == 7 and all(math.isfinite(x) for x in r["regret"])
+
+
+def _suite_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "ht_suite.py"
+    spec = importlib.util.spec_from_file_location("ht_suite_script", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("wins, losses", [(0, 0), (1, 0), (2, 8), (5, 5), (9, 1), (0, 10)])
+def test_suite_sign_test_against_scipy(wins, losses):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    p = _suite_script()._sign_test_p(wins, losses)
+    expected = 1.0 if wins + losses == 0 else scipy_stats.binomtest(wins, wins + losses).pvalue
+    assert p == pytest.approx(expected, rel=1e-12)
+
+
+def test_suite_winners_pick_the_minimum_with_enough_trials():
+    def entry(mean, median, cum, n):
+        return {"simple": {"mean": mean, "median": median, "n": n},
+                "cumulative": {"mean": cum}}
+
+    summary = {"cell": {"A": entry(0.3, 0.1, 20.0, 10), "B": entry(0.2, 0.25, 30.0, 10),
+                        "C": entry(0.01, 0.01, 1.0, 2)}}  # C: too few trials
+    rows = _suite_script()._winners(summary, min_trials=5)
+    assert rows[-1] == "| cell | B (0.2, 10) | A (0.1, 10) | A (20, 10) |"
