@@ -25,14 +25,18 @@ from botorch_mtucb.benchmarks.runner import write_outputs
 
 __all__ = ["format_results_table", "load_run", "merge_runs", "paired_comparison"]
 
-#: Settings that must agree for runs to be pooled (plus ``options.continuous`` and, when
-#: both runs record them, the package ``versions``).
+#: Settings that must agree for runs to be pooled (plus ``options.continuous``,
+#: ``options.noise`` and, when both runs record them, the package ``versions``). An absent
+#: ``initial_design`` / ``options.noise`` means the papers' design / noise.
 MERGE_KEYS = (
     "experiment", "horizon", "seed", "fast", "bound", "scalarization", "constants",
-    "problem_notes",
+    "initial_design", "problem_notes",
 )
 #: Settings every trial file of a run folder must share with the run.
-TRIAL_KEYS = ("experiment", "horizon", "seed", "fast", "bound", "scalarization", "constants")
+TRIAL_KEYS = (
+    "experiment", "horizon", "seed", "fast", "bound", "scalarization", "constants",
+    "initial_design",
+)
 
 
 def load_run(path: str | Path) -> ExperimentResult:
@@ -124,7 +128,10 @@ def _trial(f: Path, blob: Any, settings: dict[str, Any], source: str) -> TrialRe
 
 def _merge_config(settings: dict[str, Any]) -> dict[str, Any]:
     cfg = {key: settings.get(key) for key in MERGE_KEYS}
-    cfg["options.continuous"] = bool((settings.get("options") or {}).get("continuous", False))
+    cfg["initial_design"] = cfg["initial_design"] or "paper"
+    options = settings.get("options") or {}
+    cfg["options.continuous"] = bool(options.get("continuous", False))
+    cfg["options.noise"] = options.get("noise")
     return cfg
 
 
@@ -146,9 +153,9 @@ def merge_runs(
 
     Raises:
         ValueError: If ``out_dir`` is an input folder or not empty, a folder is listed twice,
-            the runs differ in a setting of :data:`MERGE_KEYS` (or ``options.continuous``, or
-            the package versions), or they hold the same (trial, algorithm) pair twice with
-            different regrets (identical re-runs are counted once).
+            the runs differ in a setting of :data:`MERGE_KEYS` (or ``options.continuous``,
+            ``options.noise``, or the package versions), or they hold the same (trial,
+            algorithm) pair twice with different regrets (identical re-runs are counted once).
     """
     if not paths:
         raise ValueError("`paths` must name at least one run folder.")

@@ -154,8 +154,10 @@ def test_merge_never_writes_into_an_input_or_another_run(runs, tmp_path, capsys)
 def test_merge_refuses_other_versions_and_options(runs, tmp_path):
     root, _ = runs
     for key, value, match in [("versions", {"torch": "0.0"}, "'versions'"),
-                              ("options", {"continuous": True}, "'options.continuous'")]:
-        fake = tmp_path / key
+                              ("options", {"continuous": True}, "'options.continuous'"),
+                              ("options", {"noise": "gaussian:0.2"}, "'options.noise'"),
+                              ("initial_design", "sobol:8", "'initial_design'")]:
+        fake = tmp_path / f"{key}-{match.strip(chr(39))}"
         fake.mkdir()
         for p in (root / "b").iterdir():
             (fake / p.name).write_bytes(p.read_bytes())
