@@ -122,7 +122,7 @@ class ICMRotation:
 
 
 class ProjectedICMPredictor:
-    r"""μ(x) and ``wⱼᵀ Γ_t(x, x) wⱼ`` of an exact ICM posterior in a few fused tensor operations.
+    r"""μ(x) and ``wⱼᵀ Γ_t(x, x) wⱼ`` of an ICM posterior in a few fused tensor operations.
 
     The acquisition hot path (``optimize_acqf`` evaluates the same posterior hundreds of
     times): fixed hyperparameters, fixed directions ``W`` (``n x k``, original outcome scale), a
@@ -132,18 +132,19 @@ class ProjectedICMPredictor:
     map ``y = σ ∘ f + m`` (``Standardize``) are folded into constant matrices:
 
     .. math::
-        F(x) = κ(x)\,(s V), \qquad μ(x) = F(x)\,(C\,U^T \mathrm{diag}\,σ) + (c_μ ∘ σ + m),
+        F(x) = s\,κ(x)\,V, \qquad μ(x) = F(x)\,(C\,U^T \mathrm{diag}\,σ) + (c_μ ∘ σ + m),
 
         w_j^T Γ_t(x, x) w_j = Σ_i \max\big(s ξ_i − Σ_r F_r(x)^2 w_{ri},\ 0\big)\,
         (u_i^T (σ ∘ w_j))^2,
 
     with ``K_t = V diag(a) Vᵀ`` (or the Nyström features), ``C`` and ``w_{ri}`` the rotation's
     mean coefficients and variance weights (paper 000, §3.3 and App. A; the module
-    docstring). Equal to the solver's general path up to rounding; no gradient flows to the
-    hyperparameters.
+    docstring). The outputscale ``s`` is folded into the mean map and the weights, so the
+    solver's ``V`` is shared, not copied. Equal to the solver's general path up to rounding; no
+    gradient flows to the hyperparameters.
 
     Args:
-        rotation: The solver's :class:`ICMRotation` (exact, unnormalised features).
+        rotation: The solver's :class:`ICMRotation`.
         kernel: Frozen evaluator of ``k`` against the (input-transformed) training inputs.
         eigvecs: The features' linear map ``V``: the ``t x t`` eigenvectors of ``K_t`` (exact),
             or the ``|S| x r`` rotated Nyström map ``M_q`` against the basis points (MT-BKB,
@@ -166,11 +167,12 @@ class ProjectedICMPredictor:
     ) -> None:
         self.kernel = kernel
         scale = kernel.scale
-        self.features = scale * eigvecs  # t x t: F(x) = κ(x) (s V)
-        self.mean_map = (rotation.coef @ rotation.U.transpose(-1, -2)) * out_scale  # t x n
+        self.features = eigvecs  # the solver's V, shared (no copy): G(x) = κ(x) V, F = s G
+        mean_map = (rotation.coef @ rotation.U.transpose(-1, -2)) * out_scale  # t x n
+        self.mean_map = scale * mean_map  # μ = F C' = G (s C')
         self.mean_shift = out_shift  # n
         self.prior = rotation.xi * scale  # n: s ξ_i = ξ_i k(x, x)
-        self.weights = rotation.weights  # t x n
+        self.weights = scale.square() * rotation.weights  # t x n: F² w = G² (s² w)
         self.proj = (rotation.U.transpose(-1, -2) @ (out_scale.unsqueeze(-1) * directions)).pow(2)
         length = kernel.lengthscale.reshape(-1)
         if in_affine is None:
@@ -182,8 +184,8 @@ class ProjectedICMPredictor:
         """``(mean, quad)``: ``batch x q x n`` and ``batch x q x k`` at ``X: batch x q x d``."""
         flat = X.reshape(-1, X.shape[-1])
         Xs = (flat if self.shift is None else flat - self.shift) / self.divisor
-        F = self.kernel.profile(Xs) @ self.features  # N x t
-        mean = torch.addmm(self.mean_shift, F, self.mean_map)
-        s = (self.prior - (F * F) @ self.weights).clamp_min(0.0)
+        G = self.kernel.profile(Xs) @ self.features  # N x r: F(x) / s
+        mean = torch.addmm(self.mean_shift, G, self.mean_map)
+        s = (self.prior - (G * G) @ self.weights).clamp_min(0.0)
         quad = s @ self.proj
         return mean.reshape(*X.shape[:-1], -1), quad.reshape(*X.shape[:-1], -1)
