@@ -188,6 +188,11 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, HeavyTailedModel):
     def _arm_kernel(self):
         return self.features.base_kernel if self.kind == "nystrom" else None
 
+    def _check_state(self, state: dict) -> None:
+        if state["scalars"]["kind"] == "nystrom" and not isinstance(self.features, NystromFeatures):
+            raise ValueError("A Nyström AdaptiveTruncationGP state needs a model built with "
+                             "NystromFeatures (its base kernel's parameters are loaded).")
+
     def _extra_primary(self) -> dict:
         f = self.features
         if self.kind == "qff":

@@ -98,6 +98,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     def _import_state(self, state: dict[str, Any]) -> None:
         """Replace the whole model state by ``state`` and rebuild factors and caches."""
+        self._check_state(state)  # before anything changes
         self.__dict__.update(state["scalars"])
         arms = None if state["arms"] is None else ArmSet(state["arms"], state["by_index"])
         X, y = state["X"], state["y"]
@@ -108,6 +109,9 @@ class HeavyTailedModel(Model, FantasizeMixin):
             self._build()
 
     def _import_extra(self, state: dict[str, Any]) -> None:
+        pass
+
+    def _check_state(self, state: dict[str, Any]) -> None:
         pass
 
     def _arm_kernel(self) -> Kernel | None:

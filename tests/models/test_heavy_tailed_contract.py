@@ -285,3 +285,12 @@ def test_to_cuda_matches_cpu(kind: str) -> None:
     p, r = g.posterior(Xt.cuda()), m.posterior(Xt)
     torch.testing.assert_close(p.mean.cpu(), r.mean, atol=1e-10, rtol=0)
     torch.testing.assert_close(p.variance.cpu(), r.variance, atol=1e-10, rtol=0)
+
+
+def test_loading_a_nystrom_state_into_a_qff_model_is_refused_clearly() -> None:
+    nys, qff = _make("ata-nystrom", DT), _make("ata-qff", DT)
+    before = qff.posterior(_test_X("ata-qff", DT)).mean
+    with pytest.raises(ValueError, match="NystromFeatures"):
+        qff.load_state_dict(nys.state_dict(), strict=False)
+    assert qff.kind == "qff"  # refused before anything changed
+    torch.testing.assert_close(qff.posterior(_test_X("ata-qff", DT)).mean, before, atol=0, rtol=0)
