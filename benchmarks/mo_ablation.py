@@ -269,6 +269,12 @@ def _stats(v: list[float]) -> tuple[float, float]:
     return float(t.mean()), float(t.std()) if len(v) > 1 else 0.0
 
 
+def _sign_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test of paired differences (ties dropped)."""
+    n, k = wins + losses, min(wins, losses)
+    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
 def summarize(ns: argparse.Namespace) -> None:
     recs: dict[str, dict[tuple, dict[int, dict]]] = {}
     for f in sorted(ns.out.glob("*/*.json")):
@@ -291,22 +297,26 @@ def summarize(ns: argparse.Namespace) -> None:
                 row[key] = _stats([runs[k][key] for k in trials])
             common = [k for k in trials if k in ref]
             if cfg != REFERENCE and common:
-                dv = [runs[k]["hv_pct"] - ref[k]["hv_pct"] for k in common]
-                row["paired_hv"] = {"trials": len(common), "higher": sum(x > 1e-9 for x in dv),
-                                    "lower": sum(x < -1e-9 for x in dv),
-                                    "mean_std": _stats(dv)}
+                for key in ("hv_pct", "time_average_regret"):
+                    dv = [runs[k][key] - ref[k][key] for k in common]
+                    up, down = sum(x > 1e-12 for x in dv), sum(x < -1e-12 for x in dv)
+                    row[f"paired_{key}"] = {"trials": len(common), "higher": up, "lower": down,
+                                            "mean_std": _stats(dv), "sign_p": _sign_p(up, down)}
             rows[config_name(*cfg)] = row
         summary[prob] = rows
         first = rows[next(iter(rows))]
         lines += [f"**{prob}** (N = n0 + T = {first['n0'] + first['rounds']} evaluations; "
                   f"reference {config_name(*REFERENCE)})", "",
                   "| β | n0 | B | trials | HV % | R_C(T)/T | Bayes regret | s / round | "
-                  "HV vs ref (higher/lower, Δ) |", "|---|---|---|---|---|---|---|---|---|"]
+                  "HV vs ref: higher/lower, Δ (p) | R_C vs ref: lower/higher, Δ (p) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for cname, row in rows.items():
             beta, init, B = (p.split("=")[1] for p in cname.split("_"))
-            pr = row.get("paired_hv")
-            pcell = "ref" if pr is None else (
-                f"{pr['higher']}/{pr['lower']}, {pr['mean_std'][0]:+.1f} ± {pr['mean_std'][1]:.1f}")
+            pr, rr = row.get("paired_hv_pct"), row.get("paired_time_average_regret")
+            pcell = "ref | ref" if pr is None else (
+                f"{pr['higher']}/{pr['lower']}, {pr['mean_std'][0]:+.1f} ± "
+                f"{pr['mean_std'][1]:.1f} ({pr['sign_p']:.2f}) | {rr['lower']}/{rr['higher']}, "
+                f"{rr['mean_std'][0]:+.4f} ± {rr['mean_std'][1]:.4f} ({rr['sign_p']:.2f})")
             lines.append(
                 f"| {beta} | {init} ({row['n0']}) | {B} | {row['trials']} | "
                 f"{row['hv_pct'][0]:.1f} ± {row['hv_pct'][1]:.1f} | "
