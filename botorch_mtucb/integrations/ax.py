@@ -71,6 +71,13 @@ the real data only. Arms per trial must be 1 (the
 **Noise variances reported to Ax (``train_Yvar``).** Ignored with a ``UserWarning``: MT-KB
 uses one regulariser η, and heavy-tailed BO assumes only E|y|^{1+α} ≤ v.
 
+**Saving and loading.** Importing this module registers the package's classes with Ax's
+storage (:func:`register_ax_storage`), so
+``client.save_to_json_file()`` and ``Client.load_from_json_file()`` round-trip experiments run
+with these strategies (import this module before loading). Tensors or modules in
+``model_options`` (a ``covar_module`` instance) and ``NystromFeatures`` are refused with a
+``JSONEncodeError`` naming the workaround.
+
 **Heavy-tailed scale.** TGP-UCB truncates each reward at
 b_t = v^{1/(1+α)} t^{1/(2(1+α))}, a level in the *units of the rewards* in which the user
 states the moment bound v. Ax's default outcome transforms (``Winsorize``, ``BilogY``,
@@ -122,6 +129,7 @@ from botorch_mtucb.integrations._ax_models import (
     AxPracticalMultiTaskGP,
     AxTruncatedGP,
 )
+from botorch_mtucb.integrations._ax_storage import register_ax_storage
 from botorch_mtucb.integrations._ax_strategy import (
     DesignSizedGenerationStrategy,
     check_common,
@@ -148,6 +156,7 @@ __all__ = [
     "heavy_tailed_generation_strategy",
     "mtucb_generation_strategy",
     "multitask_gp_generation_strategy",
+    "register_ax_storage",
 ]
 
 #: Ax transforms of ``heavy_tailed_generation_strategy``: Ax's BoTorch input transforms, inputs
@@ -204,6 +213,9 @@ class UCBAcquisition(Acquisition):
             botorch_acqf_options=botorch_acqf_options,
             model=model,
         )
+
+
+register_ax_storage((UCBAcquisition,))
 
 
 def mtucb_generation_strategy(
