@@ -2,8 +2,10 @@
 
 ``run`` calls ``python -m botorch_mtucb.benchmarks run mo-<problem>`` once per problem into
 ``results/mo_suite/<problem>/`` (the CLI's run folders: manifest, trial JSON, summary,
-R_C(t)/t plot; rerunning continues a run). ``summarize`` reads those folders and, from each
-trial's evaluated points (initial design + rounds), recomputes
+R_C(t)/t plot; rerunning continues a run). More algorithms for a problem later go to
+``<problem>+<tag>/`` (``--tag``); ``summarize`` pools the folders of a problem after checking
+that they share experiment, horizon, seed, initial design and bound. ``summarize`` reads
+those folders and, from each trial's evaluated points (initial design + rounds), recomputes
 
 * HV %: hypervolume of all evaluated points above the problem's reference point, as % of its
   maximum (``hypervolume_percent_curve``; the trial file's own curve covers the rounds only);
@@ -49,7 +51,7 @@ def run(ns: argparse.Namespace) -> None:
         cmd = [sys.executable, "-m", "botorch_mtucb.benchmarks", "run", f"mo-{prob}",
                "--trials", str(ns.trials), "--horizon", str(ns.horizon), "--bound",
                "directional", "--workers", str(ns.workers), "--no-progress",
-               "--out", str(ns.out / prob)]
+               "--out", str(ns.out / (prob + (f"+{ns.tag}" if ns.tag else "")))]
         if ns.algorithms:
             cmd += ["--algorithms", *ns.algorithms]
         print(" ".join(cmd), flush=True)
@@ -81,6 +83,11 @@ def load_problem_runs(folder: Path) -> dict[str, dict[int, dict]]:
         X = torch.tensor(rec["initial_X"] + rec["x"], dtype=DT).reshape(-1, problem.dim)
         with torch.no_grad():
             curve = hypervolume_percent_curve(problem, problem.f(X))
+        if rec.get("hypervolume"):  # the runner's curve (design counted) must agree
+            theirs = 100.0 * rec["hypervolume"][-1] / problem.max_hv
+            if abs(theirs - float(curve[-1])) > 1e-6 * max(1.0, abs(theirs)):
+                print(f"warning: {f.name}: HV % {float(curve[-1]):.4f} here, {theirs:.4f} in "
+                      "the trial file (does its curve count the initial design?)")
         out.setdefault(rec["algorithm"], {})[rec["trial"]] = {
             "hv_pct_curve": [float(v) for v in curve],
             "hv_pct": float(curve[-1]),
@@ -103,6 +110,11 @@ def _paired(a: dict[int, dict], b: dict[int, dict], key: str, higher_better: boo
             "std_diff": s, "sign_p": sign_test_p(wins, losses)}
 
 
+def _ratio(ratio: float, other: dict) -> str:
+    """Time ratio cell; "—" against an algorithm without a model (no time to compare with)."""
+    return "—" if other["wall_time_per_round"][0] < 1e-3 else f"{ratio:.2f}"
+
+
 def summarize(ns: argparse.Namespace) -> None:
     summary: dict[str, dict] = {}
     lines: list[str] = []
@@ -111,13 +123,27 @@ def summarize(ns: argparse.Namespace) -> None:
         "R_C lower/higher | ΔR_C(T)/T | time ratio |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    groups: dict[str, list[Path]] = {}
     for folder in sorted(p for p in ns.out.iterdir() if p.is_dir()):
-        runs = load_problem_runs(folder)
+        groups.setdefault(folder.name.split("+")[0], []).append(folder)
+    for name, folders in groups.items():
+        runs: dict[str, dict[int, dict]] = {}
+        manifests = [json.loads((f / "manifest.json").read_text()) for f in folders
+                     if (f / "manifest.json").is_file()]
+        for key in ("experiment", "horizon", "seed", "initial_design", "bound"):
+            if len({json.dumps(m.get(key)) for m in manifests}) > 1:
+                raise ValueError(f"{[str(f) for f in folders]} disagree on {key!r}: not pooled")
+        for f in folders:
+            for alg, trials in load_problem_runs(f).items():
+                if alg in runs:
+                    raise ValueError(f"{alg} appears in more than one of {folders}")
+                runs[alg] = trials
         if not runs:
             continue
-        manifest = json.loads((folder / "manifest.json").read_text()) if (
-            folder / "manifest.json").is_file() else {}
-        order = [a for a in manifest.get("algorithms", []) if a in runs]
+        folder = ns.out / name
+        folder.mkdir(exist_ok=True)
+        manifest = manifests[0] if manifests else {}
+        order = [a for m in manifests for a in m.get("algorithms", []) if a in runs]
         order += [a for a in runs if a not in order]
         rows = {}
         for alg in order:
@@ -141,7 +167,7 @@ def summarize(ns: argparse.Namespace) -> None:
                     f"| {folder.name} | {alg} | {h['trials']} | {h['wins']}/{h['losses']} | "
                     f"{h['mean_diff']:+.1f} ± {h['std_diff']:.1f} | {h['sign_p']:.3f} | "
                     f"{r['wins']}/{r['losses']} | {r['mean_diff']:+.4f} ± {r['std_diff']:.4f} | "
-                    f"{pairs[alg]['time_ratio']:.2f} |")
+                    f"{_ratio(pairs[alg]['time_ratio'], rows[alg])} |")
         T = manifest.get("horizon")
         summary[folder.name] = {"horizon": T, "algorithms": rows, f"paired_{ns.focus}": pairs}
         n0 = sorted({v for r in rows.values() for v in r["n0"]})
@@ -197,6 +223,7 @@ def main() -> None:
     r.add_argument("--horizon", type=int, default=20)
     r.add_argument("--workers", type=int, default=2)
     r.add_argument("--algorithms", nargs="+", default=None)
+    r.add_argument("--tag", default="", help="run folder <problem>+<tag> (extra algorithms)")
     s = sub.add_parser("summarize")
     s.add_argument("--focus", default="MT-UCB", help="algorithm compared pairwise to the rest")
     for p in (r, s):
