@@ -294,3 +294,18 @@ def test_loading_a_nystrom_state_into_a_qff_model_is_refused_clearly() -> None:
         qff.load_state_dict(nys.state_dict(), strict=False)
     assert qff.kind == "qff"  # refused before anything changed
     torch.testing.assert_close(qff.posterior(_test_X("ata-qff", DT)).mean, before, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["tgp-driven", "ata-qff-arms", "ata-nystrom"])
+def test_state_dict_survives_torch_save_and_a_weights_only_load(kind: str) -> None:
+    import io
+
+    m = _make(kind, DT)
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)
+    buf.seek(0)
+    fresh = _make(kind, DT, t=5, seed=3, ls=0.4, gen_seed=7)
+    fresh.load_state_dict(torch.load(buf, weights_only=True))
+    Xt = _test_X(kind, DT)
+    torch.testing.assert_close(fresh.posterior(Xt).mean, m.posterior(Xt).mean, atol=1e-12,
+                               rtol=0)
