@@ -8,10 +8,16 @@ the model files:
 * ``construct_inputs`` accepts the model options of ``ModelConfig.model_options`` (BoTorch's
   base ``Model.construct_inputs`` takes none) and refuses search-space features the models
   cannot represent (categorical, fidelity and hierarchical parameters).
-* ``train_Yvar``: Ax passes per-observation noise variances when the user reports SEMs. The
-  exact multi-task model uses one regulariser η for every observation (paper 000, §3.1) and
-  the heavy-tailed models assume nothing but ``E|y|^{1+α} ≤ v`` (paper 001), so a variance is
-  meaningless to them. The variances are dropped with a ``UserWarning`` that says so.
+* ``train_Yvar``: Ax passes per-observation noise variances (SEM², in Ax's transformed
+  outcome units) when the user reports SEMs. The multi-task models take them as known noise
+  (``ExactMultiTaskGP(..., train_Yvar=...)``: the noise is then not learned) when *every*
+  observation of every metric has a finite variance; variances below GPyTorch's
+  ``min_fixed_noise`` (an SEM of 0, "noiseless") are raised to it with a warning, as
+  GPyTorch does for BoTorch's own models. Otherwise (some SEMs missing, Ax's NaN, or
+  ``learn_noise=True`` asked for) they are dropped with a ``UserWarning`` and the noise is
+  learned or fixed as without them. The heavy-tailed models assume nothing but
+  ``E|y|^{1+α} ≤ v`` (paper 001), so a variance is meaningless to them: always dropped with
+  the warning.
 * The heavy-tailed models have fixed hyperparameters (paper 001 fixes the kernel), so they get
   a no-op entry in Ax's ``fit_botorch_model`` dispatcher instead of Ax's
   ``NotImplementedError``. ``AxExactMultiTaskGP`` is an exact GPyTorch model and is fitted by
@@ -27,6 +33,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import gpytorch
+import torch
 from ax.generators.torch.botorch_modular.utils import fit_botorch_model
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform
@@ -65,9 +73,13 @@ def _ax_model_inputs(
     model_name: str,
     training_data: SupervisedDataset,
     options: dict[str, Any],
-    yvar_reason: str,
+    yvar_reason: str | None,
 ) -> dict[str, Any]:
-    """``train_X``, ``train_Y`` and the model options, with Ax's extra inputs handled."""
+    """``train_X``, ``train_Y`` and the model options, with Ax's extra inputs handled.
+
+    ``yvar_reason=None``: the model takes known noise, passed as ``train_Yvar`` when every
+    variance is finite (else dropped with a warning); a string: always dropped, with it.
+    """
     if not isinstance(training_data, SupervisedDataset):
         raise ValueError(
             f"`training_data` must be a SupervisedDataset, got {type(training_data).__name__}."
@@ -80,22 +92,62 @@ def _ax_model_inputs(
             "parameters or use Ax's default generation strategy."
         )
     model_options = {k: v for k, v in options.items() if k not in _SEARCH_SPACE_KWARGS}
-    if training_data.Yvar is not None:
+    inputs = {"train_X": training_data.X, "train_Y": training_data.Y, **model_options}
+    Yvar = training_data.Yvar
+    if Yvar is None:
+        return inputs
+    if yvar_reason is None:
+        if model_options.get("learn_noise") is True:
+            yvar_reason = "the model options ask for `learn_noise=True`."
+        elif not bool(torch.isfinite(Yvar).all()):
+            yvar_reason = (
+                "not every observation of every metric has one (Ax reports NaN where no SEM was "
+                "given); the noise is learned or fixed as without them. Report an SEM for "
+                "every metric of every trial to use them."
+            )
+        else:
+            inputs["train_Yvar"] = _floored_yvar(model_name, Yvar)
+            return inputs
+    warnings.warn(
+        f"{model_name} ignores the observation noise variances (SEMs) reported to Ax: "
+        f"{yvar_reason}",
+        UserWarning,
+        stacklevel=3,
+    )
+    return inputs
+
+
+def _floored_yvar(model_name: str, Yvar: Tensor) -> Tensor:
+    """``Yvar`` raised to GPyTorch's ``min_fixed_noise`` (a new tensor; warns when it acts)."""
+    floor = gpytorch.settings.min_fixed_noise.value(Yvar.dtype)
+    if bool((Yvar < floor).any()):
         warnings.warn(
-            f"{model_name} ignores the observation noise variances (SEMs) reported to Ax: "
-            f"{yvar_reason}",
+            f"{model_name}: noise variances reported to Ax below {floor:g} (e.g. an SEM of 0) "
+            f"are raised to {floor:g}, as GPyTorch does for fixed noise.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    return {"train_X": training_data.X, "train_Y": training_data.Y, **model_options}
+    return Yvar.clamp_min(floor)
 
 
 class AxExactMultiTaskGP(ExactMultiTaskGP):
     """:class:`ExactMultiTaskGP` as Ax builds it (``ModelConfig.botorch_model_class``).
 
-    Same model; only :meth:`construct_inputs` differs (model options, ``train_Yvar`` dropped
-    with a warning, clear errors for unsupported parameter types).
+    Same model; :meth:`construct_inputs` handles Ax's inputs (model options, reported noise
+    variances as ``train_Yvar``, clear errors for unsupported parameter types), and
+    :meth:`condition_on_observations` of a known-noise model defaults the new rows' noise to
+    each task's average training variance (what the model's batched conditioning uses), so
+    Ax's pending points (GP-BUCB hallucination) work with reported SEMs.
     """
+
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
+    ) -> ExactMultiTaskGP:
+        """:meth:`ExactMultiTaskGP.condition_on_observations`; with known noise and
+        ``noise=None`` the new ``m x n`` rows get each task's average training variance."""
+        if noise is None and self.known_noise:
+            noise = self._observation_noise(Y, True)
+        return super().condition_on_observations(X, Y, noise=noise, **kwargs)
 
     @classmethod
     def construct_inputs(
@@ -104,21 +156,17 @@ class AxExactMultiTaskGP(ExactMultiTaskGP):
         """Model inputs from an Ax/BoTorch dataset.
 
         Args:
-            training_data: ``SupervisedDataset`` with ``X: N x d`` and ``Y: N x n`` (Ax's
-                block design: all ``n`` objectives observed at every row).
+            training_data: ``SupervisedDataset`` with ``X: N x d``, ``Y: N x n`` (Ax's
+                block design: all ``n`` objectives observed at every row) and optionally
+                ``Yvar: N x n`` (reported SEM², passed as ``train_Yvar`` when all finite).
             **kwargs: Options of :class:`ExactMultiTaskGP` (``noise``, ``learn_noise``,
                 ``covar_module``, ``mean_module``) plus the search-space keywords Ax adds.
+                ``learn_noise=True`` drops reported variances (with a warning).
 
         Returns:
             Keyword arguments for the constructor.
         """
-        return _ax_model_inputs(
-            cls.__name__,
-            training_data,
-            kwargs,
-            "the model uses one regulariser η (`noise`, or learned with `learn_noise=True`) "
-            "for all observations (paper 000, §3.1).",
-        )
+        return _ax_model_inputs(cls.__name__, training_data, kwargs, None)
 
 
 class AxPracticalMultiTaskGP(AxExactMultiTaskGP):
@@ -127,7 +175,9 @@ class AxPracticalMultiTaskGP(AxExactMultiTaskGP):
     Unless given in the model options: ICM over Matérn-5/2 with BoTorch's dimension-scaled
     lengthscale prior and a learned full-rank B (``independent=True``: B = I), a constant mean
     per task, η learned from e^{−5} with BoTorch's LogNormal(−4, 1) prior and the floor
-    :data:`~botorch_mtucb.models.practical.PRACTICAL_NOISE_FLOOR`. Ax supplies the rest of
+    :data:`~botorch_mtucb.models.practical.PRACTICAL_NOISE_FLOOR` (known noise instead when
+    every metric reports SEMs, see :meth:`AxExactMultiTaskGP.construct_inputs`). Ax supplies
+    the rest of
     the careful user's setup: inputs normalised to the search space (Ax's ``Normalize``
     input transform), outcomes standardised (Ax's ``StandardizeY``), hyperparameters fitted
     by ``fit_gpytorch_mll`` at every trial. The paper's estimator (η = 0.1 fixed, zero mean)
@@ -140,7 +190,7 @@ class AxPracticalMultiTaskGP(AxExactMultiTaskGP):
         train_Y: Tensor,
         covar_module: MultiTaskKernel | None = None,
         noise: float | Tensor = PRACTICAL_NOISE_INIT,
-        learn_noise: bool = True,
+        learn_noise: bool | None = None,
         input_transform: InputTransform | None = None,
         outcome_transform: OutcomeTransform | None = None,
         mean_module: Mean | None = None,
@@ -153,14 +203,18 @@ class AxPracticalMultiTaskGP(AxExactMultiTaskGP):
             train_Y: ``N x n`` training observations.
             covar_module: Multi-task kernel (default: the practical ICM / independent one).
             noise: Initial (or fixed, with ``learn_noise=False``) η.
-            learn_noise: Learn η with the LogNormal(−4, 1) prior (default ``True``).
+            learn_noise: Learn η with the LogNormal(−4, 1) prior. Default ``None``: learned
+                unless the noise is known (``train_Yvar``).
             input_transform: BoTorch input transform (Ax passes ``Normalize``).
             outcome_transform: BoTorch outcome transform.
             mean_module: Prior mean (default: a constant per task).
-            train_Yvar: Known noise variances (Ax's are dropped by ``construct_inputs``).
+            train_Yvar: Known ``N x n`` noise variances (Ax's reported SEM², see
+                :meth:`construct_inputs`); then η is not learned.
             independent: Independent tasks (B = I) for the default kernel.
         """
         kernel, mean = practical_modules(train_X.shape[-1], train_Y.shape[-1], independent)
+        if learn_noise is None:
+            learn_noise = train_Yvar is None
         super().__init__(
             train_X,
             train_Y,

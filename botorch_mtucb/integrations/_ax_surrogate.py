@@ -13,6 +13,7 @@ a multi-objective experiment, chosen by Ax) on that joint model.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,8 +32,9 @@ class JointSurrogate(Surrogate):
 
     Rows not observed for every metric are dropped (and only those): with a NaN or missing
     value for one metric in one trial, that trial does not enter the joint model, and all the
-    others still do. Known noise variances are dropped when only some metrics report them
-    (Ax's rule for block designs).
+    others still do. Known noise variances are dropped, with a ``UserWarning``, when only
+    some metrics report them (Ax's rule for block designs); when all do, the model takes them
+    as ``train_Yvar`` (:meth:`AxExactMultiTaskGP.construct_inputs`).
     """
 
     def fit(
@@ -46,6 +48,16 @@ class JointSurrogate(Surrogate):
     ) -> None:
         """Ax's ``fit`` on the block-design merge of ``datasets`` (one dataset, all metrics)."""
         if len(datasets) > 1:
+            with_yvar = [ds.outcome_names for ds in datasets if ds.Yvar is not None]
+            if 0 < len(with_yvar) < len(datasets):
+                warnings.warn(
+                    "The joint multi-task model ignores the observation noise variances (SEMs) "
+                    f"reported to Ax: only the metrics {sum(with_yvar, [])} have them, and one "
+                    "model needs them for every metric (Ax drops them for a block design). "
+                    "Report an SEM for every metric of every trial to use them.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             datasets = convert_to_block_design(datasets=datasets, force=True)
         super().fit(
             datasets=datasets,

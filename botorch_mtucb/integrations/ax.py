@@ -68,8 +68,12 @@ built with them as ``X_pending`` and conditions the model on hallucinated observ
 the real data only. Arms per trial must be 1 (the
 ``Client`` default); :class:`UCBAcquisition` refuses more.
 
-**Noise variances reported to Ax (``train_Yvar``).** Ignored with a ``UserWarning``: MT-KB
-uses one regulariser η, and heavy-tailed BO assumes only E|y|^{1+α} ≤ v.
+**Noise variances reported to Ax (``train_Yvar``).** When every metric of every trial in the
+model's data has an SEM (``raw_data={"a": (mean, sem), ...}``), both multi-task models take
+SEM² (in Ax's standardized units) as known noise (``ExactMultiTaskGP(train_Yvar=...)``; the
+noise is then not learned, and the ICM fast path holds only while the variances are equal).
+With SEMs for some metrics or trials only, or ``learn_noise=True``, they are ignored with a
+``UserWarning``. Heavy-tailed BO assumes only E|y|^{1+α} ≤ v: SEMs are always ignored there.
 
 **Saving and loading.** Importing this module registers the package's classes with Ax's
 storage (:func:`register_ax_storage`), so

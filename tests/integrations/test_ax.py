@@ -330,7 +330,9 @@ def test_constructors_refuse_unsupported_inputs() -> None:
 
 def test_ax_models_construct_inputs_and_fit() -> None:
     model, ds = _mt_model()
-    ds_var = SupervisedDataset(ds.X, ds.Y, Yvar=torch.full_like(ds.Y, 0.01),
+    Yvar = torch.full_like(ds.Y, 0.01)
+    Yvar[2, 1] = float("nan")  # one SEM missing: all are ignored (see test_ax_models.py)
+    ds_var = SupervisedDataset(ds.X, ds.Y, Yvar=Yvar,
                                feature_names=ds.feature_names, outcome_names=ds.outcome_names)
     with pytest.warns(UserWarning, match="ignores the observation noise"):
         kw = AxExactMultiTaskGP.construct_inputs(ds_var, noise=0.05)
