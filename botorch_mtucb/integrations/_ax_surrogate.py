@@ -5,23 +5,25 @@ metrics' inputs differ it falls back to a ``ModelListGP`` of independent models,
 away what MT-UCB is for (the coupling of the objectives) and which the MT-UCB acquisition
 cannot use as one joint model. :class:`JointSurrogate` merges the datasets into one block
 design first, keeping the inputs at which every metric was observed (Ax's own
-``convert_to_block_design(force=True)``), so the surrogate stays one ``AxExactMultiTaskGP``.
+``convert_to_block_design(force=True)``), so the surrogate stays one ``AxExactMultiTaskGP``
+(or ``AxPracticalMultiTaskGP``).
 
 :func:`multitask_gp_generation_strategy` is the recipe for Ax's *own* acquisition (qLogNEHVI for
-a multi-objective experiment, chosen by Ax) on that joint model.
+a multi-objective experiment, chosen by Ax) on that joint model (by default the practical
+``AxPracticalMultiTaskGP``; ``model="paper"``: ``AxExactMultiTaskGP``).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig, convert_to_block_design
 from torch import Tensor
 
-from botorch_mtucb.integrations._ax_models import AxExactMultiTaskGP
+from botorch_mtucb.integrations._ax_models import AxExactMultiTaskGP, AxPracticalMultiTaskGP
 from botorch_mtucb.integrations._ax_strategy import check_common, two_step_strategy
 
 __all__ = ["JointSurrogate", "joint_surrogate", "multitask_gp_generation_strategy"]
@@ -103,25 +105,35 @@ def multitask_gp_generation_strategy(
     seed: int | None = None,
     model_options: dict[str, Any] | None = None,
     optimizer_options: dict[str, Any] | None = None,
+    model: Literal["practical", "paper"] = "practical",
 ) -> Any:
     """Sobol warm-up, then Ax's default acquisition on one joint ``ExactMultiTaskGP``.
 
     For a multi-objective experiment Ax chooses qLogNEHVI; the surrogate is the exact
     multi-task GP (ICM kernel fitted by Ax through the exact ICM likelihood) instead of Ax's
-    independent per-metric GPs, and it stays joint when metric values are missing.
+    independent per-metric GPs, and it stays joint when metric values are missing. The
+    default model is the practical one of ``mtucb_generation_strategy`` (issue 16).
 
     Args:
         num_initial_trials: Number of Sobol trials (≥ 1); default ``None``:
             ``initial_design_size(d)`` = max(5, 2·d).
         seed: Seeds the Sobol points (``None``: not seeded here).
-        model_options: Keyword arguments of :class:`~botorch_mtucb.models.ExactMultiTaskGP`.
+        model_options: Keyword arguments of the model (``noise``, ``learn_noise``,
+            ``covar_module``, ``mean_module``; ``independent`` for the practical model).
         optimizer_options: BoTorch ``optimize_acqf`` options.
+        model: ``"practical"`` (default, :class:`AxPracticalMultiTaskGP`: Matérn-5/2 ICM with
+            a learned B, constant mean, learned noise) or ``"paper"``
+            (:class:`AxExactMultiTaskGP`: the paper's estimator, RBF, η = 0.1 fixed, zero
+            mean; the default before issue 16).
 
     Returns:
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
     """
     check_common(num_initial_trials, seed, optimizer_options)
-    kwargs = {"surrogate": joint_surrogate(model_options)}
+    classes = {"practical": AxPracticalMultiTaskGP, "paper": AxExactMultiTaskGP}
+    if model not in classes:
+        raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
+    kwargs = {"surrogate": joint_surrogate(model_options, model_class=classes[model])}
     return two_step_strategy(
         "Sobol+MultiTaskGP", num_initial_trials, seed, kwargs, optimizer_options, None
     )

@@ -21,6 +21,9 @@ pytest.importorskip("ax")
 
 from ax.api.client import Client  # noqa: E402
 from ax.api.configs import RangeParameterConfig  # noqa: E402
+from botorch.acquisition.multi_objective.logei import (  # noqa: E402
+    qLogNoisyExpectedHypervolumeImprovement,
+)
 from botorch.models import ModelListGP  # noqa: E402
 from botorch.test_functions.multi_objective import BraninCurrin  # noqa: E402
 from gpytorch.kernels import MaternKernel  # noqa: E402
@@ -115,6 +118,42 @@ def test_client_loop_branin_currin_mtucb() -> None:
     assert {row[2] for row in front} == expected
     for _, values, i, _ in front:
         assert values["a"][0] == pytest.approx(float(observed[i][0]))
+
+
+@pytest.mark.parametrize("model", ["practical", "paper"])
+def test_client_loop_multitask_gp_strategy_models(model: str) -> None:
+    """Ax's own qLogNEHVI on our joint model: the practical one by default (issue 16), the
+    paper's estimator with model="paper"; 4 Sobol + 3 BO trials."""
+    problem = BraninCurrin()
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=_unit_box())
+    client.configure_optimization(objective="-a, -b")
+    options = {} if model == "practical" else {"model": "paper"}
+    client.set_generation_strategy(multitask_gp_generation_strategy(
+        num_initial_trials=4, seed=0, optimizer_options=FAST_OPT, **options
+    ))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(7):
+            for idx, p in client.get_next_trials(max_trials=1).items():
+                y = problem(torch.tensor([[p["x0"], p["x1"]]], dtype=DT))[0]
+                client.complete_trial(idx, raw_data={"a": float(y[0]), "b": float(y[1])})
+    gen = client._generation_strategy.adapter.generator
+    m = gen.surrogate.model
+    assert gen.botorch_acqf_class is qLogNoisyExpectedHypervolumeImprovement
+    assert gen._acquisition.acqf.model is m and m.num_outputs == 2
+    assert m.train_inputs[0].shape[-2] == 6  # one joint model on all observed trials
+    if model == "practical":
+        assert type(m) is AxPracticalMultiTaskGP
+        assert isinstance(m.covar_module.data_covar_module, MaternKernel)
+        assert m.learn_noise and hasattr(m.likelihood, "noise_prior") and not m._zero_mean
+    else:
+        assert type(m) is AxExactMultiTaskGP and m._zero_mean and not m.learn_noise
+        assert m.noise.item() == pytest.approx(0.1)  # the paper's fixed η
+    nodes = client.summarize()["generation_node"].tolist()
+    assert all("Sobol" in g for g in nodes[:4]) and all("BoTorch" in g for g in nodes[4:])
+    with pytest.raises(ValueError, match="`model` must be 'practical' or 'paper'"):
+        multitask_gp_generation_strategy(model="sparse")
 
 
 def test_client_default_sobol_design_is_sized_by_d() -> None:
