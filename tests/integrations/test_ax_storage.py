@@ -48,12 +48,16 @@ DT = torch.float64
 PROBLEM = BraninCurrin()
 
 
-def _client(gs, d: int = 2, objective: str = "-a, -b") -> Client:
-    client = Client(random_seed=0)
-    client.configure_experiment(parameters=[
+def _client_params(d: int = 2) -> list[RangeParameterConfig]:
+    return [
         RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
         for i in range(d)
-    ])
+    ]
+
+
+def _client(gs, d: int = 2, objective: str = "-a, -b") -> Client:
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=_client_params(d))
     client.configure_optimization(objective=objective)
     client.set_generation_strategy(gs)
     return client
@@ -192,3 +196,30 @@ def test_unstorable_components_are_refused_clearly() -> None:
     )
     with pytest.raises(JSONEncodeError, match="NystromFeatures cannot be saved"):
         object_to_json(gs)
+
+
+def test_sql_store_round_trip_continues_the_loop(tmp_path: Path) -> None:
+    """The same registrations serve Ax's SQL store (SQLite file): save, load by name, go on."""
+    from ax.api.configs import StorageConfig
+    from ax.storage.sqa_store.db import (
+        create_all_tables,
+        get_engine,
+        init_engine_and_session_factory,
+    )
+
+    url = f"sqlite:///{tmp_path / 'ax.db'}"
+    init_engine_and_session_factory(url=url, force_init=True)
+    create_all_tables(get_engine())
+    storage = StorageConfig(url=url)
+    client = Client(storage_config=storage)
+    client.configure_experiment(parameters=_client_params(), name="mtucb_sql")
+    client.configure_optimization(objective="-a, -b")
+    client.set_generation_strategy(
+        mtucb_generation_strategy(num_initial_trials=3, seed=0, optimizer_options=FAST_OPT)
+    )
+    _run(client, 4)
+    loaded = Client.load_from_database("mtucb_sql", storage_config=storage)
+    resumed = _run(loaded, 2)
+    assert all(type(a) is ScalarizedMultiTaskUCB for a in resumed)
+    assert all(type(a.model) is AxPracticalMultiTaskGP for a in resumed)
+    assert len(loaded._experiment.trials) == 6
