@@ -22,7 +22,7 @@ imported, so import it before loading a snapshot) adds:
   and :class:`QuadratureFourierFeatures`, encoded by their constructor arguments.
 
 Refused with a clear error (``JSONEncodeError``), because their state is not a set of
-constructor arguments: :class:`NystromFeatures` (a data-dependent dictionary) and tensors or
+constructor arguments: :class:`NystromFeatures` (a data-dependent dictionary) and
 ``torch.nn.Module`` s (kernels, means) in the model options of a :class:`JointSurrogate`. The
 workaround is to save without them (the experiment alone: ``save_experiment``) and build the
 strategy again in code after loading (``client.set_generation_strategy(...)``).
@@ -104,14 +104,11 @@ def _refuse_nystrom_features(obj: NystromFeatures) -> dict[str, Any]:
 def _joint_surrogate_to_dict(surrogate: JointSurrogate) -> dict[str, Any]:
     """Ax's ``surrogate_to_dict``, after checking that the model options can be stored."""
     for config in surrogate.surrogate_spec.model_configs:
-        bad = [
-            k for k, v in config.model_options.items()
-            if isinstance(v, (torch.Tensor, torch.nn.Module))
-        ]
+        bad = [k for k, v in config.model_options.items() if isinstance(v, torch.nn.Module)]
         if bad:
             raise JSONEncodeError(
-                f"The model options {bad} of the JointSurrogate ({config.name}) are tensors or "
-                "torch modules (e.g. a covar_module instance), which Ax cannot store as JSON. "
+                f"The model options {bad} of the JointSurrogate ({config.name}) are torch "
+                "modules (e.g. a covar_module instance), which Ax cannot store as JSON. "
                 f"Leave them at the model's defaults, or: {_WORKAROUND}"
             )
     return surrogate_to_dict(surrogate)

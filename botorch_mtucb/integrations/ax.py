@@ -79,8 +79,8 @@ With SEMs for some metrics or trials only, or ``learn_noise=True``, they are ign
 storage (:func:`register_ax_storage`), so ``client.save_to_json_file()`` /
 ``Client.load_from_json_file()`` and the SQL store round-trip experiments run with these
 strategies, and a loaded client continues the loop (import this module before loading).
-Tensors or modules in ``model_options`` (a ``covar_module`` instance) and ``NystromFeatures``
-are refused with a ``JSONEncodeError`` naming the workaround.
+Modules in ``model_options`` (a ``covar_module`` instance) and ``NystromFeatures`` are
+refused with a ``JSONEncodeError`` naming the workaround.
 
 **Heavy-tailed scale.** TGP-UCB truncates each reward at
 b_t = v^{1/(1+α)} t^{1/(2(1+α))}, a level in the *units of the rewards* in which the user

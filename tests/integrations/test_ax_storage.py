@@ -184,6 +184,16 @@ def test_beta_schedules_round_trip(beta) -> None:
     assert vars(options["beta"]) == vars(beta)
 
 
+def test_tensor_model_options_round_trip() -> None:
+    gs = mtucb_generation_strategy(
+        num_initial_trials=3, model="paper", model_options={"noise": torch.tensor(0.05, dtype=DT)}
+    )
+    back = object_from_json(object_to_json(gs))
+    surrogate = back._nodes[1].generator_specs[0].generator_kwargs["surrogate"]
+    noise = surrogate.surrogate_spec.model_configs[0].model_options["noise"]
+    assert torch.is_tensor(noise) and noise.dtype == DT and noise.item() == 0.05
+
+
 def test_unstorable_components_are_refused_clearly() -> None:
     kernel = ICMKernel(MaternKernel(), num_tasks=2)
     gs = mtucb_generation_strategy(num_initial_trials=3, model_options={"covar_module": kernel})
