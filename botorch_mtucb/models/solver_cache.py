@@ -3,10 +3,17 @@
 A solver (:mod:`botorch_mtucb.models.solvers`) holds the factorisation for one training set
 and one set of hyperparameters. It is built on the first posterior call and reused while
 nothing it depends on changed: the training tensors (identity, storage, version counter) and
-the values of every parameter and buffer, compared in one flattened comparison. The list of
-those tensors is itself reused until some module (re)assigns a parameter, buffer or submodule
-(PyTorch's global registration hooks bump :data:`_STATE_EPOCH`) or the model is moved
-(``_apply``), so a posterior call does not walk the module tree.
+the values of every parameter and buffer, compared in one flattened comparison per dtype. The
+list of those tensors (and flat views of them) is itself reused until some module (re)assigns a
+parameter, buffer or submodule (PyTorch's global registration hooks bump :data:`_STATE_EPOCH`),
+a tensor's storage is swapped or the model is moved (``_apply``), so a posterior call does not
+walk the module tree.
+
+The acquisition hot path's frozen predictors
+(:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, see :meth:`_projected_predictor`)
+are cached on the solver, so they are invalidated exactly when it is. On a GPU the value
+comparison is one host synchronisation per posterior call (no version counter sees GPyTorch's
+``.data`` writes, so values are the only reliable key).
 """
 
 from __future__ import annotations
@@ -69,9 +76,9 @@ class SolverCacheMixin:
         """What the solver depends on: the training data and every parameter and buffer.
 
         The training tensors are identified by identity, storage and version counter (no
-        device work); the hyperparameters by value, flattened into one tensor so that the
-        check is a single comparison (GPyTorch's setters write through ``.data``, which does
-        not bump version counters, so values are the only reliable key). The flat views of the
+        device work); the hyperparameters by value, flattened into one tensor per dtype so
+        that the check is one comparison per dtype (GPyTorch's setters write through
+        ``.data``, which does not bump version counters). The flat views of the
         state tensors are kept with the list (they share storage, so they see in-place
         writes); a tensor whose storage was swapped (``p.data = ...``, a deep copy) makes the
         list be collected again.

@@ -187,3 +187,17 @@ def test_predictor_falls_back_where_there_is_no_exact_fold():
     warp = Normalize(2, bounds=torch.tensor([[3.0, 3.0], [5.0, 5.0]], dtype=DT), indices=[0])
     _assert_same(ExactMultiTaskGP(X, Y, covar_module=kernel, input_transform=warp), Xs, W,
                  fast_expected=False)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_predictor_on_cuda_follows_the_device():
+    g = torch.Generator().manual_seed(7)
+    X, Y, kernel = _model("scaled", g)
+    dev = torch.device("cuda")
+    model = ExactMultiTaskGP(X.to(dev), Y.to(dev), covar_module=kernel.to(dev),
+                             outcome_transform=Standardize(m=3))
+    Xs = (3.0 + 2.0 * torch.rand(4, 1, 2, generator=g, dtype=DT)).to(dev)
+    W = torch.eye(3, dtype=DT, device=dev)
+    _assert_same(model, Xs, W)
+    mean, quad = model.projected_task_posterior(Xs, W)
+    assert mean.device.type == "cuda" and quad.device.type == "cuda"
