@@ -14,10 +14,10 @@ the model files:
   observation of every metric has a finite variance; variances below GPyTorch's
   ``min_fixed_noise`` (an SEM of 0, "noiseless") are raised to it with a warning, as
   GPyTorch does for BoTorch's own models. Otherwise (some SEMs missing, Ax's NaN, or
-  ``learn_noise=True`` asked for) they are dropped with a ``UserWarning`` and the noise is
-  learned or fixed as without them. The heavy-tailed models assume nothing but
-  ``E|y|^{1+α} ≤ v`` (paper 001), so a variance is meaningless to them: always dropped with
-  the warning.
+  ``noise`` / ``learn_noise=True`` in the model options) they are dropped with a
+  ``UserWarning`` and the noise is learned or fixed as without them. The heavy-tailed
+  models assume nothing but ``E|y|^{1+α} ≤ v`` (paper 001), so a variance is meaningless to
+  them: always dropped with the warning.
 * The heavy-tailed models have fixed hyperparameters (paper 001 fixes the kernel), so they get
   a no-op entry in Ax's ``fit_botorch_model`` dispatcher instead of Ax's
   ``NotImplementedError``. ``AxExactMultiTaskGP`` is an exact GPyTorch model and is fitted by
@@ -97,8 +97,11 @@ def _ax_model_inputs(
     if Yvar is None:
         return inputs
     if yvar_reason is None:
-        if model_options.get("learn_noise") is True:
-            yvar_reason = "the model options ask for `learn_noise=True`."
+        if model_options.get("learn_noise") is True or "noise" in model_options:
+            yvar_reason = (
+                "the model options set the noise themselves (`noise` or `learn_noise=True`), "
+                "and explicit options win."
+            )
         elif not bool(torch.isfinite(Yvar).all()):
             yvar_reason = (
                 "not every observation of every metric has one (Ax reports NaN where no SEM was "
@@ -161,7 +164,7 @@ class AxExactMultiTaskGP(ExactMultiTaskGP):
                 ``Yvar: N x n`` (reported SEM², passed as ``train_Yvar`` when all finite).
             **kwargs: Options of :class:`ExactMultiTaskGP` (``noise``, ``learn_noise``,
                 ``covar_module``, ``mean_module``) plus the search-space keywords Ax adds.
-                ``learn_noise=True`` drops reported variances (with a warning).
+                ``noise`` or ``learn_noise=True`` drops reported variances (with a warning).
 
         Returns:
             Keyword arguments for the constructor.

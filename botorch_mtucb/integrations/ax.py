@@ -72,7 +72,8 @@ the real data only. Arms per trial must be 1 (the
 model's data has an SEM (``raw_data={"a": (mean, sem), ...}``), both multi-task models take
 SEM² (in Ax's standardized units) as known noise (``ExactMultiTaskGP(train_Yvar=...)``; the
 noise is then not learned, and the ICM fast path holds only while the variances are equal).
-With SEMs for some metrics or trials only, or ``learn_noise=True``, they are ignored with a
+With SEMs for some metrics or trials only, or ``noise`` / ``learn_noise=True`` in
+``model_options``, they are ignored with a
 ``UserWarning``. Heavy-tailed BO assumes only E|y|^{1+α} ≤ v: SEMs are always ignored there.
 
 **Saving and loading.** Importing this module registers the package's classes with Ax's

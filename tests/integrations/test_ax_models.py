@@ -117,13 +117,18 @@ def test_partial_or_mixed_sems_keep_the_learned_noise_with_a_warning() -> None:
         assert not m.known_noise and m.learn_noise and hasattr(m.likelihood, "noise_prior")
 
 
-def test_learn_noise_option_drops_the_sems_with_a_warning() -> None:
+def test_explicit_noise_options_drop_the_sems_with_a_warning() -> None:
     client, _, messages = _loop(
         "paper", _with_sems, steps=(4, 1), model_options={"learn_noise": True}
     )
-    assert any("learn_noise=True" in m for m in messages)
+    assert any("explicit options win" in m for m in messages)
     m = client._generation_strategy.adapter.generator.surrogate.model
     assert not m.known_noise and m.learn_noise
+    ds = _dataset(torch.full((6, 2), 0.01, dtype=DT))
+    with pytest.warns(UserWarning, match="explicit options win"):
+        kw = AxExactMultiTaskGP.construct_inputs(ds, noise=0.05)
+    assert "train_Yvar" not in kw
+    assert AxExactMultiTaskGP(**kw).noise.item() == pytest.approx(0.05)
 
 
 def _dataset(Yvar: torch.Tensor | None, n: int = 2) -> SupervisedDataset:
