@@ -189,6 +189,23 @@ def test_predictor_falls_back_where_there_is_no_exact_fold():
                  fast_expected=False)
 
 
+def test_predictor_in_float32_against_a_float64_reference():
+    g = torch.Generator().manual_seed(4)
+    X, Y, kernel = _model("scaled", g)
+    m64 = ExactMultiTaskGP(X, Y, covar_module=kernel, noise=0.5, outcome_transform=Standardize(m=3))
+    m32 = ExactMultiTaskGP(X.float(), Y.float(), covar_module=copy.deepcopy(kernel).float(),
+                           noise=0.5, outcome_transform=Standardize(m=3))
+    assert m32.solver().dtype == torch.float32  # well conditioned: no float64 promotion
+    Xs = 3.0 + 2.0 * torch.rand(6, 1, 2, generator=g, dtype=DT)
+    W = torch.tensor([[1.0, 0.2], [0.0, -0.5], [0.0, 0.3]], dtype=DT)
+    assert m32._projected_predictor(W.float()) is not None
+    fast = m32.projected_task_posterior(Xs, W.float())  # float64 X: cast to the model's dtype
+    assert all(v.dtype == torch.float32 for v in fast)
+    ref = m64.projected_task_posterior(Xs, W)
+    for a, b in zip(fast, ref, strict=True):  # |μ| ≈ 0.1–6: float32 round-off of the solve
+        torch.testing.assert_close(a.double(), b, atol=5e-4, rtol=1e-4)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_predictor_on_cuda_follows_the_device():
     g = torch.Generator().manual_seed(7)
