@@ -341,17 +341,15 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, HeavyTailedModel):
         """A new model with ``(X, Y)`` appended as rounds ``t+1, …, t+n``.
 
         All rewards are re-truncated at the new ``b_{t+n}``; a Nyström dictionary is redrawn
-        from all training points with the variances of ``self`` (``σ²_{t}``, as in
-        Algorithm 2). ``self`` is left valid and unchanged. Batched (``X`` ``batch x n x d``,
-        ``Y`` ``num_fantasies x batch x n x 1``): a :class:`HeavyTailedBatch` of models, which
-        keep the current dictionary unless ``resample_dictionary=True`` is passed (a random
-        redraw per member would make look-ahead acquisitions random functions of ``X``).
+        from all training points with the variances ``σ²_t`` of ``self`` (Algorithm 2).
+        ``self`` is left unchanged. Batched (``X`` ``batch x n x d``, ``Y`` ``num_fantasies x
+        batch x n x 1``): a :class:`HeavyTailedBatch` whose members keep the dictionary (a
+        random redraw per member would make look-ahead acquisitions random in ``X``).
 
         Args:
             X: ``n x d`` new inputs.
             Y: ``n x 1`` new raw rewards.
-            resample_dictionary: Nyström only: ``False`` keeps the current dictionary (default
-                ``True``, batched: ``False``).
+            resample_dictionary: Nyström: redraw the dictionary (default: not when batched).
         """
         batched = self._condition_batched(
             X, Y, {**kwargs, "resample_dictionary": bool(resample_dictionary)}
