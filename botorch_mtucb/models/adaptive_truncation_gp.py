@@ -43,12 +43,13 @@ from botorch_mtucb.linalg.ridge import (
     low_rank_factor,
     truncated_ridge,
 )
-from botorch_mtucb.models.heavy_tailed_arm_history import ArmRewardHistory, HeavyTailedBatch
+from botorch_mtucb.models.heavy_tailed_arm_history import ArmRewardHistory
 from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
     HeavyTailedModel,
     check_training_data,
 )
+from botorch_mtucb.models.heavy_tailed_batch import HeavyTailedBatch
 from botorch_mtucb.models.heavy_tailed_defaults import (
     data_driven_moments,
     default_kernel,

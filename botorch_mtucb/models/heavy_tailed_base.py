@@ -29,15 +29,14 @@ from botorch_mtucb.linalg.precision import MAX_EPS_KAPPA, check_float_conditioni
 from botorch_mtucb.linalg.ridge import spectral_ridge
 from botorch_mtucb.models.heavy_tailed_arm_history import (
     ArmSet,
-    HeavyTailedBatch,
     RowBuffer,
     _exact_buffer,
     _map_tensors,
     _needs_grad,
     check_training_data,
-    fantasize,
     shallow_copy_model,
 )
+from botorch_mtucb.models.heavy_tailed_batch import HeavyTailedBatch, fantasize
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = [

@@ -20,7 +20,7 @@ from gpytorch.kernels import RBFKernel
 
 from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
 from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
-from botorch_mtucb.models.heavy_tailed_base import HeavyTailedBatch
+from botorch_mtucb.models.heavy_tailed_batch import HeavyTailedBatch
 
 DT, F32 = torch.float64, torch.float32
 DTYPES = pytest.mark.parametrize("dtype", [DT, F32], ids=["f64", "f32"])
