@@ -263,7 +263,8 @@ def get_algorithm(name: str) -> AlgorithmSpec:
     """Registry lookup (case-insensitive); unknown names list the valid ones.
 
     ``NAME@beta=B`` is entry ``NAME`` with width B (``RunConfig.beta``), for the entries with
-    a tunable width (``MT-UCB``, ``IT-UCB``); its canonical name is ``NAME@beta=<B:g>``, which
+    a tunable width (``MT-UCB``, ``IT-UCB`` and the heavy-tailed UCB entries such as
+    ``TGP-UCB-practical``); its canonical name is ``NAME@beta=<B:g>``, which
     the manifest and the trial files carry, so runs of several widths can share a folder and
     be compared trial by trial.
     """

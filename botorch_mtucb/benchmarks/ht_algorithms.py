@@ -24,7 +24,10 @@ round up to t = 32 and at every power of two after that (RRP and Student-t: ever
 condition in between, start from the prior of a plain GP for t < 2, and need arm
 coordinates (not a PrecomputedKernel): short horizons only (``O(t³)`` refits). The
 data-driven TruncatedGP truncates every reward at the current round's level ``b_t``, as the
-issue-16 suite's ``practical_truncated_gp`` does (``TruncatedGP(..., level="current")``).
+issue-16 suite's ``practical_truncated_gp`` does (``TruncatedGP(..., level="current")``),
+and winsorises instead of zeroing (``clip=True``, the data-driven default). The UCB entries
+take a width: ``NAME@beta=B`` (``run --beta B``) maximises μ + B σ (BoTorch's
+``UpperConfidenceBound(beta=B²)``); default B = 1.
 
 ``RunConfig.constants`` picks the theory or the authors' constants of the heavy-tailed models
 (the papers' figures used the authors' code; default ``"authors"``).
@@ -199,15 +202,17 @@ def _build_practical(kind: str):
         def model_factory(X: Tensor, Y: Tensor) -> Model:
             return _Refit(inner, X, Y, upto)
 
+        width = 1.0 if cfg.beta is None else float(cfg.beta)  # NAME@beta=B: μ + B σ
+
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             m = model.inner
             if isinstance(m, (TruncatedGP, AdaptiveTruncationGP)):
-                return HeavyTailedUCB(m)  # data-driven: the practical width 1
+                return HeavyTailedUCB(m, beta=width)  # data-driven default: width 1
             if kind.endswith("LogEI"):
                 with torch.no_grad():
                     best = m.posterior(m.train_inputs[0].unsqueeze(-2)).mean.max()
                 return LogExpectedImprovement(m, best_f=best)
-            return UpperConfidenceBound(m, beta=1.0)
+            return UpperConfidenceBound(m, beta=width**2)  # BoTorch's β is the squared width
 
         return AlgorithmSetup(model_factory, acq)
 
@@ -231,21 +236,27 @@ HT_ALGORITHMS: list[AlgorithmSpec] = [
     AlgorithmSpec("GP-UCB", "heavy_tailed", "GP-UCB without truncation", _build_tgp(False)),
     AlgorithmSpec("TGP-UCB-practical", "heavy_tailed",
                   "data-driven TruncatedGP (centred, fitted kernel), width 1",
-                  _build_practical("TGP"), _coordinates),
+                  _build_practical("TGP"), _coordinates,
+                  tunable_width=True),
     AlgorithmSpec("GP-UCB-practical", "heavy_tailed", "TGP-UCB-practical without truncation",
-                  _build_practical("GP"), _coordinates),
+                  _build_practical("GP"), _coordinates,
+                  tunable_width=True),
     AlgorithmSpec("ATA-GP-UCB-practical", "heavy_tailed",
                   "data-driven AdaptiveTruncationGP (centred, Nystrom on a fitted kernel), "
-                  "width 1", _build_practical("ATA"), _coordinates),
+                  "width 1", _build_practical("ATA"), _coordinates,
+                  tunable_width=True),
     AlgorithmSpec("STGP-UCB", "heavy_tailed", "SingleTaskGP + UCB(beta=1)",
-                  _build_practical("STGP-UCB"), _coordinates),
+                  _build_practical("STGP-UCB"), _coordinates,
+                  tunable_width=True),
     AlgorithmSpec("STGP-LogEI", "heavy_tailed", "SingleTaskGP + LogEI",
                   _build_practical("STGP-LogEI"), _coordinates),
     AlgorithmSpec("RRP-UCB", "heavy_tailed", "RobustRelevancePursuitSingleTaskGP + UCB(beta=1)",
-                  _build_practical("RRP-UCB"), _coordinates),
+                  _build_practical("RRP-UCB"), _coordinates,
+                  tunable_width=True),
     AlgorithmSpec("RRP-LogEI", "heavy_tailed", "RobustRelevancePursuitSingleTaskGP + LogEI",
                   _build_practical("RRP-LogEI"), _coordinates),
     AlgorithmSpec("StudentT-GP-UCB", "heavy_tailed",
                   "variational GP with a Student-t likelihood + UCB(beta=1)",
-                  _build_practical("StudentT-GP-UCB"), _coordinates),
+                  _build_practical("StudentT-GP-UCB"), _coordinates,
+                  tunable_width=True),
 ]

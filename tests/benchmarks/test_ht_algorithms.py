@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from botorch.models import SingleTaskGP, SingleTaskVariationalGP
 
@@ -92,3 +93,24 @@ def test_practical_entries_need_coordinates():
     for name in NEW:
         assert "arm coordinates" in get_algorithm(name).available(problem)
     assert get_algorithm("TGP-UCB").available(problem) is None
+
+
+def test_practical_ucb_entries_take_a_width():
+    """``NAME@beta=B``: μ + B σ for the heavy-tailed UCBs and BoTorch's UCB(β = B²)."""
+    problem = synthetic_heavy_tailed_problem("se", "student", seed=2)
+    g = torch.Generator().manual_seed(2)
+    idx = torch.randint(0, problem.num_arms, (12,), generator=g)
+    X, Y = problem.arms[idx], problem.sample_rewards(idx, g).unsqueeze(-1)
+    cfg = RunConfig(horizon=20)
+    Xa = problem.arms.unsqueeze(-2)
+    for name in ("TGP-UCB-practical", "STGP-UCB"):
+        setup = get_algorithm(f"{name}@beta=2.5").build(problem, cfg)
+        model = setup.model_factory(X, Y)
+        with torch.no_grad():
+            post = model.inner.posterior(Xa)
+            mean, sd = post.mean.reshape(-1), post.variance.reshape(-1).sqrt()
+            vals = setup.acquisition_factory(model, None)(Xa)
+        torch.testing.assert_close(vals, mean + 2.5 * sd, atol=1e-10, rtol=1e-10)
+    assert get_algorithm("TGP-UCB-practical@beta=2.5").name == "TGP-UCB-practical@beta=2.5"
+    with pytest.raises(ValueError, match="no tunable width"):
+        get_algorithm("STGP-LogEI@beta=2")
