@@ -45,6 +45,49 @@ def test_default_levels_and_brute_force_targets() -> None:
         TruncatedGP(X, Y, 1.0, 0.5, level="latest")
 
 
+def test_clipping_winsorises_at_the_same_levels() -> None:
+    """``clip=True``: ŷ = max(−b, min(y, b)) at the same levels; the order of the rewards
+    beyond b is kept (the largest reward stays a largest target), zeroing loses it."""
+    X, Y = _data(40, 0)
+    y = Y.squeeze(-1)
+    b_s = 0.5**0.5 * torch.arange(1, 41, dtype=DT) ** 0.25
+    b_t = 0.5**0.5 * 40**0.25
+    per = TruncatedGP(X, Y, 1.0, 0.5, _rbf(), clip=True)
+    cur = TruncatedGP(X, Y, 1.0, 0.5, _rbf(), level="current", clip=True)
+    assert not TruncatedGP(X, Y, 1.0, 0.5, _rbf()).clip  # declared v: Algorithm 1 zeroes
+    assert TruncatedGP(X, Y).clip  # the data-driven mode clips
+    assert torch.equal(per.train_targets, torch.where(y > b_s, b_s, torch.where(y < -b_s, -b_s, y)))
+    assert torch.equal(cur.train_targets, y.clamp(-b_t, b_t))
+    assert int((y.abs() > b_t).sum()) > 0  # the data tells clipping from no truncation
+    top = int(y.argmax())
+    assert cur.train_targets[top] == cur.train_targets.max()  # the best reward: a top target
+    zeroed = TruncatedGP(X, Y, 1.0, 0.5, _rbf(), level="current").train_targets
+    assert zeroed[top] == 0 < zeroed.max()  # zeroing makes it a typical one
+
+
+@pytest.mark.parametrize("level", ["per-round", "current"])
+@pytest.mark.parametrize("on_arms", [False, True], ids=["dense", "arms"])
+def test_clipped_conditioning_equals_a_scratch_build(level: str, on_arms: bool) -> None:
+    """One-at-a-time conditioning (the rank-one arm path, the dense block extension) keeps
+    the clipped targets of a scratch build, and its posterior that of a GP on them."""
+    arms = torch.rand(12, 2, dtype=DT, generator=torch.Generator().manual_seed(1))
+    X, Y = _data(40, 5, arms if on_arms else None)
+    kw = dict(level=level, clip=True, arms=arms if on_arms else None)
+    m = TruncatedGP(X[:10], Y[:10], 1.0, 0.5, _rbf(), lam=0.3, **kw)
+    for s in range(10, 40):
+        m = m.condition_on_observations(X[s : s + 1], Y[s : s + 1])
+    ref = TruncatedGP(X, Y, 1.0, 0.5, _rbf(), lam=0.3, **kw)
+    torch.testing.assert_close(m.train_targets, ref.train_targets, atol=0, rtol=0)
+    plain = TruncatedGP(X, ref.train_targets.unsqueeze(-1), 1.0, 0.5, _rbf(), lam=0.3,
+                        truncate=False)  # an untruncated GP on the clipped targets
+    Xt = arms.unsqueeze(-2) if on_arms else torch.rand(9, 1, 2, dtype=DT)
+    with torch.no_grad():
+        p, r, g = m.posterior(Xt), ref.posterior(Xt), plain.posterior(Xt)
+    torch.testing.assert_close(p.mean, r.mean, atol=1e-10, rtol=0)
+    torch.testing.assert_close(p.variance, r.variance, atol=1e-10, rtol=0)
+    torch.testing.assert_close(r.mean, g.mean, atol=1e-10, rtol=0)
+
+
 @pytest.mark.parametrize("on_arms", [False, True], ids=["dense", "arms"])
 def test_current_level_conditioning_equals_a_scratch_build(on_arms: bool) -> None:
     """Every conditioning re-truncates all rewards at the new b_t (rank-one path on arms)."""
@@ -66,12 +109,14 @@ def test_current_level_conditioning_equals_a_scratch_build(on_arms: bool) -> Non
     torch.testing.assert_close(p.variance, r.variance, atol=1e-10, rtol=0)
 
 
-def test_data_driven_model_equals_the_suites_practical_model() -> None:
+@pytest.mark.parametrize("clip", [True, False], ids=["clip", "zero"])
+def test_data_driven_model_equals_the_suites_practical_model(clip: bool) -> None:
     """The inconsistency of the last session: both now truncate at the current level, fit the
     same SingleTaskGP on the same targets and give the same posterior."""
     X, Y = _data(30, 3)
-    ours = TruncatedGP(X, Y)
-    suite, loc = practical_truncated_gp(X, Y)  # level="current" (its default)
+    ours = TruncatedGP(X, Y) if clip else TruncatedGP(X, Y, clip=False)
+    assert ours.clip is clip
+    suite, loc = practical_truncated_gp(X, Y, clip=clip)  # level="current" (its default)
     assert ours.location == pytest.approx(float(loc), abs=1e-12)
     torch.testing.assert_close(ours.train_targets, suite.train_targets, atol=1e-12, rtol=0)
     Xt = torch.rand(8, 2, dtype=DT, generator=torch.Generator().manual_seed(4))
