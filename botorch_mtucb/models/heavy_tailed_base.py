@@ -51,7 +51,14 @@ __all__ = [
 ]
 
 class HeavyTailedModel(Model, FantasizeMixin):
-    """Common base: single output, no batch, posterior built from a mean and a covariance.
+    """Common base: single output, posterior built from a mean and a covariance.
+
+    A model holds one ``t x d`` history. Batched training data (``train_X`` ``batch x N x d``,
+    ``train_Y`` ``batch x N x 1``) makes the constructor (:meth:`__new__`) return a
+    :class:`HeavyTailedBatch` of ``batch`` members, member ``i`` built, fitted and truncated on
+    its own slice ``(train_X[i], train_Y[i])`` with every other argument as given (a loop over
+    the members, not over observations): ``batch_shape == batch``, but not an instance of the
+    model class.
 
     State shared by both models: the regulariser ``lam``, the number of observations ``_t``,
     raw rewards in a :class:`RowBuffer` and either inputs (``_X_buf``) or arm indices
@@ -66,6 +73,18 @@ class HeavyTailedModel(Model, FantasizeMixin):
     _num_outputs = 1
     fantasize = fantasize
     _STATE: tuple[str, ...] = ("alpha", "v", "lam", "delta", "B", "constants", "truncate")
+    #: Per-observation keywords that batched training data may batch too (``batch x N``).
+    _PER_MEMBER_KWARGS: tuple[str, ...] = ("dictionary_variances",)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Batched ``train_X`` / ``train_Y`` (either with more than 2 dimensions): a
+        :class:`HeavyTailedBatch` of per-slice members
+        (:meth:`HeavyTailedBatch.from_batched_data`); otherwise a plain instance."""
+        X = args[0] if args else kwargs.get("train_X")
+        Y = args[1] if len(args) > 1 else kwargs.get("train_Y")
+        if any(isinstance(T, Tensor) and T.dim() > 2 for T in (X, Y)):
+            return HeavyTailedBatch.from_batched_data(cls, args, kwargs)
+        return super().__new__(cls)
 
     def __init__(self) -> None:
         super().__init__()
@@ -137,6 +156,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     @property
     def batch_shape(self) -> torch.Size:
+        """Always ``torch.Size([])`` (batched data gives a :class:`HeavyTailedBatch`)."""
         return torch.Size([])
 
     @property

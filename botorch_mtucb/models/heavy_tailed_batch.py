@@ -1,7 +1,10 @@
-"""Batches of the heavy-tailed models: BoTorch's fantasy and batched-conditioning models.
+"""Batches of the heavy-tailed models: batched training data, fantasies, batched conditioning.
 
 * :class:`HeavyTailedBatch` — a batch of heavy-tailed models, each member holding its own
-  stores (truncation depends on the rewards, so each fantasy is its own truncated model);
+  stores (truncation depends on the rewards, so each batch member is its own truncated model):
+  what ``TruncatedGP`` / ``AdaptiveTruncationGP`` return for batched training data
+  (:meth:`HeavyTailedBatch.from_batched_data`), for batched ``condition_on_observations`` and
+  for ``fantasize``;
 * :func:`fantasize` — BoTorch's ``Model.fantasize`` for models without a GPyTorch likelihood.
 """
 
@@ -43,17 +46,30 @@ def fantasize(model: Model, X: Tensor, sampler, observation_noise: Tensor | None
 
 
 class HeavyTailedBatch(Model, FantasizeMixin):
-    """A batch of heavy-tailed models (BoTorch's fantasy / batched-conditioning model).
+    """A batch of heavy-tailed models (batched training data, fantasies, batched conditioning).
 
-    Truncation depends on the rewards, so each member of a fantasy batch is its own truncated
-    model (``TruncatedGP`` / ``AdaptiveTruncationGP`` conditioned on its slice of the
-    fantasies). ``posterior`` at ``batch' x batch_shape x q x d`` (``batch'`` broadcast) stacks
-    the members' posteriors along ``batch_shape``: a Python loop over the members (the number of
-    fantasies times the batch), not over observations. Members share the regulariser ``λ``.
+    Truncation depends on the rewards, so every batch member is its own truncated model:
+    ``TruncatedGP`` / ``AdaptiveTruncationGP`` fitted and truncated on its own slice of the
+    data. ``posterior`` at ``batch' x batch_shape x q x d`` (``batch'`` broadcast, ``q x d``
+    too) stacks the members' posteriors along ``batch_shape``: a Python loop over the members
+    (the batch), never over observations. Each member keeps its own regulariser ``λ``
+    (``noise``, ``batch_shape``), added to its own diagonal with ``observation_noise=True``.
 
-    Built by ``model.condition_on_observations(X, Y)`` with ``X`` ``batch x q x d`` and ``Y``
-    ``num_fantasies x batch x q x 1``, and by ``model.fantasize(X, sampler)`` (batch shape
-    ``num_fantasies x batch``).
+    Built by
+
+    * ``TruncatedGP(train_X, train_Y, ...)`` / ``AdaptiveTruncationGP(...)`` with batched data
+      ``batch x N x d`` / ``batch x N x 1`` (:meth:`from_batched_data`): batch shape
+      ``batch``, as BoTorch's ``SingleTaskGP``. The result is a ``HeavyTailedBatch``, *not* an
+      instance of the model class: ``isinstance(TruncatedGP(batched_X, batched_Y),
+      TruncatedGP)`` is ``False`` (the members are; ``members[i]``, row-major over ``batch``);
+    * ``model.condition_on_observations(X, Y)`` with ``X`` ``batch x q x d`` and ``Y``
+      ``num_fantasies x batch x q x 1`` (batch shape ``num_fantasies x batch``);
+    * ``model.fantasize(X, sampler)`` (batch shape ``num_fantasies x batch``).
+
+    It offers ``posterior``, ``mean_and_variance`` (:class:`MarginalMomentsModel`), ``noise``
+    (:class:`RegularisedModel`), ``beta()`` (:class:`WidthScheduleModel`),
+    ``condition_on_observations``, ``fantasize``, ``train_X`` / ``train_Y``, ``state_dict``
+    round trips, ``.to``, deepcopy and pickling.
     """
 
     _num_outputs = 1
@@ -71,6 +87,54 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         self.members = torch.nn.ModuleList(members)
         self._batch_shape = torch.Size(batch_shape)
 
+    @classmethod
+    def from_batched_data(cls, model_cls: type, args: tuple, kwargs: dict) -> HeavyTailedBatch:
+        """The batch of ``model_cls(train_X[i], train_Y[i], *rest, **kwargs)`` over the batch.
+
+        ``train_X`` ``batch x N x d`` and ``train_Y`` ``batch x N x 1`` (the first two of
+        ``args`` / ``kwargs``; equal batch shapes, at least one member). Members are built in
+        row-major order of ``batch`` with the *same* other arguments, as ``b`` models built in
+        a loop: a kernel, feature map or generator passed in is shared by the members (so a
+        shared generator's draws advance from member to member). Keywords named in
+        ``model_cls._PER_MEMBER_KWARGS`` (per-observation tensors such as
+        ``dictionary_variances``) may be batched, ``batch x N``: member ``i`` gets its slice.
+
+        Raises:
+            ValueError: if the batch shapes of ``train_X`` and ``train_Y`` differ, a batched
+                keyword does not carry the batch, or the batch is empty.
+        """
+        args, kwargs = list(args), dict(kwargs)
+        X = args.pop(0) if args else kwargs.pop("train_X", None)
+        Y = args.pop(0) if args else kwargs.pop("train_Y", None)
+        if not isinstance(X, Tensor) or not isinstance(Y, Tensor):
+            raise ValueError("`train_X` and `train_Y` must be tensors for batched training data.")
+        if X.dim() < 3 or Y.dim() != X.dim() or X.shape[:-2] != Y.shape[:-2]:
+            raise ValueError(
+                f"Batched training data needs `train_X` batch x N x d and `train_Y` batch x N x 1 "
+                f"with the same batch shape; got `train_X` {tuple(X.shape)} and `train_Y` "
+                f"{tuple(Y.shape)}."
+            )
+        batch = X.shape[:-2]
+        if batch.numel() == 0:
+            raise ValueError(f"The batch shape {tuple(batch)} of `train_X` has no member.")
+        M = batch.numel()
+        Xf, Yf = X.reshape(M, *X.shape[-2:]), Y.reshape(M, *Y.shape[-2:])
+        sliced = {}
+        for name in getattr(model_cls, "_PER_MEMBER_KWARGS", ()):
+            value = kwargs.get(name)
+            if isinstance(value, Tensor) and value.dim() > 1:
+                if value.shape[: len(batch)] != batch:
+                    raise ValueError(
+                        f"Batched `{name}` must have the batch shape {tuple(batch)} of "
+                        f"`train_X` in front, got shape {tuple(value.shape)}."
+                    )
+                sliced[name] = value.reshape(M, *value.shape[len(batch):])
+        members = [
+            model_cls(Xf[i], Yf[i], *args, **{**kwargs, **{k: v[i] for k, v in sliced.items()}})
+            for i in range(M)
+        ]
+        return cls(members, batch)
+
     @property
     def num_outputs(self) -> int:
         return 1
@@ -81,7 +145,57 @@ class HeavyTailedBatch(Model, FantasizeMixin):
 
     @property
     def lam(self) -> float:
+        """The members' common regulariser ``λ`` (``noise`` holds every member's).
+
+        Raises:
+            ValueError: if the members have different ``λ`` (data-driven batched models).
+        """
+        lams = {m.lam for m in self.members}
+        if len(lams) != 1:
+            raise ValueError("The batch members have different regularisers λ; read `noise` "
+                             "(batch_shape) instead of `lam`.")
         return self.members[0].lam
+
+    @property
+    def noise(self) -> Tensor:
+        """Every member's regulariser ``λ``, a ``batch_shape`` tensor (do not modify)."""
+        return torch.stack([m.noise for m in self.members]).reshape(self._batch_shape)
+
+    def beta(self) -> float | Tensor:
+        """The members' widths ``β_{t+1}``: a float when they agree, else ``batch_shape``."""
+        betas = [m.beta() for m in self.members]
+        if all(b == betas[0] for b in betas):
+            return betas[0]
+        return torch.tensor(betas, dtype=torch.float64).reshape(self._batch_shape)
+
+    @property
+    def num_observations(self) -> int:
+        """Number of observations ``t`` of every member."""
+        return self.members[0].num_observations
+
+    @property
+    def train_X(self) -> Tensor:
+        """``batch_shape x t x d`` inputs of the members in round order."""
+        X = torch.stack([m.train_X for m in self.members])
+        return X.reshape(*self._batch_shape, *X.shape[1:])
+
+    @property
+    def train_Y(self) -> Tensor:
+        """``batch_shape x t x 1`` raw rewards of the members in round order."""
+        Y = torch.stack([m.train_Y for m in self.members])
+        return Y.reshape(*self._batch_shape, *Y.shape[1:])
+
+    def get_extra_state(self) -> dict[str, Any]:
+        """The batch shape (the members hold their own state)."""
+        return {"batch_shape": tuple(self._batch_shape)}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        """Take the loaded batch shape (the number of members must match)."""
+        shape = torch.Size(state["batch_shape"])
+        if shape.numel() != len(self.members):
+            raise ValueError(f"A state of batch shape {tuple(shape)} does not fit a batch of "
+                             f"{len(self.members)} members.")
+        self._batch_shape = shape
 
     def _moments_out(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         bs, (q, d) = self._batch_shape, X.shape[-2:]
@@ -105,7 +219,12 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         if output_indices not in (None, [0]):
             raise ValueError(f"This model has a single output; got {output_indices}.")
         mean, cov = self._moments_out(X, full=True)
-        post = self.members[0]._make_posterior(mean, cov, self.lam, observation_noise)
+        if isinstance(observation_noise, Tensor):
+            raise ValueError("`observation_noise` must be a bool for this model.")
+        if observation_noise:  # each member's own λ on its diagonal
+            lam = self.noise.to(cov).reshape(*self._batch_shape, 1, 1)
+            cov = cov + lam * torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
+        post = self.members[0]._make_posterior(mean, cov, 0.0, False)
         return post if posterior_transform is None else posterior_transform(post)
 
     def mean_and_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
@@ -115,8 +234,10 @@ class HeavyTailedBatch(Model, FantasizeMixin):
     def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs: Any) -> HeavyTailedBatch:
         """Condition every member on its slice: ``X`` ``... x q x d``, ``Y`` ``... x q x 1``
         (leading shapes broadcast to ``batch' x batch_shape``; new batch shape
-        ``batch' x batch_shape``). Nyström members keep their dictionaries unless
-        ``resample_dictionary=True``."""
+        ``batch' x batch_shape``). When the batch grows (fantasies), Nyström members keep
+        their dictionaries unless ``resample_dictionary=True``; when it does not (each member
+        conditioned on its own real observations), they behave as unbatched models (redraw
+        unless ``resample_dictionary=False``)."""
         if kwargs.get("noise") is not None:
             raise ValueError("Heavy-tailed models have no per-observation noise: `noise` must "
                              "be None.")
@@ -137,7 +258,8 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         Xe = X.expand(*shape, q, X.shape[-1]).reshape(-1, q, X.shape[-1])
         Ye = Y.expand(*shape, q, 1).reshape(-1, q, 1)
         kwargs.pop("noise", None)
-        kwargs.setdefault("resample_dictionary", False)  # Nyström members keep theirs
+        if kwargs.get("resample_dictionary") is None:  # fantasies: Nyström members keep theirs
+            kwargs["resample_dictionary"] = None if torch.Size(shape) == bs else False
         members = [self.members[j % M].condition_on_observations(Xe[j], Ye[j], **kwargs)
                    for j in range(Xe.shape[0])]
         return HeavyTailedBatch(members, torch.Size(shape))
