@@ -112,7 +112,7 @@ def _paired(a: dict[int, dict], b: dict[int, dict], key: str, higher_better: boo
 
 def _ratio(ratio: float, other: dict) -> str:
     """Time ratio cell; "—" against an algorithm without a model (no time to compare with)."""
-    return "—" if other["wall_time_per_round"][0] < 1e-3 else f"{ratio:.2f}"
+    return "—" if other["wall_time_per_round"][0] < 1e-2 else f"{ratio:.2f}"
 
 
 def summarize(ns: argparse.Namespace) -> None:
