@@ -162,11 +162,14 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         return torch.stack([m.noise for m in self.members]).reshape(self._batch_shape)
 
     def beta(self) -> float | Tensor:
-        """The members' widths ``β_{t+1}``: a float when they agree, else ``batch_shape``."""
+        """The members' widths ``β_{t+1}``: a float when they agree, else a float64 tensor
+        ``batch_shape x 1`` — the shape that analytic acquisitions (:class:`HeavyTailedUCB`,
+        BoTorch's ``UpperConfidenceBound`` with ``beta ** 2``) broadcast against their
+        ``batch' x batch_shape x 1`` means before squeezing the output dimension."""
         betas = [m.beta() for m in self.members]
         if all(b == betas[0] for b in betas):
             return betas[0]
-        return torch.tensor(betas, dtype=torch.float64).reshape(self._batch_shape)
+        return torch.tensor(betas, dtype=torch.float64).reshape(*self._batch_shape, 1)
 
     @property
     def num_observations(self) -> int:
