@@ -83,17 +83,23 @@ strategies, and a loaded client continues the loop (import this module before lo
 Modules in ``model_options`` (a ``covar_module`` instance) and ``NystromFeatures`` are
 refused with a ``JSONEncodeError`` naming the workaround.
 
-**Heavy-tailed scale.** TGP-UCB truncates each reward at
-b_t = v^{1/(1+α)} t^{1/(2(1+α))}, a level in the *units of the rewards* in which the user
-states the moment bound v. Ax's default outcome transforms (``Winsorize``, ``BilogY``,
-``StandardizeY``) would change those units with the data (and winsorizing is itself a
-truncation at another level), so ``heavy_tailed_generation_strategy`` drops them: the model
+**Heavy-tailed defaults and scale.** ``heavy_tailed_generation_strategy()`` (no α, no v)
+uses the models' data-driven mode, rebuilt at every trial: rewards centred at their median,
+v estimated by median-of-means, TGP's rewards winsorised at the current level, the kernel
+fitted the BoTorch way on the truncated rewards, width β = 1 (ATA-GP-UCB: Nyström features
+on that kernel, no ``features`` needed). With α and v given it is paper 001 verbatim, as
+before. TGP-UCB truncates at b_t = v^{1/(1+α)} t^{1/(2(1+α))}, a level in the *units of the
+rewards* (those of the declared v, or of the estimate). Ax's default outcome transforms
+(``Winsorize``, ``BilogY``, ``StandardizeY``) would change those units with the data (and
+winsorizing is itself a truncation at another level), so the helper drops them: the model
 sees the raw rewards (``Derelativize`` is kept, which is the identity without relative
-constraints). Inputs are mapped to [0, 1]^d by Ax's ``UnitX`` (the domain of paper 001 and of
-the default SE lengthscale 0.2). Rows are rounds in trial-index order (Ax's order, whatever
-the order of completion; Sobol trials included). A minimised objective is handled by flipping the
-sign of the estimate (truncation acts on |y|, so this equals negating the rewards). Pass
-``transforms=`` to change this; then v must be stated in the transformed units.
+constraints). Inputs are mapped to [0, 1]^d by Ax's ``UnitX`` (log-scale parameters after
+Ax's ``Log``): the domain of paper 001 and of the default kernels, which refuse inputs
+outside the unit cube. Rows are rounds in trial-index order (Ax's order, whatever the order
+of completion; Sobol trials included). A minimised objective is handled by flipping the sign
+of the estimate (truncation acts on |y − loc| with loc = 0 or the median, so this equals
+negating the rewards). Pass ``transforms=`` to change this; then a declared v must be stated
+in the transformed units.
 """
 
 from __future__ import annotations
@@ -110,20 +116,16 @@ except ImportError as err:  # pragma: no cover - exercised only without Ax
         "pip install 'botorch-mtucb[ax]'."
     ) from err
 
-from ax.adapter.registry import MBM_X_trans  # noqa: E402
-from ax.adapter.transforms.base import Transform
-from ax.adapter.transforms.derelativize import Derelativize
-from ax.adapter.transforms.unit_x import UnitX
+from ax.adapter.transforms.base import Transform  # noqa: E402
 from ax.generation_strategy.generation_strategy import GenerationStrategy
-from ax.generators.torch.botorch_modular.acquisition import Acquisition
-from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
-from ax.generators.torch.botorch_modular.utils import ModelConfig
-from botorch.acquisition.acquisition import AcquisitionFunction
-from botorch.models.model import Model
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
-from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.integrations._ax_acquisition import UCBAcquisition
+from botorch_mtucb.integrations._ax_heavy_tailed import (
+    HEAVY_TAILED_TRANSFORMS,
+    heavy_tailed_generation_strategy,
+)
 from botorch_mtucb.integrations._ax_input_constructors import (
     construct_inputs_heavy_tailed_ucb,
     construct_inputs_scalarized_mtucb,
@@ -145,7 +147,6 @@ from botorch_mtucb.integrations._ax_surrogate import (
     joint_surrogate,
     multitask_gp_generation_strategy,
 )
-from botorch_mtucb.theory.heavy_tailed import check_heavy_tailed_params
 
 __all__ = [
     "HEAVY_TAILED_TRANSFORMS",
@@ -163,62 +164,6 @@ __all__ = [
     "multitask_gp_generation_strategy",
     "register_ax_storage",
 ]
-
-#: Ax transforms of ``heavy_tailed_generation_strategy``: Ax's BoTorch input transforms, inputs
-#: to the unit cube, and no outcome rescaling (rewards stay in the units of v).
-HEAVY_TAILED_TRANSFORMS: list[type[Transform]] = [*MBM_X_trans, UnitX, Derelativize]
-
-
-class UCBAcquisition(Acquisition):
-    """Ax ``Acquisition`` for the package's UCBs (used by both generation strategies).
-
-    Two differences from Ax's ``Acquisition``:
-
-    * It gives the MT-UCB input constructor Ax's ``n_objectives x n_outputs`` objective matrix
-      (``objective_weights``) and the objective thresholds as the user set them
-      (``user_ref_point``, before Ax infers the missing ones). Ax passes the thresholds one
-      per *objective* but the directions one per model output; the matrix links the two, so
-      the user's thresholds can serve as the Chebyshev reference point.
-    * It refuses ``n > 1`` arms in one generator run (a ``BatchTrial``): one acquisition is
-      built per generator run, so all its arms would share one λ, while the package draws
-      one λ per evaluation (as ``run_bo_loop(q=k)`` does). Several one-arm trials
-      (``get_next_trials(max_trials=k)``) work: each draws its own λ and sees the others as
-      pending points (GP-BUCB).
-    """
-
-    def optimize(self, n: int, *args: Any, **kwargs: Any) -> Any:
-        if n != 1:
-            raise ValueError(
-                f"{self.botorch_acqf_class.__name__} proposes one arm per trial (q = 1), got "
-                f"n={n}. Generate one-arm trials instead (client.get_next_trials(max_trials=k) "
-                "treats the earlier ones as pending points)."
-            )
-        return super().optimize(n, *args, **kwargs)
-
-    def _update_objective_thresholds(self, torch_opt_config: Any) -> None:
-        # Ax's thresholds as the user set them (NaN where not), before Ax infers the others.
-        user = self._objective_thresholds
-        self._user_objective_thresholds = None if user is None else user.clone()
-        super()._update_objective_thresholds(torch_opt_config)
-
-    def _construct_botorch_acquisition(
-        self,
-        botorch_acqf_class: type[AcquisitionFunction],
-        botorch_acqf_options: dict[str, Any],
-        model: Model,
-    ) -> AcquisitionFunction:
-        if issubclass(botorch_acqf_class, ScalarizedMultiTaskUCB):
-            botorch_acqf_options = {
-                "objective_weights": self._objective_weights,
-                "user_ref_point": getattr(self, "_user_objective_thresholds", None),
-                **botorch_acqf_options,
-            }
-        return super()._construct_botorch_acquisition(
-            botorch_acqf_class=botorch_acqf_class,
-            botorch_acqf_options=botorch_acqf_options,
-            model=model,
-        )
-
 
 register_ax_storage((UCBAcquisition,))
 
@@ -312,84 +257,4 @@ def mtucb_generation_strategy(
     }
     return two_step_strategy(
         "Sobol+MT-UCB", num_initial_trials, seed, generator_kwargs, optimizer_options, transforms
-    )
-
-
-def heavy_tailed_generation_strategy(
-    alpha: float,
-    v: float,
-    *,
-    num_initial_trials: int | None = None,
-    beta: float | None = None,
-    model: Literal["truncated", "adaptive_truncation"] = "truncated",
-    model_options: dict[str, Any] | None = None,
-    seed: int | None = None,
-    optimizer_options: dict[str, Any] | None = None,
-    transforms: Sequence[type[Transform]] | None = None,
-) -> GenerationStrategy:
-    """Sobol warm-up, then TGP-UCB (or ATA-GP-UCB): heavy-tailed model + ``HeavyTailedUCB``.
-
-    For single-objective experiments whose rewards satisfy only ``E|y|^{1+α} ≤ v``
-    (paper 001). The rewards reach the model in their raw units (see the module docstring).
-
-    Args:
-        alpha: Moment order ``α ∈ (0, 1]``.
-        v: Moment bound ``v > 0``, in the units of the reported rewards.
-        num_initial_trials: Number of Sobol trials (≥ 1); they count as rounds of the
-            truncation schedule. Default ``None``: ``initial_design_size(d)`` = max(5, 2·d).
-        beta: Width β multiplying σ; ``None`` uses the model's β_{t+1} (``constants`` model
-            option: ``"theory"`` or ``"authors"``).
-        model: ``"truncated"`` (:class:`~botorch_mtucb.models.TruncatedGP`, TGP-UCB) or
-            ``"adaptive_truncation"`` (:class:`~botorch_mtucb.models.AdaptiveTruncationGP`,
-            ATA-GP-UCB; needs ``features`` in ``model_options``).
-        model_options: Further model keyword arguments (``lam``, ``delta``, ``B``,
-            ``constants``, ``truncate``, ``covar_module``, ``features``, ``horizon``).
-        seed: Seeds the Sobol points.
-        optimizer_options: BoTorch ``optimize_acqf`` options.
-        transforms: Ax transforms of the BO step (default :data:`HEAVY_TAILED_TRANSFORMS`).
-
-    Returns:
-        The ``GenerationStrategy``.
-    """
-    check_common(num_initial_trials, seed, optimizer_options)
-    options = dict(model_options or {})
-    B = options.get("B", 1.0)
-    check_heavy_tailed_params(
-        alpha, v, options.get("lam", 1.0), options.get("delta", 0.1), B
-    )
-    if beta is not None and (not math.isfinite(float(beta)) or float(beta) < 0):
-        raise ValueError(f"`beta` must be a finite number >= 0 or None, got {beta!r}.")
-    classes = {"truncated": AxTruncatedGP, "adaptive_truncation": AxAdaptiveTruncationGP}
-    if model not in classes:
-        raise ValueError(f"`model` must be 'truncated' or 'adaptive_truncation', got {model!r}.")
-    if model == "adaptive_truncation" and "features" not in options:
-        raise ValueError(
-            "`model='adaptive_truncation'` needs `model_options['features']` (a "
-            "QuadratureFourierFeatures or NystromFeatures on [0, 1]^d)."
-        )
-    generator_kwargs = {
-        "surrogate_spec": SurrogateSpec(
-            model_configs=[
-                ModelConfig(
-                    botorch_model_class=classes[model],
-                    model_options={"alpha": alpha, "v": v, **options},
-                    # Inputs reach the model in [0, 1]^d through Ax's UnitX; the heavy-tailed
-                    # models take no BoTorch input transform.
-                    input_transform_classes=None,
-                    name="TGP-UCB" if model == "truncated" else "ATA-GP-UCB",
-                )
-            ]
-        ),
-        "botorch_acqf_class": HeavyTailedUCB,
-        "botorch_acqf_options": {"beta": beta},
-        "acquisition_class": UCBAcquisition,
-    }
-    name = "Sobol+TGP-UCB" if model == "truncated" else "Sobol+ATA-GP-UCB"
-    return two_step_strategy(
-        name,
-        num_initial_trials,
-        seed,
-        generator_kwargs,
-        optimizer_options,
-        HEAVY_TAILED_TRANSFORMS if transforms is None else transforms,
     )
