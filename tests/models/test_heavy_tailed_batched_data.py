@@ -307,3 +307,15 @@ def test_mismatched_batch_shapes_are_refused_clearly() -> None:
     X_before, Y_before = X.clone(), Y.clone()
     TruncatedGP(X, Y).condition_on_observations(X[:, :1], Y[:, :1])
     assert torch.equal(X, X_before) and torch.equal(Y, Y_before)  # the caller's tensors
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("kind", ["tgp", "tgp-driven-arms", "ata-qff-arms", "ata-nystrom"])
+def test_batched_model_to_cuda_matches_cpu(kind: str) -> None:
+    model, _, _, _ = _pair(kind)
+    g = copy.deepcopy(model).to("cuda")
+    assert g.train_X.device.type == "cuda" and g.noise.device.type == "cuda"
+    Xt = _test_X(kind, (3,))
+    p, r = g.posterior(Xt.cuda()), model.posterior(Xt)
+    torch.testing.assert_close(p.mean.cpu(), r.mean, atol=1e-10, rtol=0)
+    torch.testing.assert_close(p.variance.cpu(), r.variance, atol=1e-10, rtol=0)
