@@ -88,6 +88,7 @@ def _exact_buffer(old: Tensor, rows: Tensor) -> RowBuffer:
     writes into a tensor that autograd may have saved)."""
     buf = RowBuffer.__new__(RowBuffer)
     buf.data, buf.length = torch.cat([old, rows]), old.shape[0] + rows.shape[0]
+    buf._np = None  # autograd-tracked rows: written (if ever) through torch
     return buf
 
 
@@ -100,15 +101,26 @@ def _map_tensors(state: Any, fn) -> Any:
     return state
 
 
+def _numpy_view(data: Tensor) -> Any:
+    """A NumPy array sharing ``data``'s memory (CPU, 1-d, a NumPy dtype, no autograd), else
+    ``None``."""
+    if data.device.type != "cpu" or data.dim() != 1 or data.requires_grad:
+        return None
+    if data.dtype not in (torch.float64, torch.float32, torch.int64):
+        return None
+    return data.numpy()
+
+
 class RowBuffer:
     """Append-only rows with doubling capacity, shared between a model and its children.
 
     A model reads ``data[:n]`` for its own ``n``. :meth:`appended` writes in place when the
     caller holds the tip (``n == length``) and copies otherwise, so conditioning the same
-    model twice never lets one child see the other's rows.
+    model twice never lets one child see the other's rows. On a CPU, single values are written
+    through a NumPy view of ``data`` (0.1 µs instead of 1.5–3 µs for a tensor ``__setitem__``).
     """
 
-    __slots__ = ("data", "length")
+    __slots__ = ("_np", "data", "length")
 
     def __init__(self, rows: Tensor, capacity: int = 16) -> None:
         n = rows.shape[0]
@@ -118,6 +130,7 @@ class RowBuffer:
         self.data = rows.new_empty((cap, *rows.shape[1:]))
         self.data[:n] = rows
         self.length = n
+        self._np = _numpy_view(self.data)
 
     def view(self, n: int) -> Tensor:
         """The first ``n`` rows (a view)."""
@@ -126,7 +139,10 @@ class RowBuffer:
     def appended_value(self, n: int, value: float) -> RowBuffer:
         """:meth:`appended` for one Python number (a single row of a 1-d buffer)."""
         if n == self.length and n < self.data.shape[0]:
-            self.data[n] = value
+            if self._np is not None:
+                self._np[n] = value
+            else:
+                self.data[n] = value
             self.length = n + 1
             return self
         return self.appended(n, torch.tensor([value], dtype=self.data.dtype,

@@ -41,13 +41,10 @@ from gpytorch.kernels import Kernel
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from botorch_mtucb.linalg.arm_space import (
-    arm_space_factor,
-    arm_space_posterior,
-    kalman_rank_one,
-)
+from botorch_mtucb.linalg.arm_space import arm_space_factor
 from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.linalg.precision import PRECISION_BUDGET, regularised_condition, working_dtype
+from botorch_mtucb.models._truncated_arms import _TruncatedArmPath
 from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
     HeavyTailedModel,
@@ -75,7 +72,7 @@ __all__ = ["TruncatedGP"]
 TGP_ERROR_FACTOR = 0.2
 
 
-class TruncatedGP(HeavyTailedModel):
+class TruncatedGP(_TruncatedArmPath, HeavyTailedModel):
     """Single-output BoTorch model of TGP-UCB (paper 001, Algorithm 1).
 
     Two modes:
@@ -307,35 +304,11 @@ class TruncatedGP(HeavyTailedModel):
         t = L.shape[-1]
         self._log_det = 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
 
-    # ------------------------------------------------------------------ arm path
-    def _arm_stats(self) -> tuple[Tensor, Tensor]:
-        """Pull counts ``n`` and truncated sums ``s`` per arm; sets ``tr(K_t) = Σ n_a K_aa``."""
-        K, idx = self._K_A, self._idx_buf.view(self._t)
-        n = torch.bincount(idx, minlength=K.shape[0]).to(K)
-        self._trace = float((n * K.diagonal()).sum())
-        return n, torch.zeros_like(n).index_add_(0, idx, self.train_targets.to(K))
-
-    def _arm_posterior_from_stats(self) -> None:
-        """``μ_A, Σ_A, ln det`` from counts and truncated sums (``O(A³)``, linalg.arm_space)."""
-        n, s = self._arm_stats()
-        self._mean_A, self._cov_A, self._log_det = arm_space_posterior(self._K_A, n, s, self.lam)
-        self._whole_views = None
-
     # ------------------------------------------------------------------ BoTorch API
     def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
         """``μ̂_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
         if self._arms is not None:
-            idx, whole = self._arm_index(X)
-            if full:
-                return self._mean_A[idx], self._cov_A[idx.unsqueeze(-1), idx.unsqueeze(-2)]
-            if whole:  # the whole arm set in order: views of the state, cached per shape
-                cached = self.__dict__.get("_whole_views")
-                if cached is None or cached[0] != X.shape:
-                    shape = X.shape[:-1]
-                    views = (self._mean_A.reshape(shape), self._cov_A.diagonal().reshape(shape))
-                    cached = self.__dict__["_whole_views"] = (X.shape, views)
-                return cached[1]
-            return self._mean_A[idx], self._cov_A.diagonal()[idx]
+            return self._arm_moments(X, full)
         k_xx = self._kernel(X, X, diag=not full)
         if self.num_observations == 0:
             return X.new_zeros(X.shape[:-1]), k_xx
@@ -360,6 +333,10 @@ class TruncatedGP(HeavyTailedModel):
             X: ``n x d`` new inputs (cast to the model's dtype).
             Y: ``n x 1`` new raw rewards (centred with the model's ``loc``).
         """
+        if self._arms is not None and not kwargs:  # one observation: the O(A²) fast path
+            new = self._condition_one_arm(X, Y)
+            if new is not None:
+                return new
         batched = self._condition_batched(X, Y, kwargs)
         if batched is not None:
             return batched
@@ -375,31 +352,6 @@ class TruncatedGP(HeavyTailedModel):
             else:  # a batch: rebuild from the statistics, O(A³)
                 new._arm_posterior_from_stats()
         return new
-
-    def _rank_one_update(self, old: TruncatedGP, a: int, y: float) -> None:
-        """Kalman update of the arm-space posterior by one reward, ``O(A²)``
-        (:func:`~botorch_mtucb.linalg.arm_space.kalman_rank_one`; ``level="current"``:
-        ``Σ_A`` by the same update, ``μ_A = Σ_A s/λ`` from the re-truncated sums)."""
-        t = old._t
-        trace = old._trace + old._kdiag[a]
-        if trace > old._max_trace:  # the data's dtype would be inaccurate: float64 rebuild
-            return self._build()
-        current = self.level == "current" and self.truncate  # every target may change
-        b = tgp_truncation_level(t + 1, self.alpha, self.v) if self.truncate else math.inf
-        y_hat = self._y_buf.data[t].to(self._zero)  # 0-dim
-        if abs(y) > b:
-            y_hat = y_hat.clamp(-b, b) if self.clip else self._zero
-        mean, cov, c = kalman_rank_one(None if current else old._mean_A, old._cov_A, a, y_hat,
-                                       self._lam_c)
-        if current:
-            idx = self._idx_buf.view(self._t)
-            s = torch.zeros_like(old._mean_A).index_add_(0, idx, self.train_targets.to(cov))
-            mean = cov @ s / self.lam
-        state = {"_trace": trace, "_mean_A": mean, "_cov_A": cov, "_log_det": None,
-                 "_whole_views": None}
-        if old._log_det is not None and self.constants == "theory":
-            state["_log_det"] = old._log_det + torch.log(c / self._lam_c)
-        self.__dict__.update(state)
 
     def _extend_cholesky(self, old: TruncatedGP, X: Tensor) -> None:
         """Block-extend ``old``'s Cholesky factor of ``K_t + λI`` by the ``n`` rows of ``X``.

@@ -1,0 +1,150 @@
+"""TGP-UCB's finite-arm path: arm-space posterior, one-observation conditioning, Kalman update.
+
+Private mixin of :class:`~botorch_mtucb.models.TruncatedGP` (paper 001, Algorithm 1 on a finite
+domain, :mod:`botorch_mtucb.linalg.arm_space`). The posterior over the ``A`` arms is held in one
+augmented symmetric ``(A+1) x (A+1)`` matrix
+
+    S = [[Σ_A, μ_A], [μ_Aᵀ, ·]],
+
+so that one observation ``ŷ`` at arm ``a`` is a single symmetric rank-one update (the Kalman
+update of ``μ_A`` and ``Σ_A`` at once): with ``u = S[a] − ŷ e_{A+1} = [Σ_A[a], μ_a − ŷ]``,
+``c = λ + Σ_aa`` and ``h = u/√c``,
+
+    S ← S − h hᵀ    (μ_A ← μ_A + Σ_A[:, a] (ŷ − μ_a)/c,  Σ_A ← Σ_A − Σ_A[:, a] Σ_A[a]/c),
+
+``ln det(I + K_t/λ) ← ln det + ln(c/λ)``. The last diagonal entry is not used. With
+``level="current"`` every target may change, so ``μ_A = Σ_A s/λ`` is recomputed from the
+re-truncated per-arm sums and kept apart (``_mean_cur``).
+
+The one-observation conditioning (``1 x d``, ``1 x 1``, no gradients) reads the observation to the
+host once (free on a CPU; on other devices one synchronisation), finds its arm by exact match and
+writes it into the shared append-only buffers, then does the update above: ``O(A²)`` tensor work
+in 8 operations and no validation beyond what the general path checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from botorch_mtucb.linalg.arm_space import arm_space_posterior
+from botorch_mtucb.models.heavy_tailed_arm_history import _needs_grad, shallow_copy_model
+from botorch_mtucb.theory.heavy_tailed import tgp_truncation_level
+
+__all__: list[str] = []
+
+
+def augmented_state(mean: Tensor, cov: Tensor) -> Tensor:
+    """``S = [[Σ, μ], [μᵀ, 0]]`` (``(A+1) x (A+1)``) from ``A`` mean and ``A x A`` covariance."""
+    A = mean.shape[-1]
+    S = cov.new_zeros(A + 1, A + 1)
+    S[:A, :A] = cov
+    S[A, :A] = mean
+    S[:A, A] = mean
+    return S
+
+
+class _TruncatedArmPath:
+    """Arm-space state and updates of :class:`TruncatedGP` (see the module docstring)."""
+
+    @property
+    def _cov_A(self) -> Tensor:
+        """``A x A`` posterior covariance ``Σ_A`` (a view of the augmented state)."""
+        return self._S[:-1, :-1]
+
+    @property
+    def _mean_A(self) -> Tensor:
+        """``A`` posterior mean ``μ_A`` of the centred rewards (a view, or ``_mean_cur``)."""
+        mean = self.__dict__.get("_mean_cur")
+        return self._S[-1, :-1] if mean is None else mean
+
+    def _arm_stats(self) -> tuple[Tensor, Tensor]:
+        """Pull counts ``n`` and truncated sums ``s`` per arm; sets ``tr(K_t) = Σ n_a K_aa``."""
+        K, idx = self._K_A, self._idx_buf.view(self._t)
+        n = torch.bincount(idx, minlength=K.shape[0]).to(K)
+        self._trace = float((n * K.diagonal()).sum())
+        return n, torch.zeros_like(n).index_add_(0, idx, self.train_targets.to(K))
+
+    def _arm_posterior_from_stats(self) -> None:
+        """``μ_A, Σ_A, ln det`` from counts and truncated sums (``O(A³)``, linalg.arm_space)."""
+        n, s = self._arm_stats()
+        mean, cov, self._log_det = arm_space_posterior(self._K_A, n, s, self.lam)
+        self._S = augmented_state(mean, cov)
+        self._e_last = torch.zeros_like(self._S[0])
+        self._e_last[-1] = 1.0
+        self._mean_cur = mean if self.level == "current" and self.truncate else None
+        self._whole_views = None
+
+    def _arm_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """``μ̂_t`` and the covariance (``full``) or variance at arm inputs ``... x q x d``."""
+        idx, whole = self._arm_index(X)
+        if full:
+            return self._mean_A[idx], self._cov_A[idx.unsqueeze(-1), idx.unsqueeze(-2)]
+        if whole:  # the whole arm set in order: views of the state, cached per shape
+            cached = self.__dict__.get("_whole_views")
+            if cached is None or cached[0] != X.shape:
+                shape = X.shape[:-1]
+                views = (self._mean_A.reshape(shape), self._S.diagonal()[:-1].reshape(shape))
+                cached = self.__dict__["_whole_views"] = (X.shape, views)
+            return cached[1]
+        return self._mean_A[idx], self._S.diagonal()[idx]
+
+    def _condition_one_arm(self, X: Tensor, Y: Tensor):
+        """``condition_on_observations`` of one ``1 x d`` / ``1 x 1`` observation on a finite arm
+        set without gradients, or ``None`` where the general path must run (bad shapes, a
+        non-finite value: it raises the errors)."""
+        arms, dt = self._arms, self._dtype
+        if X.shape != (1, arms.points.shape[-1]) or Y.shape != (1, 1) or _needs_grad(X, Y):
+            return None
+        X = X if X.dtype == dt else X.to(dt)
+        Y = Y if Y.dtype == dt else Y.to(dt)
+        if self._loc != 0.0:
+            Y = Y - self._loc  # in the tensors' dtype, as the general path
+        if X.device.type == "cpu":
+            row, y = X.tolist()[0], Y.tolist()[0][0]
+        else:  # one synchronisation for both
+            vals = torch.cat([X, Y], dim=-1).tolist()[0]
+            row, y = vals[:-1], vals[-1]
+        if not (math.isfinite(y) and all(map(math.isfinite, row))):
+            return None
+        a = arms._rows.get(tuple(row))
+        if a is None:
+            a = arms.index_rows([row])[0]  # tolerance search; raises for a non-arm
+        t = self._t
+        new = shallow_copy_model(self)
+        new.__dict__.update(
+            _y_buf=self._y_buf.appended_value(t, y),
+            _idx_buf=self._idx_buf.appended_value(t, a),
+            _t=t + 1,
+        )
+        new._rank_one_update(self, a, y)
+        return new
+
+    def _rank_one_update(self, old, a: int, y: float) -> None:
+        """Kalman update of the arm-space posterior by one centred reward ``y`` at arm ``a``,
+        ``O(A²)`` (the module docstring; ``level="current"``: ``Σ_A`` by the same update,
+        ``μ_A = Σ_A s/λ`` from the re-truncated sums)."""
+        t = old._t
+        trace = old._trace + old._kdiag[a]
+        if trace > old._max_trace:  # the data's dtype would be inaccurate: float64 rebuild
+            return self._build()
+        current = self.level == "current" and self.truncate  # every target may change
+        if self.truncate:
+            b = tgp_truncation_level(t + 1, self.alpha, self.v)
+            if abs(y) > b:
+                y = max(-b, min(y, b)) if self.clip else 0.0
+        S = old._S
+        u = S[a] if current else torch.sub(S[a], self._e_last, alpha=y)  # [Σ_A[a], μ_a − ŷ]
+        c = u[a].clamp_min(0.0).add_(self._lam_c)
+        h = u * c.rsqrt()
+        S = torch.addr(S, h, h, alpha=-1.0)
+        state = {"_trace": trace, "_S": S, "_log_det": None, "_whole_views": None}
+        if current:
+            idx = self._idx_buf.view(self._t)
+            s = torch.zeros_like(S[0, :-1]).index_add_(0, idx, self.train_targets.to(S))
+            state["_mean_cur"] = S[:-1, :-1] @ s / self.lam
+        if old._log_det is not None and self.constants == "theory":
+            state["_log_det"] = old._log_det + torch.log(c / self._lam_c)
+        self.__dict__.update(state)
