@@ -192,6 +192,30 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         """The batch shape (the members hold their own state)."""
         return {"batch_shape": tuple(self._batch_shape)}
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any) -> None:
+        """Refuse (before anything changes) a state that holds different values for a module
+        the members share here (a kernel passed to the batched constructor): loading it would
+        leave every member with the last member's values."""
+        seen: dict[int, str] = {}
+        for i, member in enumerate(self.members):
+            for name, sub in member.named_modules(remove_duplicate=False):
+                if sub is member:
+                    continue
+                here = f"{prefix}members.{i}.{name}."
+                first = seen.setdefault(id(sub), here)
+                if first == here:
+                    continue
+                for key, _ in [*sub.named_parameters(recurse=False),
+                               *sub.named_buffers(recurse=False)]:
+                    a, b = state_dict.get(first + key), state_dict.get(here + key)
+                    if a is not None and b is not None and not torch.equal(a, b):
+                        raise ValueError(
+                            f"`{first}{key}` and `{here}{key}` differ in the state, but this "
+                            "batch's members share that module (one kernel passed to the "
+                            "batched constructor); build the batch the way the state's was."
+                        )
+        super()._load_from_state_dict(state_dict, prefix, *args)
+
     def set_extra_state(self, state: dict[str, Any]) -> None:
         """Take the loaded batch shape (the number of members must match)."""
         shape = torch.Size(state["batch_shape"])

@@ -221,6 +221,22 @@ def test_state_dict_to_deepcopy_and_pickle(kind: str) -> None:
     torch.testing.assert_close(small.posterior(Xt[:2]).mean, before, atol=0, rtol=0)
 
 
+def test_a_state_with_per_member_kernels_into_a_shared_kernel_batch_is_refused() -> None:
+    X, Y = _data((3,), 8, 0, False)
+    source = HeavyTailedBatch([TruncatedGP(X[i], Y[i], 1.0, 2.0, _rbf(0.2 + 0.1 * i))
+                               for i in range(3)], torch.Size([3]))  # a kernel per member
+    target = TruncatedGP(X, Y, 1.0, 2.0, _rbf(0.4))  # one kernel shared by the members
+    Xt = _test_X("tgp", (3,))
+    before = target.posterior(Xt).mean.detach()
+    with pytest.raises(ValueError, match="share"):
+        target.load_state_dict(source.state_dict())
+    torch.testing.assert_close(target.posterior(Xt).mean, before, atol=0, rtol=0)
+    into = HeavyTailedBatch([TruncatedGP(X[i, :5], Y[i, :5], 1.0, 2.0, _rbf())
+                             for i in range(3)], torch.Size([3]))  # per-member kernels: loads
+    into.load_state_dict(source.state_dict())
+    _assert_posterior(into.posterior(Xt), source.posterior(Xt))
+
+
 def test_a_state_of_another_batch_shape_with_as_many_members_is_taken() -> None:
     model, _, _, _ = _pair("tgp", batch=(2, 2))
     X, Y = _data((4,), 5, 3, False)
