@@ -24,10 +24,12 @@
 #   `ExactMultiTaskGP` over all objectives (Ax does *not* split it into independent GPs) and
 #   `ScalarizedMultiTaskUCB` with a fresh random scalarization λ ~ P_λ per trial
 #   (paper 000, eq. (2) and §5).
-# * `heavy_tailed_generation_strategy(alpha, v, ...)`: **TGP-UCB** (or ATA-GP-UCB with
+# * `heavy_tailed_generation_strategy(...)`: **TGP-UCB** (or ATA-GP-UCB with
 #   `model="adaptive_truncation"`) for single-objective experiments whose rewards only satisfy
-#   E|y|^{1+α} ≤ v (paper 001). The rewards reach the model in their raw units, so state v in
-#   the units you report.
+#   E|y|^{1+α} ≤ v (paper 001). Without `alpha` and `v` (the default) the model estimates
+#   them from the data (median centring, median-of-means v, fitted kernel, width 1); this
+#   tutorial declares them (`alpha=1.0, v=4.0`, paper 001 verbatim). The rewards reach the
+#   model in their raw units, so a declared v is in the units you report.
 #
 # Needs `pip install "botorch-mtucb[ax]"` (ax-platform ≥ 1.3.1).
 
