@@ -10,12 +10,16 @@ Three measurements, each against its anchor in the same run:
   the observed points as % of the maximum, wall time per round, number of fits.
 * ``ax``: ``mtucb_generation_strategy()`` defaults against the settings before issue 16 (paper
   model, Ax's inferred thresholds, 5 Sobol trials), BraninCurrin in an ``ax.Client`` loop.
+* ``ax-qlognehvi``: ``multitask_gp_generation_strategy()`` (Ax's own qLogNEHVI on our model) with
+  the practical model against ``model="paper"``, BraninCurrin and VehicleSafety.
 
 Usage::
 
     python benchmarks/practical_defaults.py refit-cost [N ...]
     python benchmarks/practical_defaults.py refit-schedule [--rounds 30] [--seeds 3]
     python benchmarks/practical_defaults.py ax [--trials 30] [--seeds 3]
+    python benchmarks/practical_defaults.py ax-qlognehvi [--trials 30] [--seeds 0 1 2] \
+        [--problems BraninCurrin VehicleSafety] [--models practical paper]
 
 Each writes ``benchmarks/results/practical_defaults_<command>.json``.
 """
@@ -165,6 +169,52 @@ def ax_defaults(trials: int, seeds: int) -> dict:
     return out
 
 
+def _client(problem, seed: int):
+    from ax.api.client import Client
+    from ax.api.configs import RangeParameterConfig
+
+    lo, hi = problem.bounds
+    client = Client(random_seed=seed)
+    client.configure_experiment(parameters=[
+        RangeParameterConfig(name=f"x{i}", parameter_type="float",
+                             bounds=(float(lo[i]), float(hi[i])))
+        for i in range(problem.dim)])
+    client.configure_optimization(
+        objective=", ".join(f"y{j}" for j in range(problem.num_objectives)))
+    return client
+
+
+def ax_qlognehvi(trials: int, seeds: list[int], problems: list[str], models: list[str]) -> list:
+    from botorch_mtucb.integrations.ax import multitask_gp_generation_strategy
+
+    logging.disable(logging.WARNING)
+    classes = {"BraninCurrin": BraninCurrin, "VehicleSafety": VehicleSafety}
+    out = []
+    for name in problems:
+        problem = classes[name](negate=True).to(torch.float64)
+        for model in models:
+            for seed in seeds:
+                client = _client(problem, seed)
+                client.set_generation_strategy(
+                    multitask_gp_generation_strategy(seed=seed, model=model))
+                Ys, times = [], []
+                for _ in range(trials):
+                    t0 = time.perf_counter()
+                    for idx, p in client.get_next_trials(max_trials=1).items():
+                        x = torch.tensor([[p[f"x{i}"] for i in range(problem.dim)]]).to(
+                            problem.bounds)
+                        y = problem(x)[0]
+                        Ys.append(y)
+                        client.complete_trial(
+                            idx, raw_data={f"y{j}": float(y[j]) for j in range(len(y))})
+                    times.append(time.perf_counter() - t0)
+                out.append(dict(problem=name, model=model, seed=seed,
+                                hv_pct=_hv_percent(problem, torch.stack(Ys)),
+                                s_per_trial=mean(times)))
+                print(out[-1], flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,6 +226,11 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser("ax")
     p.add_argument("--trials", type=int, default=30)
     p.add_argument("--seeds", type=int, default=3)
+    p = sub.add_parser("ax-qlognehvi")
+    p.add_argument("--trials", type=int, default=30)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--problems", nargs="+", default=["BraninCurrin", "VehicleSafety"])
+    p.add_argument("--models", nargs="+", default=["practical", "paper"])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
@@ -183,8 +238,10 @@ def main(argv: list[str] | None = None) -> None:
         out = refit_cost(args.sizes)
     elif args.command == "refit-schedule":
         out = refit_schedule(args.rounds, args.seeds)
-    else:
+    elif args.command == "ax":
         out = ax_defaults(args.trials, args.seeds)
+    else:
+        out = ax_qlognehvi(args.trials, args.seeds, args.problems, args.models)
     write_json(RESULTS / f"practical_defaults_{args.command}.json", out)
 
 
