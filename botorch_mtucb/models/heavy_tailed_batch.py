@@ -16,6 +16,7 @@ import torch
 from botorch.models.model import FantasizeMixin, Model
 from botorch.models.utils.assorted import fantasize as fantasize_flag
 from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.kernels import Kernel
 from torch import Tensor
 
 __all__ = ["HeavyTailedBatch", "fantasize"]
@@ -95,13 +96,15 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         ``args`` / ``kwargs``; equal batch shapes, at least one member). Members are built in
         row-major order of ``batch`` with the *same* other arguments, as ``b`` models built in
         a loop: a kernel, feature map or generator passed in is shared by the members (so a
-        shared generator's draws advance from member to member). Keywords named in
+        shared generator's draws advance from member to member), except a batched kernel
+        (``batch_shape == batch``, as ``SingleTaskGP`` takes), of which member ``i`` gets its
+        slice ``kernel[i]`` (GPyTorch's kernel indexing: a copy). Keywords named in
         ``model_cls._PER_MEMBER_KWARGS`` (per-observation tensors such as
         ``dictionary_variances``) may be batched, ``batch x N``: member ``i`` gets its slice.
 
         Raises:
             ValueError: if the batch shapes of ``train_X`` and ``train_Y`` differ, a batched
-                keyword does not carry the batch, or the batch is empty.
+                keyword or kernel does not carry the batch, or the batch is empty.
         """
         args, kwargs = list(args), dict(kwargs)
         X = args.pop(0) if args else kwargs.pop("train_X", None)
@@ -129,10 +132,23 @@ class HeavyTailedBatch(Model, FantasizeMixin):
                         f"`train_X` in front, got shape {tuple(value.shape)}."
                     )
                 sliced[name] = value.reshape(M, *value.shape[len(batch):])
-        members = [
-            model_cls(Xf[i], Yf[i], *args, **{**kwargs, **{k: v[i] for k, v in sliced.items()}})
-            for i in range(M)
-        ]
+        kernels = {}  # batched kernels (batch_shape == batch): member i gets kernel[i]
+        for key, value in [*enumerate(args), *kwargs.items()]:
+            if isinstance(value, Kernel) and len(value.batch_shape):
+                if value.batch_shape != batch:
+                    name = f"argument {key + 2}" if isinstance(key, int) else f"`{key}`"
+                    raise ValueError(
+                        f"A batched kernel ({name}) must have the batch shape {tuple(batch)} of "
+                        f"`train_X`, got batch_shape {tuple(value.batch_shape)}."
+                    )
+                kernels[key] = value
+        members = []
+        for i in range(M):
+            index = tuple(int(j) for j in torch.unravel_index(torch.tensor(i), batch))
+            a = [kernels[j][index] if j in kernels else v for j, v in enumerate(args)]
+            kw = {**kwargs, **{k: v[i] for k, v in sliced.items()},
+                  **{k: v[index] for k, v in kernels.items() if isinstance(k, str)}}
+            members.append(model_cls(Xf[i], Yf[i], *a, **kw))
         return cls(members, batch)
 
     @property

@@ -335,3 +335,21 @@ def test_batched_model_to_cuda_matches_cpu(kind: str) -> None:
     p, r = g.posterior(Xt.cuda()), model.posterior(Xt)
     torch.testing.assert_close(p.mean.cpu(), r.mean, atol=1e-10, rtol=0)
     torch.testing.assert_close(p.variance.cpu(), r.variance, atol=1e-10, rtol=0)
+
+
+def test_a_batched_kernel_gives_each_member_its_slice() -> None:
+    X, Y = _data((2, 2), 8, 1, False)
+    kern = RBFKernel(batch_shape=torch.Size([2, 2])).to(DT)
+    ls = torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=DT)
+    kern.lengthscale = ls.reshape(2, 2, 1, 1)
+    model = TruncatedGP(X, Y, 1.0, 2.0, kern, lam=0.5)
+    Xt = _test_X("tgp")
+    post = model.posterior(Xt)
+    for i in range(2):
+        for j in range(2):
+            k = RBFKernel().to(DT)
+            k.lengthscale = ls[i, j].reshape(1, 1)  # a float would be rounded to float32
+            ref = TruncatedGP(X[i, j], Y[i, j], 1.0, 2.0, k, lam=0.5)
+            _assert_posterior(post, ref.posterior(Xt), (i, j))
+    with pytest.raises(ValueError, match="batched kernel"):
+        TruncatedGP(X, Y, covar_module=RBFKernel(batch_shape=torch.Size([3])).to(DT))
