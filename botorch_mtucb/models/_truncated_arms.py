@@ -85,11 +85,29 @@ class _TruncatedArmPath:
         if whole:  # the whole arm set in order: views of the state, cached per shape
             cached = self.__dict__.get("_whole_views")
             if cached is None or cached[0] != X.shape:
-                shape = X.shape[:-1]
-                views = (self._mean_A.reshape(shape), self._S.diagonal()[:-1].reshape(shape))
-                cached = self.__dict__["_whole_views"] = (X.shape, views)
+                cached = self.__dict__["_whole_views"] = (X.shape, self._whole_arm_views(X))
             return cached[1]
         return self._mean_A[idx], self._S.diagonal()[idx]
+
+    def _whole_arm_views(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """``μ_A`` and ``diag Σ_A`` as views of shape ``X.shape[:-1]`` (one ``as_strided`` each:
+        slicing, ``diagonal`` and ``reshape`` cost a microsecond apiece)."""
+        S, shape = self._S, X.shape[:-1]
+        A = S.shape[0] - 1
+        mean = self.__dict__.get("_mean_cur")
+        if S.stride() != (A + 1, 1):  # not contiguous (never built so): plain views
+            mean = self._mean_A if mean is None else mean
+            return mean.reshape(shape), S.diagonal()[:-1].reshape(shape)
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.append(acc)
+            acc *= n
+        strides.reverse()
+        off = S.storage_offset()
+        var = S.as_strided(shape, [s * (A + 2) for s in strides], off)
+        if mean is None:
+            return S.as_strided(shape, strides, off + A * (A + 1)), var
+        return mean.reshape(shape), var
 
     def _condition_one_arm(self, X: Tensor, Y: Tensor):
         """``condition_on_observations`` of one ``1 x d`` / ``1 x 1`` observation on a finite arm

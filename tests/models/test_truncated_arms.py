@@ -82,6 +82,15 @@ def test_long_sequence_of_rank_one_updates_equals_scratch_build(level, clip, by_
                                    rtol=0)
         assert model.log_det() == pytest.approx(log_det_ref, rel=1e-10)
     torch.testing.assert_close(m.train_targets, scratch.train_targets, atol=0, rtol=0)
+    # The whole arm set in other shapes (views of the state) and a subset (indexing).
+    for shape in ((30, 1), (1, 30, 1), (2, 15, 1, 1)):
+        mean, var = m.mean_and_variance(cand.reshape(*shape))
+        assert mean.shape == shape[:-1]
+        torch.testing.assert_close(mean.reshape(-1), mean_ref, atol=1e-10, rtol=0)
+        torch.testing.assert_close(var.reshape(-1), cov_ref.diagonal(), atol=1e-10, rtol=0)
+    mean, var = m.mean_and_variance(cand[[4, 2, 4]])
+    torch.testing.assert_close(mean[:, 0], mean_ref[[4, 2, 4]], atol=1e-10, rtol=0)
+    torch.testing.assert_close(var[:, 0], cov_ref.diagonal()[[4, 2, 4]], atol=1e-10, rtol=0)
 
 
 def test_data_driven_mode_centres_and_clips_on_the_fast_path() -> None:
