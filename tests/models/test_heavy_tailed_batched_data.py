@@ -14,7 +14,12 @@ import pickle
 
 import pytest
 import torch
-from botorch.acquisition import AcquisitionFunction, UpperConfidenceBound, qUpperConfidenceBound
+from botorch.acquisition import (
+    AcquisitionFunction,
+    UpperConfidenceBound,
+    qKnowledgeGradient,
+    qUpperConfidenceBound,
+)
 from botorch.optim import optimize_acqf
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.kernels import RBFKernel
@@ -353,3 +358,18 @@ def test_a_batched_kernel_gives_each_member_its_slice() -> None:
             _assert_posterior(post, ref.posterior(Xt), (i, j))
     with pytest.raises(ValueError, match="batched kernel"):
         TruncatedGP(X, Y, covar_module=RBFKernel(batch_shape=torch.Size([3])).to(DT))
+
+
+@pytest.mark.parametrize("kind", ["tgp", "ata-qff-arms"])
+def test_qkg_on_a_batched_model_equals_each_members_qkg(kind: str) -> None:
+    """BoTorch's look-ahead machinery (fantasize, fantasy posterior) through the batch."""
+    model, refs, _, _ = _pair(kind)
+    X = _test_X(kind, (3,), q=4, seed=8)  # batch x (q + num_fantasies) x d, q = 1
+    with torch.no_grad():
+        val = qKnowledgeGradient(model, num_fantasies=3, sampler=SobolQMCNormalSampler(
+            torch.Size([3]), seed=0))(X)
+        assert val.shape == (3,)
+        for j, r in enumerate(refs):
+            sampler = SobolQMCNormalSampler(torch.Size([3]), seed=0)  # the same fantasies
+            ref = qKnowledgeGradient(r, num_fantasies=3, sampler=sampler)(X[j : j + 1])
+            torch.testing.assert_close(val[j : j + 1], ref, atol=1e-10, rtol=0)
