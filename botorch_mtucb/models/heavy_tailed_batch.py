@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -134,9 +135,19 @@ class HeavyTailedBatch(Model, FantasizeMixin):
                 sliced[name] = value.reshape(M, *value.shape[len(batch):])
         kernels = {}  # batched kernels (batch_shape == batch): member i gets kernel[i]
         for key, value in [*enumerate(args), *kwargs.items()]:
+            base = getattr(value, "base_kernel", None)  # a feature map's kernel
+            if not isinstance(value, Kernel) and isinstance(base, Kernel) and base.batch_shape:
+                raise ValueError(
+                    f"{type(value).__name__} with a batched base kernel is not supported for "
+                    "batched training data: pass an unbatched kernel (shared by the members)."
+                )
             if isinstance(value, Kernel) and len(value.batch_shape):
                 if value.batch_shape != batch:
-                    name = f"argument {key + 2}" if isinstance(key, int) else f"`{key}`"
+                    if isinstance(key, int):  # a positional argument after train_X, train_Y
+                        params = list(inspect.signature(model_cls.__init__).parameters)[3:]
+                        name = f"`{params[key]}`" if key < len(params) else f"argument {key + 3}"
+                    else:
+                        name = f"`{key}`"
                     raise ValueError(
                         f"A batched kernel ({name}) must have the batch shape {tuple(batch)} of "
                         f"`train_X`, got batch_shape {tuple(value.batch_shape)}."

@@ -356,8 +356,12 @@ def test_a_batched_kernel_gives_each_member_its_slice() -> None:
             k.lengthscale = ls[i, j].reshape(1, 1)  # a float would be rounded to float32
             ref = TruncatedGP(X[i, j], Y[i, j], 1.0, 2.0, k, lam=0.5)
             _assert_posterior(post, ref.posterior(Xt), (i, j))
-    with pytest.raises(ValueError, match="batched kernel"):
+    with pytest.raises(ValueError, match="batched kernel .`covar_module`"):
         TruncatedGP(X, Y, covar_module=RBFKernel(batch_shape=torch.Size([3])).to(DT))
+    with pytest.raises(ValueError, match="NystromFeatures with a batched base kernel"):
+        AdaptiveTruncationGP(X, Y, 1.0, 2.0, NystromFeatures(kern))
+    with pytest.raises(ValueError, match="batched kernel .`covar_module`"):  # positional
+        TruncatedGP(X, Y, 1.0, 2.0, RBFKernel(batch_shape=torch.Size([2])).to(DT))
 
 
 @pytest.mark.parametrize("kind", ["tgp", "ata-qff-arms"])
