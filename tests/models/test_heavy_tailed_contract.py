@@ -4,6 +4,7 @@ Batched conditioning and fantasies against explicit conditioning of every batch 
 qKnowledgeGradient against explicitly conditioned models (and its gradient against finite
 differences), qUCB against its analytic value, state_dict round trips into models built from
 other data, and ``.to(dtype)`` against the float64 model — over model kinds × dtypes.
+Batched *training data* (``batch x N x d``) is tested in ``test_heavy_tailed_batched_data.py``.
 """
 
 from __future__ import annotations
