@@ -18,8 +18,11 @@ reward stream (a generator seeded identically; a round draws one reward at the c
   the arms, ``μ + β σ``, argmax and ``condition_on_observations``, without an acquisition
   object (the difference to ``package`` is ``HeavyTailedUCB``'s construction and forward).
 
-The script checks that all three choose the same arms (and that the package's final posterior
-equals the plain one), then prints ms per round and the ratio package / plain (target ≤ 2).
+The script checks that all variants choose the same arms (and that the package's final
+posterior equals the plain one), then prints ms per round (best of the repeats) and the ratio
+to plain: the **median over repeats of the ratio within one repeat** (the variants of a repeat
+run back to back, so they see the same machine load; target ≤ 2), with the range of those
+ratios and the 1-minute load average before and after.
 
 ATA-GP-UCB with QFF (32 nodes, ``m = 64``; authors' ``b_t``, ``β_t`` with ``ln(mT)``, horizon
 ``T``) is measured the same way (``--algorithms ata-qff``; round 1 takes arm 0 in both, where
@@ -30,7 +33,7 @@ package works in arm space (``O(A m² + m³)``, sorted per-arm rewards).
 
 Usage::
 
-    python benchmarks/tgp_round.py            # T in {1000, 20000}, 3 repeats (best of)
+    python benchmarks/tgp_round.py            # T in {1000, 20000}, 5 repeats
     python benchmarks/tgp_round.py --quick    # T = 1000
     python benchmarks/tgp_round.py --algorithms tgp ata-qff --horizons 1000 5000
 """
@@ -42,6 +45,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -177,6 +181,11 @@ def run_package(
     return chosen, elapsed, (mean[:, 0], var[:, 0])
 
 
+def _load() -> float:
+    """The 1-minute load average (``nan`` where the platform has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+
+
 def _horizons(args, algo: str) -> tuple[int, ...]:
     if args.horizons:
         return tuple(args.horizons)
@@ -191,7 +200,8 @@ def main() -> None:
     parser.add_argument("--algorithms", nargs="+", default=["tgp", "ata-qff"],
                         choices=["tgp", "ata-qff"])
     parser.add_argument("--horizons", nargs="+", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="interleaved repeats (median ratio, best-of ms)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).parent / "results" / "tgp_round.json")
@@ -202,6 +212,7 @@ def main() -> None:
     for algo, T in [(a, T) for a in args.algorithms for T in _horizons(args, a)]:
         runs = {"plain": [], "package": [], "package-loop": [], "model-only": []}
         reference = None
+        load_before = _load()
         for _ in range(args.repeats):
             for name in runs:  # interleaved, so machine load hits all three alike
                 if name == "plain":
@@ -223,22 +234,29 @@ def main() -> None:
                         raise RuntimeError(f"{algo} {name}: final posterior off by {err:.2e}")
                 runs[name].append(sec)
         best = {k: min(v) for k, v in runs.items()}
+        ratios = {k: [a / b for a, b in zip(runs[k], runs["plain"], strict=True)]
+                  for k in ("package", "package-loop", "model-only")}
         row = {
             "algorithm": algo,
             "T": T,
             "ms_per_round": {k: 1e3 * s / T for k, s in best.items()},
-            "ratio_package_over_plain": best["package"] / best["plain"],
-            "ratio_package_loop_over_plain": best["package-loop"] / best["plain"],
-            "ratio_model_only_over_plain": best["model-only"] / best["plain"],
+            "ratio_package_over_plain": statistics.median(ratios["package"]),
+            "ratio_package_loop_over_plain": statistics.median(ratios["package-loop"]),
+            "ratio_model_only_over_plain": statistics.median(ratios["model-only"]),
+            "ratio_ranges": {k: [min(v), max(v)] for k, v in ratios.items()},
+            "ratio_statistic": "median over repeats of the within-repeat ratio",
+            "load_average_1min": [load_before, _load()],
             "same_arms": True,
         }
         rows.append(row)
-        ms = row["ms_per_round"]
+        ms, rng = row["ms_per_round"], row["ratio_ranges"]
         print(f"{algo:>8} T={T:>6}: plain {ms['plain']:.4f} ms/round | package {ms['package']:.4f} "
-              f"({row['ratio_package_over_plain']:.2f}x) | package via loop "
-              f"{ms['package-loop']:.4f} ({row['ratio_package_loop_over_plain']:.2f}x) | "
-              f"model only {ms['model-only']:.4f} ({row['ratio_model_only_over_plain']:.2f}x) | "
-              "same arms: yes")
+              f"({row['ratio_package_over_plain']:.2f}x, {rng['package'][0]:.2f}-"
+              f"{rng['package'][1]:.2f}) | package via loop {ms['package-loop']:.4f} "
+              f"({row['ratio_package_loop_over_plain']:.2f}x) | model only "
+              f"{ms['model-only']:.4f} ({row['ratio_model_only_over_plain']:.2f}x, "
+              f"{rng['model-only'][0]:.2f}-{rng['model-only'][1]:.2f}) | load "
+              f"{load_before:.1f}->{row['load_average_1min'][1]:.1f} | same arms: yes")
     meta = {
         "machine": platform.platform(),
         "cpu_count": os.cpu_count(),
@@ -246,7 +264,7 @@ def main() -> None:
         "threads": 1,
         "repeats": args.repeats,
         "problem": f"se-student seed {args.seed} (A = {problem.arms.shape[0]} arms)",
-        "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "load_average_1min": _load(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
