@@ -214,7 +214,7 @@ def test_suite_run_shares_a_sobol_design_and_refuses_mixing(tmp_path):
     assert "initial_design" not in json.loads((paper / "manifest.json").read_text())
     blob = json.loads((paper / "trial00_Sobol.json").read_text())
     assert len(blob["initial_X"]) == 1
-    with pytest.raises(ValueError, match="problem_notes"):
+    with pytest.raises(ValueError, match="initial_design"):
         merge_runs([out, paper])
     with pytest.raises(RunFolderError, match="initial_design: None there, 'sobol:8' here"):
         run_experiment("mo-zdt1", out_dir=paper, **SUITE_KW)
