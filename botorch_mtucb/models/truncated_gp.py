@@ -360,9 +360,11 @@ class TruncatedGP(_TruncatedArmPath, HeavyTailedModel):
         """
         t, n = old.num_observations, X.shape[0]
         k_new = self._kernel(self.train_X, X)  # (t+n) x n
-        self._trace = old._trace + float(k_new[t:].diagonal().detach().sum())
-        if self._trace > old._max_trace:  # the data's dtype would be inaccurate: float64 rebuild
-            return self._build()
+        if old._max_trace < math.inf:  # float32: tr(K_t) decides the dtype (one host read)
+            self._trace = old._trace + float(k_new[t:].diagonal().detach().sum())
+            if self._trace > old._max_trace:  # the data's dtype would be inaccurate: rebuild
+                return self._build()  # in float64
+        # float64 working dtype: tr(K_t) is not needed, so not read (no host synchronisation)
         D = k_new[t:] + self.lam * torch.eye(n, dtype=k_new.dtype, device=X.device)
         self._L = CholeskyFactor(old._L).extend(k_new[:t], D).L  # the one block extension
         self._finish_dense()
