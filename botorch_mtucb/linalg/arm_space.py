@@ -12,6 +12,14 @@ One new observation at arm ``a`` is a rank-one (Kalman) update in ``O(A²)``:
 ``c = λ + Σ_A[a, a]``, ``h = Σ_A[:, a]/√c``, ``μ ← μ + h (y − μ[a])/√c``, ``Σ ← Σ − h hᵀ``,
 ``ln det ← ln det + ln(c/λ)``; and ``μ_A = Σ_A s / λ`` holds for any ``(n, s)`` (posterior
 precision ``K_A⁻¹ + diag(n)/λ``).
+
+Both updates at once (:func:`augmented_rank_one`, TGP-UCB's per-round step): in the symmetric
+``(A+1) x (A+1)`` matrix ``S = [[Σ_A, μ_A], [μ_Aᵀ, ·]]`` (:func:`augmented_state`), with
+``u = S[a] − y e_{A+1} = [Σ_A[a], μ_a − y]`` and ``h = u/√c``,
+
+    S ← S − h hᵀ   (the ``Σ_A`` block as above, and ``μ_A ← μ_A + Σ_A[:, a] (y − μ_a)/c``),
+
+one symmetric rank-one update; the last diagonal entry is not used.
 """
 
 from __future__ import annotations
@@ -22,7 +30,13 @@ import torch
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-__all__ = ["arm_space_factor", "arm_space_posterior", "kalman_rank_one"]
+__all__ = [
+    "arm_space_factor",
+    "arm_space_posterior",
+    "augmented_rank_one",
+    "augmented_state",
+    "kalman_rank_one",
+]
 
 
 def arm_space_factor(K: Tensor, n: Tensor, lam: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -84,3 +98,46 @@ def kalman_rank_one(
     h = col * r
     new_mean = None if mean is None else torch.addcmul(mean, h, (y - mean[a]) * r)
     return new_mean, torch.addr(cov, h, h, alpha=-1.0), c
+
+
+def augmented_state(mean: Tensor, cov: Tensor) -> Tensor:
+    """``S = [[Σ, μ], [μᵀ, 0]]`` for :func:`augmented_rank_one`.
+
+    Args:
+        mean: ``A`` posterior mean.
+        cov: ``A x A`` posterior covariance.
+
+    Returns:
+        ``(A+1) x (A+1)`` contiguous matrix (``S[-1, :-1] = μ``, ``S[:-1, :-1] = Σ``).
+    """
+    A = mean.shape[-1]
+    S = cov.new_zeros(A + 1, A + 1)
+    S[:A, :A] = cov
+    S[A, :A] = mean
+    S[:A, A] = mean
+    return S
+
+
+def augmented_rank_one(
+    S: Tensor, a: int, y: float | None, lam: Tensor, e_last: Tensor
+) -> tuple[Tensor, Tensor]:
+    """One observation ``y`` at arm ``a`` as one symmetric rank-one update of ``S``.
+
+    ``S − h hᵀ`` with ``h = (S[a] − y e_{A+1})/√c``, ``c = λ + max(Σ_aa, 0)`` (module
+    docstring): the Kalman update of ``μ_A`` and ``Σ_A`` in 8 tensor operations.
+
+    Args:
+        S: ``(A+1) x (A+1)`` augmented state (:func:`augmented_state`).
+        a: The arm.
+        y: The observation (a Python number), or ``None`` to update the ``Σ_A`` block only
+            (``S[-1, :-1]`` then no longer holds the mean).
+        lam: 0-dim ``λ`` in ``S``'s dtype.
+        e_last: ``A+1`` unit vector ``e_{A+1}`` in ``S``'s dtype.
+
+    Returns:
+        ``(S_new, c)`` (``ln det`` grows by ``ln(c/λ)``).
+    """
+    u = S[a] if y is None else torch.sub(S[a], e_last, alpha=y)  # [Σ_A[a], μ_a − y]
+    c = u[a].clamp_min(0.0).add_(lam)
+    h = u * c.rsqrt()
+    return torch.addr(S, h, h, alpha=-1.0), c

@@ -2,17 +2,10 @@
 
 Private mixin of :class:`~botorch_mtucb.models.TruncatedGP` (paper 001, Algorithm 1 on a finite
 domain, :mod:`botorch_mtucb.linalg.arm_space`). The posterior over the ``A`` arms is held in one
-augmented symmetric ``(A+1) x (A+1)`` matrix
-
-    S = [[Σ_A, μ_A], [μ_Aᵀ, ·]],
-
-so that one observation ``ŷ`` at arm ``a`` is a single symmetric rank-one update (the Kalman
-update of ``μ_A`` and ``Σ_A`` at once): with ``u = S[a] − ŷ e_{A+1} = [Σ_A[a], μ_a − ŷ]``,
-``c = λ + Σ_aa`` and ``h = u/√c``,
-
-    S ← S − h hᵀ    (μ_A ← μ_A + Σ_A[:, a] (ŷ − μ_a)/c,  Σ_A ← Σ_A − Σ_A[:, a] Σ_A[a]/c),
-
-``ln det(I + K_t/λ) ← ln det + ln(c/λ)``. The last diagonal entry is not used. With
+augmented symmetric ``(A+1) x (A+1)`` matrix ``S = [[Σ_A, μ_A], [μ_Aᵀ, ·]]``, so that one
+observation ``ŷ`` at arm ``a`` is a single symmetric rank-one update of ``S`` (the Kalman update
+of ``μ_A`` and ``Σ_A`` at once, :func:`~botorch_mtucb.linalg.arm_space.augmented_rank_one`);
+``ln det(I + K_t/λ) ← ln det + ln(c/λ)``, ``c = λ + Σ_aa``. With
 ``level="current"`` every target may change, so ``μ_A = Σ_A s/λ`` is recomputed from the
 re-truncated per-arm sums and kept apart (``_mean_cur``).
 
@@ -29,21 +22,15 @@ import math
 import torch
 from torch import Tensor
 
-from botorch_mtucb.linalg.arm_space import arm_space_posterior
+from botorch_mtucb.linalg.arm_space import (
+    arm_space_posterior,
+    augmented_rank_one,
+    augmented_state,
+)
 from botorch_mtucb.models.heavy_tailed_arm_history import _needs_grad, shallow_copy_model
 from botorch_mtucb.theory.heavy_tailed import tgp_truncation_level
 
 __all__: list[str] = []
-
-
-def augmented_state(mean: Tensor, cov: Tensor) -> Tensor:
-    """``S = [[Σ, μ], [μᵀ, 0]]`` (``(A+1) x (A+1)``) from ``A`` mean and ``A x A`` covariance."""
-    A = mean.shape[-1]
-    S = cov.new_zeros(A + 1, A + 1)
-    S[:A, :A] = cov
-    S[A, :A] = mean
-    S[:A, A] = mean
-    return S
 
 
 class _TruncatedArmPath:
@@ -153,11 +140,7 @@ class _TruncatedArmPath:
             b = tgp_truncation_level(t + 1, self.alpha, self.v)
             if abs(y) > b:
                 y = max(-b, min(y, b)) if self.clip else 0.0
-        S = old._S
-        u = S[a] if current else torch.sub(S[a], self._e_last, alpha=y)  # [Σ_A[a], μ_a − ŷ]
-        c = u[a].clamp_min(0.0).add_(self._lam_c)
-        h = u * c.rsqrt()
-        S = torch.addr(S, h, h, alpha=-1.0)
+        S, c = augmented_rank_one(old._S, a, None if current else y, self._lam_c, self._e_last)
         state = {"_trace": trace, "_S": S, "_log_det": None, "_whole_views": None}
         if current:
             idx = self._idx_buf.view(self._t)

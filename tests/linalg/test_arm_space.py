@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import torch
 
-from botorch_mtucb.linalg.arm_space import arm_space_factor, arm_space_posterior, kalman_rank_one
+from botorch_mtucb.linalg.arm_space import (
+    arm_space_factor,
+    arm_space_posterior,
+    augmented_rank_one,
+    augmented_state,
+    kalman_rank_one,
+)
 
 DT = torch.float64
 
@@ -55,3 +61,28 @@ def test_kalman_updates_equal_a_scratch_build() -> None:
     torch.testing.assert_close(cov, ref[1], atol=1e-11, rtol=0)
     torch.testing.assert_close(log_det, ref[2], atol=1e-10, rtol=0)
     assert kalman_rank_one(None, cov, 0, y[0], lam)[0] is None
+
+
+def test_augmented_updates_equal_a_scratch_build_and_stay_symmetric() -> None:
+    K, idx, y = _problem(t=40, seed=2)
+    lam = torch.tensor(0.5, dtype=DT)
+    A = K.shape[0]
+    S = augmented_state(torch.zeros(A, dtype=DT), K)
+    torch.testing.assert_close(S[:-1, :-1], K, atol=0, rtol=0)
+    e_last = torch.zeros(A + 1, dtype=DT)
+    e_last[-1] = 1.0
+    log_det = torch.zeros((), dtype=DT)
+    for j in range(40):
+        S, c = augmented_rank_one(S, int(idx[j]), float(y[j]), lam, e_last)
+        log_det = log_det + torch.log(c / lam)
+    ref = _dense(K, idx, y, 0.5)
+    torch.testing.assert_close(S[-1, :-1], ref[0], atol=1e-11, rtol=0)
+    torch.testing.assert_close(S[:-1, -1], ref[0], atol=1e-11, rtol=0)
+    torch.testing.assert_close(S[:-1, :-1], ref[1], atol=1e-11, rtol=0)
+    torch.testing.assert_close(log_det, ref[2], atol=1e-10, rtol=0)
+    assert torch.equal(S, S.T)  # h hᵀ is exactly symmetric: no drift between the halves
+    # y=None: the covariance block only, as kalman_rank_one(None, ...).
+    S2, c2 = augmented_rank_one(S, 3, None, lam, e_last)
+    cov, c_ref = kalman_rank_one(None, S[:-1, :-1].contiguous(), 3, y[0], lam)[1:]
+    torch.testing.assert_close(S2[:-1, :-1], cov, atol=1e-14, rtol=0)
+    torch.testing.assert_close(c2, c_ref, atol=0, rtol=0)
