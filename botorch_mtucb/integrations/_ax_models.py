@@ -18,10 +18,11 @@ the model files:
   ``UserWarning`` and the noise is learned or fixed as without them. The heavy-tailed
   models assume nothing but ``E|y|^{1+α} ≤ v`` (paper 001), so a variance is meaningless to
   them: always dropped with the warning.
-* The heavy-tailed models have fixed hyperparameters (paper 001 fixes the kernel), so they get
-  a no-op entry in Ax's ``fit_botorch_model`` dispatcher instead of Ax's
-  ``NotImplementedError``. ``AxExactMultiTaskGP`` is an exact GPyTorch model and is fitted by
-  Ax's default route (``fit_gpytorch_mll`` on the exact marginal likelihood).
+* The heavy-tailed models fit whatever they fit at construction (the data-driven mode fits its
+  kernel and ``λ`` the BoTorch way on the truncated rewards; the declared mode keeps paper
+  001's fixed kernel), so they get a no-op entry in Ax's ``fit_botorch_model`` dispatcher
+  instead of Ax's ``NotImplementedError``. ``AxExactMultiTaskGP`` is an exact GPyTorch model
+  and is fitted by Ax's default route (``fit_gpytorch_mll`` on the exact marginal likelihood).
 
 ``AxExactMultiTaskGP`` keeps the ``BatchedMultiOutputGPyTorchModel`` base of
 :class:`~botorch_mtucb.models.ExactMultiTaskGP`, so Ax's ``use_model_list`` keeps all objectives
@@ -241,7 +242,7 @@ _HEAVY_TAILED_YVAR = (
 
 
 class AxTruncatedGP(TruncatedGP):
-    """:class:`TruncatedGP` (TGP-UCB) as Ax builds it: model options, fixed hyperparameters.
+    """:class:`TruncatedGP` (TGP-UCB) as Ax builds it: model options, no separate fit step.
 
     The rows of ``train_X``/``train_Y`` are read as rounds ``1, …, t`` in the order Ax lists
     the observations (trial-index order, whatever the order of completion), which sets each
@@ -256,7 +257,8 @@ class AxTruncatedGP(TruncatedGP):
 
         Args:
             training_data: ``SupervisedDataset`` with ``X: t x d`` and ``Y: t x 1``.
-            **kwargs: Options of :class:`TruncatedGP` (``alpha``, ``v`` required; ``lam``,
+            **kwargs: Options of :class:`TruncatedGP` (``alpha`` and ``v`` for the declared
+                mode, neither (or ``alpha`` alone) for the data-driven mode; ``lam``,
                 ``delta``, ``B``, ``covar_module``, ``constants``, ``truncate``).
 
         Returns:
@@ -268,8 +270,10 @@ class AxTruncatedGP(TruncatedGP):
 class AxAdaptiveTruncationGP(AdaptiveTruncationGP):
     """:class:`AdaptiveTruncationGP` (ATA-GP-UCB) as Ax builds it.
 
-    ``features`` (a :class:`~botorch_mtucb.features.QuadratureFourierFeatures` or
-    :class:`~botorch_mtucb.features.NystromFeatures`) must be given in the model options.
+    With a declared ``v``, ``features`` (a
+    :class:`~botorch_mtucb.features.QuadratureFourierFeatures` or
+    :class:`~botorch_mtucb.features.NystromFeatures`) must be given in the model options; the
+    data-driven mode (no ``v``) builds Nyström features on a fitted kernel.
     """
 
     @classmethod
@@ -286,5 +290,5 @@ def _fit_fixed_hyperparameters(
     mll_class: type[MarginalLogLikelihood],
     mll_options: dict[str, Any] | None = None,
 ) -> None:
-    """Nothing to fit: the heavy-tailed models keep their kernel fixed (paper 001, §6)."""
+    """Nothing to fit here: the models fitted (data-driven) or fixed (paper 001) it when built."""
     return None
