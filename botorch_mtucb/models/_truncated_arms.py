@@ -12,7 +12,8 @@ re-truncated per-arm sums and kept apart (``_mean_cur``).
 The one-observation conditioning (``1 x d``, ``1 x 1``, no gradients) reads the observation to the
 host once (free on a CPU; on other devices one synchronisation), finds its arm by exact match and
 writes it into the shared append-only buffers, then does the update above: ``O(A²)`` tensor work
-in 8 operations and no validation beyond what the general path checks.
+in 8 operations. It checks what the general path checks (shapes, the dtype cast, finiteness,
+arm membership, no gradients); anything unusual is left to the general path, which raises.
 """
 
 from __future__ import annotations
