@@ -150,6 +150,15 @@ class RowBuffer:
         self.length = n
         self._np = _numpy_view(self.data)
 
+    def __getstate__(self) -> tuple[Tensor, int]:
+        """Copies and pickles hold ``data`` and ``length``; the NumPy view is rebuilt from the
+        copied ``data`` (a copied view would write into the old memory)."""
+        return self.data, self.length
+
+    def __setstate__(self, state: tuple[Tensor, int]) -> None:
+        self.data, self.length = state
+        self._np = _numpy_view(self.data)
+
     def view(self, n: int) -> Tensor:
         """The first ``n`` rows (a view)."""
         return self.data[:n]

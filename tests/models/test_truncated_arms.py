@@ -7,6 +7,9 @@ winsorised at ``b_s`` or at the current ``b_t``), ``μ = K_{A,t}(K_t + λI)⁻¹
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 import torch
 from gpytorch.kernels import RBFKernel
@@ -141,6 +144,25 @@ def test_fast_path_keeps_parents_valid_and_refuses_bad_input() -> None:
         m.condition_on_observations(x1, torch.zeros(1, 2, dtype=DT))
     with pytest.raises(NotImplementedError, match="gradients"):
         m.condition_on_observations(x1.clone().requires_grad_(True), y1)
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "copy", "pickle"])
+def test_copied_models_append_into_their_own_rows(how: str) -> None:
+    """RowBuffer writes through a NumPy view of its tensor: a copy must get a view of its own."""
+    arms, kern, K, idx, y = _problem(T=10)
+    m = TruncatedGP(arms[idx], y, ALPHA, V, kern, lam=LAM, arms=arms)
+    copier = {"deepcopy": copy.deepcopy, "copy": copy.copy,
+              "pickle": lambda o: pickle.loads(pickle.dumps(o))}[how]
+    bufs = copier(m._y_buf), copier(m._idx_buf)
+    for buf, value in zip(bufs, (0.625, 4), strict=True):
+        out = buf.appended_value(10, value)
+        assert out.data[10] == value and out.view(11).shape == (11,)
+    c = copy.deepcopy(m).condition_on_observations(arms[4:5], torch.tensor([[0.7]], dtype=DT))
+    assert c.train_Y[-1, 0] == 0.7 and torch.equal(c.train_X[-1], arms[4])
+    ref = TruncatedGP(torch.cat([arms[idx], arms[4:5]]), torch.cat([y, y.new_full((1, 1), 0.7)]),
+                      ALPHA, V, kern, lam=LAM, arms=arms)
+    torch.testing.assert_close(c.mean_and_variance(arms.unsqueeze(-2))[0],
+                               ref.mean_and_variance(arms.unsqueeze(-2))[0], atol=1e-12, rtol=0)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
