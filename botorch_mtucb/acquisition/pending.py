@@ -52,6 +52,7 @@ from torch import Tensor
 
 from botorch_mtucb.features.nystrom import NystromFeatures
 from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
+from botorch_mtucb.models.heavy_tailed_batch import HeavyTailedBatch
 from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
 from botorch_mtucb.models.protocols import (
     InformationGainModel,
@@ -145,6 +146,9 @@ def _model_generators(model: Model) -> list[torch.Generator]:
     """The generators a model's conditioning draws from (Nyström dictionaries)."""
     if isinstance(model, ModelList):
         return [g for sub in model.models for g in _model_generators(sub)]
+    if isinstance(model, HeavyTailedBatch):  # each member may draw from its own generator
+        gens = [g for sub in model.members for g in _model_generators(sub)]
+        return list({id(g): g for g in gens}.values())  # a shared generator once
     if isinstance(model, NystromMultiTaskGP):
         return [] if model.generator is None else [model.generator]
     if isinstance(model, AdaptiveTruncationGP) and isinstance(model.features, NystromFeatures):

@@ -303,3 +303,25 @@ def test_pending_points_in_another_dtype_are_cast_to_the_model():
     assert a.X_pending.dtype == DT
     Xq = torch.rand(5, 1, 2, generator=torch.Generator().manual_seed(4), dtype=DT)
     torch.testing.assert_close(a(Xq), b(Xq), atol=1e-6, rtol=0)  # float32 rounding of X_p
+
+
+def test_generators_of_a_batch_of_nystrom_members_are_restored():
+    """``_model_generators`` looks into a ``HeavyTailedBatch``: every member's generator once."""
+    from botorch_mtucb.acquisition.pending import _model_generators
+    from botorch_mtucb.features import NystromFeatures
+    from botorch_mtucb.models import AdaptiveTruncationGP, HeavyTailedBatch
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(12, 1, generator=g, dtype=DT)
+    y = torch.sin(6 * x)
+    gens = [torch.Generator().manual_seed(s) for s in (1, 2)]
+
+    def member(gen):
+        kern = RBFKernel().to(DT)
+        kern.lengthscale = torch.tensor(0.2, dtype=DT)
+        return AdaptiveTruncationGP(x, y, 1.0, 2.0, NystromFeatures(kern, q=20.0, generator=gen),
+                                    horizon=50, constants="authors")
+
+    batch = HeavyTailedBatch([member(gens[0]), member(gens[1]), member(gens[0])], torch.Size([3]))
+    found = _model_generators(batch)
+    assert len(found) == 2 and all(any(f is g for f in found) for g in gens)
