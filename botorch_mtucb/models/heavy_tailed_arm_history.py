@@ -54,7 +54,8 @@ def check_training_data(train_X: Tensor, train_Y: Tensor) -> tuple[Tensor, Tenso
     if train_X.dim() != 2:
         raise ValueError(
             f"`train_X` must be a t x d matrix (observations in round order), got shape "
-            f"{tuple(train_X.shape)}; batched models are not supported."
+            f"{tuple(train_X.shape)}; batched data (batch x t x d) goes through the model "
+            "constructor, which builds a HeavyTailedBatch."
         )
     if train_Y.dim() != 2 or train_Y.shape[-1] != 1 or train_Y.shape[0] != train_X.shape[0]:
         raise ValueError(
