@@ -20,9 +20,13 @@ round, the round's λ_t applied scale-free by ``ChebyshevScalarization.from_data
   the correlation is the task covariance the standardised model should find) or
   ``identity`` (fixed B = I: independent tasks sharing one Matérn lengthscale vector).
 
+* ``z`` (added after the first runs): the Chebyshev reference point — ``data`` (the
+  scale-free ``from_data`` above, the default) or ``hv``: the sampler's plain s_λ with z = the
+  problem's hypervolume reference point (what ``MT-UCB-paper`` uses).
+
 Design: ``--design ofat`` (default) changes one factor at a time around the reference
-configuration (β = 1, n0 = default, B learned): 4 widths, 2 other designs, 2 fixed B — 8
-configurations; ``--design full`` runs the factorial β × n0 × B (36).
+configuration (β = 1, n0 = default, B learned, z = data): 4 widths, 2 other designs, 2 fixed
+B, 1 other z — 9 configurations; ``--design full`` runs the factorial β × n0 × B × z (72).
 
 Common random numbers: trial k (seed s = 1000·seed + k) uses the same problem instance
 (``corr-rff`` draws one per trial), the same Sobol sequence (the smaller designs are its
@@ -82,7 +86,8 @@ OUT = ROOT / "mo_ablation"
 BETAS = ("0.5", "1", "2", "thm2")
 INITS = ("1", "d+1", "default")
 BS = ("learned", "true", "identity")
-REFERENCE = ("1", "default", "learned")
+ZS = ("data", "hv")
+REFERENCE = ("1", "default", "learned", "data")
 DT = torch.float64
 
 
@@ -164,17 +169,17 @@ def check_fixed_b_model() -> float:
     return diff
 
 
-def config_name(beta: str, init: str, B: str) -> str:
-    return f"beta={beta}_n0={init}_B={B}"
+def config_name(beta: str, init: str, B: str, z: str = "data") -> str:
+    return f"beta={beta}_n0={init}_B={B}" + ("" if z == "data" else f"_z={z}")
 
 
-def unit_path(problem: str, cfg: tuple[str, str, str], trial: int, out: Path = OUT) -> Path:
+def unit_path(problem: str, cfg: tuple[str, ...], trial: int, out: Path = OUT) -> Path:
     return out / problem / f"{config_name(*cfg)}__t{trial:02d}.json"
 
 
-def run_unit(args: tuple[str, tuple[str, str, str], int, int, int, str]) -> str:
+def run_unit(args: tuple[str, tuple[str, str, str, str], int, int, int, str]) -> str:
     """One (problem, configuration, trial); writes its JSON and returns the path."""
-    name, (beta_l, init_l, b_l), trial, rounds, seed, out = args
+    name, (beta_l, init_l, b_l, z_l), trial, rounds, seed, out = args
     torch.set_num_threads(1)
     s = 1000 * seed + trial
     problem = make_suite_problem(name, seed=s)
@@ -196,7 +201,8 @@ def run_unit(args: tuple[str, tuple[str, str, str], int, int, int, str]) -> str:
         return fixed_b_model(X, Y, bounds, B)
 
     def acq(model, scal):
-        scal = ChebyshevScalarization.from_data(scal.weights, data["Y"], scal.minimize)
+        if z_l == "data":  # else: the sampler's plain s_λ with z = the HV reference point
+            scal = ChebyshevScalarization.from_data(scal.weights, data["Y"], scal.minimize)
         return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
     start = time.perf_counter()
@@ -217,7 +223,8 @@ def run_unit(args: tuple[str, tuple[str, str, str], int, int, int, str]) -> str:
     m = suite_metrics(problem, X, W, wall, num_initial=n0, bayes_samples=64, seed=s + 4)
     betas = [r.beta for r in hist.rounds if r.beta is not None]
     rec = {
-        "problem": name, "beta": beta_l, "init": init_l, "B": b_l, "trial": trial, "seed": s,
+        "problem": name, "beta": beta_l, "init": init_l, "B": b_l, "z": z_l, "trial": trial,
+        "seed": s,
         "n0": n0, "rounds": T, "hv_pct": m["hv_pct"],
         "hv_pct_curve": [float(v) for v in m["hv_pct_curve"]],
         "time_average_regret": float(m["time_average_regret"][-1]),
@@ -226,7 +233,7 @@ def run_unit(args: tuple[str, tuple[str, str, str], int, int, int, str]) -> str:
         "beta_first_last": [betas[0], betas[-1]] if betas else None,
         "X": X.tolist(),
     }
-    path = unit_path(name, (beta_l, init_l, b_l), trial, Path(out))
+    path = unit_path(name, (beta_l, init_l, b_l, z_l), trial, Path(out))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(rec))
@@ -234,15 +241,16 @@ def run_unit(args: tuple[str, tuple[str, str, str], int, int, int, str]) -> str:
     return str(path)
 
 
-def configs(design: str) -> list[tuple[str, str, str]]:
+def configs(design: str) -> list[tuple[str, str, str, str]]:
     """``"ofat"``: one factor at a time around the reference (every β, every n0, every B with
     the other two at the reference: 8 configurations); ``"full"``: β × n0 × B (36)."""
     if design == "full":
-        return list(itertools.product(BETAS, INITS, BS))
-    b0, n0, B0 = REFERENCE
-    out = [(b, n0, B0) for b in BETAS]
-    out += [(b0, i, B0) for i in INITS if i != n0]
-    out += [(b0, n0, B) for B in BS if B != B0]
+        return list(itertools.product(BETAS, INITS, BS, ZS))
+    b0, n0, B0, z0 = REFERENCE
+    out = [(b, n0, B0, z0) for b in BETAS]
+    out += [(b0, i, B0, z0) for i in INITS if i != n0]
+    out += [(b0, n0, B, z0) for B in BS if B != B0]
+    out += [(b0, n0, B0, z) for z in ZS if z != z0]
     return out
 
 
@@ -279,15 +287,15 @@ def summarize(ns: argparse.Namespace) -> None:
     recs: dict[str, dict[tuple, dict[int, dict]]] = {}
     for f in sorted(ns.out.glob("*/*.json")):
         r = json.loads(f.read_text())
-        recs.setdefault(r["problem"], {}).setdefault((r["beta"], r["init"], r["B"]), {})[
-            r["trial"]] = r
+        cfg = (r["beta"], r["init"], r["B"], r.get("z", "data"))
+        recs.setdefault(r["problem"], {}).setdefault(cfg, {})[r["trial"]] = r
     summary: dict[str, dict] = {}
     lines = []
     for prob, by_cfg in recs.items():
         ref = by_cfg.get(REFERENCE, {})
         rows = {}
-        for cfg in sorted(by_cfg, key=lambda c: (BS.index(c[2]), BETAS.index(c[0]),
-                                                 INITS.index(c[1]))):
+        for cfg in sorted(by_cfg, key=lambda c: (ZS.index(c[3]), BS.index(c[2]),
+                                                 BETAS.index(c[0]), INITS.index(c[1]))):
             runs = by_cfg[cfg]
             trials = sorted(runs)
             row = {"trials": len(trials), "n0": runs[trials[0]]["n0"],
@@ -302,6 +310,7 @@ def summarize(ns: argparse.Namespace) -> None:
                     up, down = sum(x > 1e-12 for x in dv), sum(x < -1e-12 for x in dv)
                     row[f"paired_{key}"] = {"trials": len(common), "higher": up, "lower": down,
                                             "mean_std": _stats(dv), "sign_p": _sign_p(up, down)}
+            row["config"] = list(cfg)
             rows[config_name(*cfg)] = row
         summary[prob] = rows
         first = rows[next(iter(rows))]
@@ -310,8 +319,9 @@ def summarize(ns: argparse.Namespace) -> None:
                   "| β | n0 | B | trials | HV % | R_C(T)/T | Bayes regret | s / round | "
                   "HV vs ref: higher/lower, Δ (p) | R_C vs ref: lower/higher, Δ (p) |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
-        for cname, row in rows.items():
-            beta, init, B = (p.split("=")[1] for p in cname.split("_"))
+        for row in rows.values():
+            beta, init, B, z = row["config"]
+            B = B if z == "data" else f"{B}, z = {z}"
             pr, rr = row.get("paired_hv_pct"), row.get("paired_time_average_regret")
             pcell = "ref | ref" if pr is None else (
                 f"{pr['higher']}/{pr['lower']}, {pr['mean_std'][0]:+.1f} ± "
