@@ -15,6 +15,7 @@ on the arms with the law of drawing every training point independently (:meth:`_
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import torch
@@ -67,7 +68,13 @@ class _AdaptiveArmPath:
         Z, P = arm_ridge_rows(Fp, self._counts.to(Fp), self.lam)
         G = P @ W.transpose(-1, -2)  # A x m; row a: u_{·,τ} for every round τ at arm a
         if self.num_observations and Fp.shape[-1]:
-            r_hat = self._history.truncated_projection(G, self.truncation_level())
+            b = self.truncation_level()
+            if self.level == "projection" and math.isfinite(b):
+                from botorch_mtucb.models.heavy_tailed_defaults import projection_levels
+
+                u_max = (G.abs() * (self._counts > 0).to(G).unsqueeze(-1)).amax(0)
+                b = projection_levels(u_max, self.num_observations, self.alpha, self.v)
+            r_hat = self._history.truncated_projection(G, b)
             theta_r = Z @ (W.transpose(-1, -2) @ r_hat)
         else:
             r_hat, theta_r = G.new_zeros(G.shape[-1]), Fp.new_zeros(Fp.shape[-1])

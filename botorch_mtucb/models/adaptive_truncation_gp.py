@@ -37,7 +37,7 @@ from torch import Tensor
 from botorch_mtucb.features.nystrom import NystromFeatures
 from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
 from botorch_mtucb.linalg.precision import regularised_condition, working_dtype
-from botorch_mtucb.linalg.ridge import RIDGE_ERROR_FACTOR, truncated_ridge
+from botorch_mtucb.linalg.ridge import RIDGE_ERROR_FACTOR, spectral_ridge, truncated_ridge
 from botorch_mtucb.models._adaptive_truncation_arms import _AdaptiveArmPath
 from botorch_mtucb.models.heavy_tailed_arm_history import ArmRewardHistory
 from botorch_mtucb.models.heavy_tailed_base import (
@@ -49,6 +49,7 @@ from botorch_mtucb.models.heavy_tailed_batch import HeavyTailedBatch
 from botorch_mtucb.models.heavy_tailed_defaults import (
     data_driven_moments,
     default_kernel,
+    projection_levels,
 )
 from botorch_mtucb.models.heavy_tailed_schedules import _AdaptiveTruncationSchedules
 from botorch_mtucb.theory.heavy_tailed import (
@@ -75,8 +76,12 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
       outliers in fewer than half of its groups: ``robust_location_and_moment``); without
       ``features``, Nyström features on a kernel fitted the BoTorch way (``SingleTaskGP`` on
       the centred rewards truncated at TGP's ``b_t``; ``t ≥ 2``, inputs in the unit cube) and
-      ``λ`` its noise; ``beta()`` the practical width 1 (``b_t``, ``q``: theory constants).
-      ``loc`` and ``v`` are fixed at construction; predictions are in the rewards' units.
+      ``λ`` its noise; ``beta()`` the practical width 1 (``q``: theory constants); per-direction
+      truncation levels ``b_{t,i} = v^{1/(1+α)} t^{(1−α)/(2(1+α))} √t max_τ |u_{i,τ}|``
+      (``level="projection"``: the paper's level in the units of the terms ``u_{i,τ} y_τ``,
+      :func:`~botorch_mtucb.models.heavy_tailed_defaults.projection_levels`; measured in
+      ``benchmarks/README.md``). ``loc`` and ``v`` are fixed at construction; predictions are
+      in the rewards' units.
 
     Example:
         >>> qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=32, dim=1)
@@ -104,6 +109,7 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         dictionary_variances: Tensor | None = None,
         centre: bool | None = None,
         generator: torch.Generator | None = None,
+        level: str | None = None,
     ) -> None:
         """
         Args:
@@ -131,6 +137,9 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
                 initial draw; default the prior variance ``k(x_i, x_i)``.
             centre: Subtract the median reward first (default: only in the data-driven mode).
             generator: Generator of the default Nyström features' draws (data-driven mode).
+            level: ``"paper"`` (declared default: one level ``b_t`` of Lemma 1 / Theorem 4) or
+                ``"projection"`` (data-driven default: per-direction levels,
+                :meth:`direction_levels`).
         """
         super().__init__()
         X, y = check_training_data(train_X, train_Y)
@@ -145,6 +154,10 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         constants = ("practical" if driven else "theory") if constants is None else constants
         self.constants = constants if constants == "practical" else check_constants(constants)
         self.truncate = bool(truncate)
+        level = ("projection" if driven else "paper") if level is None else level
+        if level not in ("paper", "projection"):
+            raise ValueError(f"`level` must be 'paper' or 'projection', got {level!r}.")
+        self.level = level
         if features is None:
             b = tgp_truncation_level(y.shape[0], self.alpha, self.v) if truncate else math.inf
             kernel, fitted = default_kernel(X, torch.where(y.abs() <= b, y, 0.0))
@@ -249,7 +262,15 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         Phi = cfeat(self.train_X.to(cdt))  # t x m
         y = self._y_buf.view(self._t).to(cdt)
         b = self.truncation_level() if self._t else float("inf")
-        self._theta, self._B = truncated_ridge(Phi, y, self.lam, b)  # B Bᵀ = V⁻¹
+        if self.level == "projection" and self._t and math.isfinite(b):
+            W, e, U = spectral_ridge(Phi, self.lam)  # U = V^{-1/2}Φᵀ, m x t (truncated_ridge's)
+            b = projection_levels(U.abs().amax(-1), self._t, self.alpha, self.v)
+            Z = U * y.to(U)  # u_{i,τ} y_τ
+            r_hat = (Z * (Z.abs() <= b.unsqueeze(-1))).sum(-1)
+            self._theta = W @ (e.rsqrt() * (W.transpose(-1, -2) @ r_hat))
+            self._B = W * e.rsqrt()
+        else:
+            self._theta, self._B = truncated_ridge(Phi, y, self.lam, b)  # B Bᵀ = V⁻¹
 
     # ------------------------------------------------------------------ BoTorch API
     def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:

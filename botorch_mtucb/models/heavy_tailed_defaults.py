@@ -20,6 +20,7 @@ __all__ = [
     "data_driven_moments",
     "default_kernel",
     "fit_kernel_on_targets",
+    "projection_levels",
     "robust_location_and_moment",
 ]
 
@@ -158,3 +159,32 @@ def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:
     for p in kernel.parameters():
         p.requires_grad_(False)
     return kernel, float(gp.likelihood.noise.squeeze().detach() * s2)
+
+
+def projection_levels(u_max: Tensor, t: int, alpha: float, v: float) -> Tensor:
+    """Data-driven per-direction truncation levels of ATA-GP-UCB (issue 16).
+
+    ``b_{t,i} = v^{1/(1+α)} t^{(1−α)/(2(1+α))} · √t · max_τ |u_{i,τ}|``: paper 001's level
+    (Lemma 1 / Theorem 4, ``b_t = (v/L)^{1/(1+α)} t^{(1−α)/(2(1+α))}``, its schedule in ``t``
+    kept) in the units of the terms ``u_{i,τ} y_τ``. Lemma 1 bounds
+    ``Σ_τ E|u_{i,τ} y_τ|^{1+α}`` by ``v t^{(1−α)/2}`` from ``Σ_τ u²_{i,τ} ≤ 1``, i.e. the
+    weights of a direction spread over the ``t`` rounds (``|u_{i,τ}| ≈ t^{−1/2}``); with a
+    fitted kernel and a small ``λ`` a Nyström direction rests on one or a few rounds
+    (``max_τ |u_{i,τ}| ≈ 1``) and the paper's level, in reward units, would zero nearly every
+    term. The factor ``√t max_τ |u_{i,τ}|`` (1 for evenly spread weights) rescales the level
+    to the direction's largest weight, so a term is kept iff its reward is within
+    ``v^{1/(1+α)} t^{(1−α)/(2(1+α))} √t`` of the centre, up to its weight's share. The union-bound
+    factor ``L`` is dropped (as the practical width drops the theory's β). Assumes ``v``
+    estimates ``E|y − loc|^{1+α}`` of one reward (:func:`robust_location_and_moment`).
+
+    Args:
+        u_max: ``m`` largest weights ``max_τ |u_{i,τ}|`` per direction.
+        t: Number of observations ``t ≥ 1``.
+        alpha: Moment order ``α ∈ (0, 1]``.
+        v: Moment estimate ``v > 0``.
+
+    Returns:
+        ``m`` levels ``b_{t,i}`` (dtype and device of ``u_max``).
+    """
+    scale = v ** (1.0 / (1.0 + alpha)) * float(t) ** ((1.0 - alpha) / (2.0 * (1.0 + alpha)) + 0.5)
+    return scale * u_max

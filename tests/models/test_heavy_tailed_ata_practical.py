@@ -13,6 +13,7 @@ from botorch_mtucb.models import AdaptiveTruncationGP
 from botorch_mtucb.models.heavy_tailed_defaults import (
     PRACTICAL_WIDTH,
     fit_kernel_on_targets,
+    projection_levels,
     robust_location_and_moment,
 )
 
@@ -51,7 +52,7 @@ def test_data_driven_estimates_fit_and_equal_the_declared_model_on_centred_data(
                                kern.base_kernel.lengthscale, atol=1e-8, rtol=0)
     # Same dictionary, declared (α, v, λ) on the centred data: the same posterior + loc.
     declared = AdaptiveTruncationGP(X, Y - loc, 1.0, m.v, m.features, m.lam,
-                                    sample_dictionary=False)
+                                    sample_dictionary=False, level="projection")
     assert declared.constants == "theory" and declared.location == 0.0
     Xt = torch.rand(7, 1, 2, dtype=DT, generator=_gen(3))
     with torch.no_grad():
@@ -110,3 +111,76 @@ def test_declared_mode_is_unchanged_and_errors_are_clear() -> None:
         AdaptiveTruncationGP(X + 2.0, Y)
     tiny = AdaptiveTruncationGP(X[:1], Y[:1], generator=_gen())  # too little data to fit
     assert isinstance(tiny.features, NystromFeatures) and tiny.lam == 1.0
+
+
+def _hand_mean(X, y, features, lam, levels_fn, Xt):
+    """Algorithm 2 by hand: V = ΦᵀΦ + λI, U = V^{-1/2}Φᵀ (eigh), r̂, θ = V^{-1/2} r̂."""
+    Phi = features(X)
+    e, W = torch.linalg.eigh(Phi.T @ Phi + lam * torch.eye(Phi.shape[1], dtype=DT))
+    Vmh = W @ torch.diag(e.rsqrt()) @ W.T
+    U = Vmh @ Phi.T
+    b = levels_fn(U)
+    Z = U * y
+    r_hat = torch.where(Z.abs() <= b, Z, 0.0).sum(-1)
+    return features(Xt) @ (Vmh @ r_hat)
+
+
+def test_projection_levels_match_a_hand_computation() -> None:
+    u = torch.tensor([1.0, 0.5, 0.0], dtype=DT)
+    # α = 1: b_i = √v · √t · u_i; α = 1/2: v^{2/3} t^{1/6 + 1/2} u_i.
+    torch.testing.assert_close(projection_levels(u, 16, 1.0, 4.0),
+                               torch.tensor([8.0, 4.0, 0.0], dtype=DT), atol=1e-12, rtol=0)
+    expected = 8.0 ** (2.0 / 3.0) * 64.0 ** (1.0 / 6.0 + 0.5) * u
+    torch.testing.assert_close(projection_levels(u, 64, 0.5, 8.0), expected, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("arms", [False, True])
+def test_data_driven_levels_per_direction_match_algorithm_2_by_hand(arms: bool) -> None:
+    g = _gen(4)
+    P = torch.rand(14, 2, dtype=DT, generator=g)
+    idx = torch.randint(0, 9, (25,), generator=g)  # arms 9-13 never pulled
+    X = P[idx]
+    Y = torch.sin(3 * X[:, :1]) + 0.2 * torch.randn(25, 1, dtype=DT, generator=g)
+    Y[[2, 11]] += torch.tensor([[60.0], [-40.0]], dtype=DT)  # gross outliers
+    m = AdaptiveTruncationGP(X, Y, generator=_gen(1), arms=P if arms else None)
+    assert m.level == "projection"
+    y = Y.squeeze(-1) - m.location
+    t = X.shape[0]
+
+    def levels(U):  # per direction: √v̂ · √t · max_τ |u_{i,τ}|  (α = 1)
+        return (m.v**0.5 * t**0.5 * U.abs().amax(-1)).unsqueeze(-1)
+
+    Xt = torch.rand(6, 2, dtype=DT, generator=_gen(5))
+    ref = _hand_mean(X, y, m.features, m.lam, levels, Xt) + m.location
+    with torch.no_grad():
+        mean = m.posterior(Xt.unsqueeze(-2)).mean.reshape(-1) if not arms else None
+    if arms:  # the arm path predicts on arms only
+        ref = _hand_mean(X, y, m.features, m.lam, levels, P) + m.location
+        with torch.no_grad():
+            mean = m.posterior(P.unsqueeze(-2)).mean.reshape(-1)
+    torch.testing.assert_close(mean, ref, atol=1e-8, rtol=0)
+    # The paper's single level b_t (level="paper") zeroes more terms and gives another fit.
+    paper = AdaptiveTruncationGP(X, Y, features=m.features, lam=m.lam, sample_dictionary=False,
+                                 level="paper", arms=P if arms else None)
+    b = paper.truncation_level()
+    ref_paper = _hand_mean(X, y, m.features, m.lam, lambda U: b,
+                           P if arms else Xt) + m.location
+    with torch.no_grad():
+        mp = paper.posterior((P if arms else Xt).unsqueeze(-2)).mean.reshape(-1)
+    torch.testing.assert_close(mp, ref_paper, atol=1e-8, rtol=0)
+    assert float((mp - mean).abs().max()) > 1e-3
+
+
+def test_declared_calls_keep_the_papers_single_level() -> None:
+    X, Y = _data(15, 3)
+    qff = QuadratureFourierFeatures(0.2, 6, 2)
+    m = AdaptiveTruncationGP(X, Y, 1.0, 2.0, qff)
+    assert m.level == "paper"
+    b = m.truncation_level()
+    Xt = torch.rand(5, 2, dtype=DT, generator=_gen(6))
+    ref = _hand_mean(X, Y.squeeze(-1), qff, 1.0, lambda U: b, Xt)
+    with torch.no_grad():
+        torch.testing.assert_close(m.posterior(Xt.unsqueeze(-2)).mean.reshape(-1), ref,
+                                   atol=1e-8, rtol=0)
+    with pytest.raises(ValueError, match="`level` must be 'paper' or 'projection'"):
+        AdaptiveTruncationGP(X, Y, 1.0, 2.0, qff, level="direction")
