@@ -193,7 +193,7 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         with torch.no_grad():
             self._build()
 
-    _STATE = (*HeavyTailedModel._STATE, "horizon", "kind", "_loc")
+    _STATE = (*HeavyTailedModel._STATE, "horizon", "kind", "_loc", "level")
 
     def _arm_kernel(self):
         return self.features.base_kernel if self.kind == "nystrom" else None

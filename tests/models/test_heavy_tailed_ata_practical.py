@@ -184,3 +184,19 @@ def test_declared_calls_keep_the_papers_single_level() -> None:
                                    atol=1e-8, rtol=0)
     with pytest.raises(ValueError, match="`level` must be 'paper' or 'projection'"):
         AdaptiveTruncationGP(X, Y, 1.0, 2.0, qff, level="direction")
+
+
+def test_level_travels_with_the_state_dict_and_conditioning() -> None:
+    X, Y = _data(20, 4)
+    m = AdaptiveTruncationGP(X, Y, generator=_gen())
+    other = AdaptiveTruncationGP(X, Y - m.location, 1.0, m.v, m.features, m.lam,
+                                 sample_dictionary=False)
+    assert other.level == "paper"
+    other.load_state_dict(m.state_dict())
+    Xt = torch.rand(4, 1, 2, dtype=DT, generator=_gen(7))
+    with torch.no_grad():
+        assert other.level == "projection"
+        torch.testing.assert_close(other.posterior(Xt).mean, m.posterior(Xt).mean,
+                                   atol=1e-10, rtol=0)
+        new = m.condition_on_observations(X[:1], Y[:1], resample_dictionary=False)
+        assert new.level == "projection"
