@@ -20,7 +20,8 @@ the next point with ``optimize_acqf``:
                              (winsorised) instead of zeroed: a monotone map, so the best rewards
                              stay the best (``practical_truncated_gp(..., clip=True)``).
 ``ATA-GP-UCB-practical``     ``AdaptiveTruncationGP(X, Y)`` data-driven (median centring,
-                             median-of-means v, Nyström features on a BoTorch-fitted kernel;
+                             median-of-means v, Nyström features on a BoTorch-fitted kernel,
+                             per-direction projection levels (``projection_levels``);
                              dictionary generator seeded with t) + ``HeavyTailedUCB(beta=w)``.
 ``GP-UCB-practical``         :func:`practical_truncated_gp` without truncation, same width ``w``.
 ``TGP-UCB-paper``            paper 001 as published: TruncatedGP on raw (uncentred) rewards, SE
