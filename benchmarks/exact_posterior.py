@@ -33,6 +33,7 @@ from botorch.models import KroneckerMultiTaskGP
 from gpytorch.kernels import RBFKernel
 from tqdm import tqdm
 
+from botorch_mtucb.benchmarks.measure import best_time
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP
 
@@ -40,15 +41,6 @@ DT = torch.float64
 ETA = 0.1
 # N1 at which KroneckerMultiTaskGP is timed (and 2·N1), per (n, t)
 KRON_N1 = {(2, 100): 500, (20, 100): 500, (20, 1000): 2}
-
-
-def best_time(fn, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def make_problem(n: int, t: int, N: int, d: int, seed: int):

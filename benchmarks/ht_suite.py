@@ -22,6 +22,8 @@ import statistics
 from multiprocessing import get_context
 from pathlib import Path
 
+from botorch_mtucb.benchmarks.measure import sign_test_p as _sign_test_p
+
 OUT = Path(__file__).resolve().parent / "results" / "ht_suite"
 
 
@@ -94,16 +96,6 @@ def _stats(values: list[float]) -> dict:
     mean = statistics.fmean(values)
     se = statistics.stdev(values) / math.sqrt(n) if n > 1 else float("nan")
     return {"n": n, "mean": mean, "se": se, "median": statistics.median(values)}
-
-
-def _sign_test_p(wins: int, losses: int) -> float:
-    """Two-sided exact sign test p-value (ties dropped)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
 
 
 def summarize(ns: argparse.Namespace) -> None:

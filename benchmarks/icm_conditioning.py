@@ -18,26 +18,17 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import time
 from pathlib import Path
 
 import torch
 from gpytorch.kernels import RBFKernel
 
+from botorch_mtucb.benchmarks.measure import best_time
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP
 
 DT = torch.float64
 OUT = Path(__file__).parent / "results" / "icm_conditioning.json"
-
-
-def _best(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def measure(t: int, n: int, repeats: int) -> dict:
@@ -60,9 +51,9 @@ def measure(t: int, n: int, repeats: int) -> dict:
             ExactMultiTaskGP(X, Y, covar_module=kernel).task_posterior(Xs[:1])
 
         K = k(X).to_dense()
-        t_cond = _best(condition, repeats)
-        t_eigh = _best(lambda: torch.linalg.eigh(K), repeats)
-        t_scratch = _best(scratch, repeats)
+        t_cond = best_time(condition, repeats)
+        t_eigh = best_time(lambda: torch.linalg.eigh(K), repeats)
+        t_scratch = best_time(scratch, repeats)
         cond = model.condition_on_observations(X[t:], Y[t:])
         ref = ExactMultiTaskGP(X, Y, covar_module=kernel)
         (m1, b1), (m2, b2) = cond.task_posterior(Xs), ref.task_posterior(Xs)

@@ -33,20 +33,12 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import KroneckerMultiTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
+from botorch_mtucb.benchmarks.measure import best_time
 from botorch_mtucb.linalg import use_icm_likelihood
 from botorch_mtucb.models import ExactMultiTaskGP
 
 DT = torch.float64
 LOG_2PI = math.log(2 * math.pi)
-
-
-def best_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def make_data(n: int, t: int, d: int = 2, seed: int = 0):

@@ -75,6 +75,7 @@ from botorch_mtucb.acquisition import (
 )
 from botorch_mtucb.acquisition.beta import model_noise
 from botorch_mtucb.benchmarks.algorithms import practical_multitask_gp
+from botorch_mtucb.benchmarks.measure import sign_test_p
 from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem, suite_metrics
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
@@ -277,12 +278,6 @@ def _stats(v: list[float]) -> tuple[float, float]:
     return float(t.mean()), float(t.std()) if len(v) > 1 else 0.0
 
 
-def _sign_p(wins: int, losses: int) -> float:
-    """Two-sided exact sign test of paired differences (ties dropped)."""
-    n, k = wins + losses, min(wins, losses)
-    return 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
-
-
 def summarize(ns: argparse.Namespace) -> None:
     recs: dict[str, dict[tuple, dict[int, dict]]] = {}
     for f in sorted(ns.out.glob("*/*.json")):
@@ -309,7 +304,7 @@ def summarize(ns: argparse.Namespace) -> None:
                     dv = [runs[k][key] - ref[k][key] for k in common]
                     up, down = sum(x > 1e-12 for x in dv), sum(x < -1e-12 for x in dv)
                     row[f"paired_{key}"] = {"trials": len(common), "higher": up, "lower": down,
-                                            "mean_std": _stats(dv), "sign_p": _sign_p(up, down)}
+                                            "mean_std": _stats(dv), "sign_p": sign_test_p(up, down)}
             row["config"] = list(cfg)
             rows[config_name(*cfg)] = row
         summary[prob] = rows

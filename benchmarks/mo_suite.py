@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from botorch_mtucb.benchmarks.measure import sign_test_p
 from botorch_mtucb.benchmarks.mo_suite_problems import (
     hypervolume_percent_curve,
     make_suite_problem,
@@ -61,16 +62,6 @@ def run(ns: argparse.Namespace) -> None:
 def _stats(v: list[float]) -> tuple[float, float]:
     t = torch.tensor(v, dtype=DT)
     return (float(t.mean()), float(t.std()) if len(v) > 1 else 0.0) if v else (math.nan, 0.0)
-
-
-def sign_test_p(wins: int, losses: int) -> float:
-    """Two-sided exact sign test (ties dropped)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
 
 
 def load_problem_runs(folder: Path) -> dict[str, dict[int, dict]]:

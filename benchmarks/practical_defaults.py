@@ -30,7 +30,6 @@ import argparse
 import logging
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from statistics import mean
 
@@ -44,6 +43,7 @@ from botorch_mtucb.acquisition import ChebyshevScalarization, ScalarizedMultiTas
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.pending import condition_model
 from botorch_mtucb.benchmarks.fileio import write_json
+from botorch_mtucb.benchmarks.measure import best_time
 from botorch_mtucb.models import practical_multitask_gp
 from botorch_mtucb.utils import sobol_initial_design
 
@@ -58,15 +58,6 @@ def _hv_percent(problem, Y: torch.Tensor) -> float:
     return 100.0 * hv / problem.max_hv
 
 
-def _best_of(fn: Callable[[], object], repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def _costs_at(problem, N: int) -> dict[str, float]:
     X = sobol_initial_design(problem.bounds, N + 1, seed=0)
     Y = problem(X)
@@ -74,9 +65,9 @@ def _costs_at(problem, N: int) -> dict[str, float]:
     opt = BoxOptimizer(problem.bounds, num_restarts=4, raw_samples=128, seed=0)
     s = ChebyshevScalarization.from_data(torch.tensor([0.3, 0.7]).to(Y), Y[:N])
     return dict(
-        refit=_best_of(lambda: practical_multitask_gp(X[:N], Y[:N], problem.bounds)),
-        condition=_best_of(lambda: condition_model(model, X[N:], Y[N:]).posterior(X[:1])),
-        acq_opt=_best_of(lambda: opt(ScalarizedMultiTaskUCB(model, s))),
+        refit=best_time(lambda: practical_multitask_gp(X[:N], Y[:N], problem.bounds)),
+        condition=best_time(lambda: condition_model(model, X[N:], Y[N:]).posterior(X[:1])),
+        acq_opt=best_time(lambda: opt(ScalarizedMultiTaskUCB(model, s))),
     )
 
 
