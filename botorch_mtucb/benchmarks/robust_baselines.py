@@ -19,6 +19,9 @@ the next point with ``optimize_acqf``:
 ``TGP-UCB-practical-clip``   the same with rewards beyond the level *clipped* to ``loc ± b_t``
                              (winsorised) instead of zeroed: a monotone map, so the best rewards
                              stay the best (``practical_truncated_gp(..., clip=True)``).
+``TGP-LogEI-clip``           the winsorised model of ``-clip`` + ``LogExpectedImprovement``
+                             (``best_f`` as for ``STGP-LogEI``): the acquisition of RRP-LogEI on
+                             our robust model, to compare like with like.
 ``ATA-GP-UCB-practical``     ``AdaptiveTruncationGP(X, Y)`` data-driven (median centring,
                              median-of-means v, Nyström features on a BoTorch-fitted kernel,
                              per-direction projection levels (``projection_levels``);
@@ -246,6 +249,11 @@ def _practical(
     return build
 
 
+def _practical_logei(problem, X, Y, width, honest):
+    model, _ = practical_truncated_gp(X, Y, clip=True)
+    return model, LogExpectedImprovement(model, best_f=_best_mean(model, X))
+
+
 def _ata_practical(problem, X, Y, width, honest):
     from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
 
@@ -270,6 +278,7 @@ METHODS: dict[str, tuple[Builder, bool]] = {
     "TGP-UCB-practical-v": (_practical(True, True), True),
     "TGP-UCB-uncentred": (_practical(True, False, centre=False), False),
     "TGP-UCB-practical-clip": (_practical(True, False, clip=True), False),
+    "TGP-LogEI-clip": (_practical_logei, False),
     "GP-UCB-practical": (_practical(False, False), False),
     "ATA-GP-UCB-practical": (_ata_practical, False),
     "TGP-UCB-paper": (_paper, True),
@@ -295,7 +304,8 @@ def run_suite_trial(
 
     Returns:
         JSON-ready dict: ``regret`` (per evaluation), ``cumulative_regret``,
-        ``observations`` (the rewards ``y_s``), ``simple_regret`` (of the recommendation after
+        ``observations`` (the rewards ``y_s``), ``inputs`` (the ``x_s``, unit cube, as nested
+        lists), ``simple_regret`` (of the recommendation after
         each BO round), ``seconds`` (fit + acquisition per round), settings.
     """
     if method not in METHODS:
@@ -328,7 +338,7 @@ def run_suite_trial(
         "problem": problem.name, "method": method, "seed": seed, "n_init": n_init,
         "iterations": iterations, "width": width, "honest": honest,
         "regret": regret.tolist(), "cumulative_regret": regret.cumsum(0).tolist(),
-        "observations": Y.squeeze(-1).tolist(),
+        "observations": Y.squeeze(-1).tolist(), "inputs": X.tolist(),
         "simple_regret": simple, "seconds": seconds,
     }
 

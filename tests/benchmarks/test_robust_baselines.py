@@ -166,6 +166,9 @@ def test_run_suite_trial_common_random_numbers():
     X0 = sobol_unit_design(5, 2, seed=3)
     assert a["regret"][:5] == pytest.approx(p.regret(X0).tolist())
     assert a["cumulative_regret"][-1] == pytest.approx(sum(a["regret"]))
+    Xr = torch.tensor(a["inputs"], dtype=DT)  # the evaluated inputs, in round order
+    assert Xr.shape == (7, 2) and torch.equal(Xr[:5], X0)
+    assert a["regret"] == pytest.approx(p.regret(Xr).tolist(), abs=1e-12)
     assert all(r >= -1e-9 for r in a["simple_regret"])
     # The replay from the regrets and the seed reproduces the stored rewards.
     y = torch.tensor(a["observations"], dtype=DT)
