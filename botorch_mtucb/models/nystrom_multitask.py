@@ -17,6 +17,7 @@ from torch import Tensor
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.precision import working_dtype
 from botorch_mtucb.models.multitask_base import MultiTaskGPBase
+from botorch_mtucb.models.nystrom_multitask_batch import NystromMultiTaskBatch
 from botorch_mtucb.models.nystrom_solver import ICMNystromSolver, NystromSolver
 
 __all__ = ["NystromMultiTaskGP", "theorem3_q"]
@@ -97,12 +98,29 @@ class NystromMultiTaskGP(MultiTaskGPBase):
     conditioned, then kept: changing hyperparameters (e.g. fitting) rebuilds the solver on the
     same dictionary; call :meth:`resample_dictionary` to redraw it.
 
+    **Batched training data** (``train_X`` ``batch x N x d``, ``train_Y`` ``batch x N x n``):
+    the constructor returns a
+    :class:`~botorch_mtucb.models.nystrom_multitask_batch.NystromMultiTaskBatch` of ``batch``
+    members, member ``i`` the model of ``(train_X[i], train_Y[i])`` with its own dictionary,
+    drawn from one shared generator in row-major member order (batch shape ``batch``, but
+    ``isinstance(model, NystromMultiTaskGP)`` is ``False``).
+
     Example:
         >>> model = NystromMultiTaskGP(train_X, train_Y, epsilon=0.5, horizon=1000,
         ...                            generator=torch.Generator().manual_seed(0))
         >>> model.dictionary_size, model.dictionary_indices[:5]
         >>> model = model.condition_on_observations(x_new, y_new)   # next round
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Batched ``train_X`` / ``train_Y`` (either with more than 2 dimensions): a
+        :class:`NystromMultiTaskBatch` of per-slice members
+        (:meth:`NystromMultiTaskBatch.from_batched_data`); otherwise a plain instance."""
+        X = args[0] if args else kwargs.get("train_X")
+        Y = args[1] if len(args) > 1 else kwargs.get("train_Y")
+        if any(isinstance(T, Tensor) and T.dim() > 2 for T in (X, Y)):
+            return NystromMultiTaskBatch.from_batched_data(cls, args, kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -124,8 +142,9 @@ class NystromMultiTaskGP(MultiTaskGPBase):
     ) -> None:
         """
         Args:
-            train_X: ``t x d`` training inputs.
-            train_Y: ``t x n`` training observations.
+            train_X: ``t x d`` training inputs (``batch x t x d``: a batch of models, see
+                the class docstring).
+            train_Y: ``t x n`` training observations (``batch x t x n``).
             covar_module: Multi-task kernel (default: ICM over an RBF kernel, as
                 :class:`ExactMultiTaskGP`).
             noise: Regulariser / Gaussian noise variance η > 0.
@@ -288,11 +307,11 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         return self.transform_inputs(X) if self.training else X
 
     def _validate_batch(self, train_X: Tensor) -> None:
-        if train_X.dim() > 2:
-            raise NotImplementedError(
-                "NystromMultiTaskGP needs `train_X: N x d` (its dictionary is drawn from one "
-                f"stream of points), got batched {tuple(train_X.shape)}; fantasies and batched "
-                "`condition_on_observations` are supported."
+        if train_X.dim() > 2:  # only reachable by calling __init__ on an existing instance
+            raise ValueError(
+                "NystromMultiTaskGP.__init__ needs `train_X: N x d` (one dictionary); build "
+                f"batched data {tuple(train_X.shape)} with NystromMultiTaskGP(train_X, "
+                "train_Y, ...), which returns a NystromMultiTaskBatch."
             )
 
     def _working_dtype(self, X: Tensor) -> torch.dtype:

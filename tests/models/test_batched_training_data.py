@@ -9,7 +9,7 @@ from gpytorch.kernels import RBFKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_mtucb.kernels import ICMKernel, SumOfSeparableKernel
-from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP
+from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskBatch, NystromMultiTaskGP
 
 DT = torch.float64
 
@@ -66,7 +66,7 @@ def test_batched_model_equals_separate_models(kind):
 
 def test_batched_training_data_refusals():
     X, Y = torch.rand(2, 5, 2, dtype=DT), torch.randn(2, 5, 2, dtype=DT)
-    with pytest.raises(NotImplementedError, match="N x d"):
-        NystromMultiTaskGP(X, Y)
+    # NystromMultiTaskGP takes batched data now (tests/models/test_nystrom_multitask_batch.py)
+    assert isinstance(NystromMultiTaskGP(X, Y, generator=0), NystromMultiTaskBatch)
     with pytest.raises(Exception, match="batch shape"):
         ExactMultiTaskGP(X, Y[0].expand(3, 5, 2))
