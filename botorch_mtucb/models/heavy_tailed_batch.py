@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any
 
 import torch
@@ -261,10 +262,61 @@ class HeavyTailedBatch(Model, FantasizeMixin):
                 f"{tuple(bs)} (expected batch' x {' x '.join(map(str, bs))} x q x d)."
             ) from None
         Xe = X.expand(*shape, q, d).reshape(-1, bs.numel(), q, d)
-        outs = [m._moments_out(Xe[:, i], full) for i, m in enumerate(self.members)]
-        mean = torch.stack([o[0] for o in outs], 1).reshape(*shape, q)
-        var = torch.stack([o[1] for o in outs], 1)
+        G = self._sibling_groups()
+        if G:  # fantasies of G inputs: one kernel call and one solve per input
+            m = len(self.members) // G
+            Xg = Xe.reshape(Xe.shape[0], m, G, q, d)
+            outs = [self._group_moments(Xg[:, :, i], i, G, full) for i in range(G)]
+            mean = torch.stack([o[0] for o in outs], 2).reshape(*shape, q)
+            var = torch.stack([o[1] for o in outs], 2)
+        else:
+            outs = [m._moments_out(Xe[:, i], full) for i, m in enumerate(self.members)]
+            mean = torch.stack([o[0] for o in outs], 1).reshape(*shape, q)
+            var = torch.stack([o[1] for o in outs], 1)
         return mean, var.reshape(*shape, q, q) if full else var.reshape(*shape, q)
+
+    def _apply(self, fn, *args: Any, **kwargs: Any):
+        """``.to`` and friends. Fantasy siblings share every sub-module with the first ``G``
+        members, so a conversion that changes neither dtype nor device (BoTorch's
+        ``acqf.to(X)`` on every evaluation) is applied to those ``G`` only (the same tensors);
+        any other conversion goes to every member (which then rebuild their own factors)."""
+        G = self._sibling_groups()
+        if G:
+            probe = self.members[0]._y_buf.data[:1]
+            moved = fn(probe)
+            if moved.dtype == probe.dtype and moved.device == probe.device:
+                for member in list(self.members)[:G]:
+                    member._apply(fn, *args, **kwargs)
+                return self
+        return super()._apply(fn, *args, **kwargs)
+
+    def _sibling_groups(self) -> int:
+        """``G`` when member ``j`` shares its inputs, kernel, centre and Cholesky factor with
+        member ``j % G`` (the fantasies :meth:`condition_on_observations` built for ``G``
+        inputs, checked by identity every call, so a reloaded or moved batch falls back to the
+        member loop); else 0."""
+        G = self.__dict__.get("_sibling_period", 0)
+        if not G:
+            return 0
+        ms = self.members
+        for j in range(G, len(ms)):
+            a, b = ms[j], ms[j % G]
+            if not (a._L is b._L and a._X_buf is b._X_buf and a._t == b._t
+                    and a.covar_module is b.covar_module and a._loc == b._loc):
+                return 0
+        return G
+
+    def _group_moments(self, X: Tensor, i: int, G: int, full: bool) -> tuple[Tensor, Tensor]:
+        """Moments of the siblings ``i, i + G, …`` at ``batch' x m x q x d`` (sibling ``f``
+        at ``X[:, f]``) with the factor of member ``i`` and the stacked weights."""
+        base = self.members[i]
+        alphas = torch.stack([m._alpha_vec for m in list(self.members)[i::G]])
+        mean, var = base._centred_moments(base._check_test_inputs(X), full, alphas)
+        if base._loc != 0.0:
+            mean = mean + base._loc
+        if base._cdtype != base._dtype:
+            return mean.to(base._dtype), var.to(base._dtype)
+        return mean, var
 
     def posterior(self, X: Tensor, output_indices: list[int] | None = None,
                   observation_noise: bool | Tensor = False, posterior_transform=None,
@@ -314,6 +366,23 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         kwargs.pop("noise", None)
         if kwargs.get("resample_dictionary") is None:  # fantasies: Nyström members keep theirs
             kwargs["resample_dictionary"] = None if torch.Size(shape) == bs else False
+        # Leading batch dimensions over which X is constant (fantasies: m reward vectors for
+        # the same inputs): members f * G + g, f < m, share the conditioning of input g.
+        x_batch = (1,) * (len(shape) - X.dim() + 2) + tuple(X.shape[:-2])
+        k = 0
+        while k < len(shape) - len(bs) and x_batch[k] == 1:
+            k += 1
+        m = math.prod(shape[:k])
+        if m > 1 and all(hasattr(p, "_fantasy_siblings") for p in self.members):
+            G = Xe.shape[0] // m
+            Xg, Yg = Xe.reshape(m, G, q, -1), Ye.reshape(m, G, q, 1)
+            groups = [self.members[g % M]._fantasy_siblings(Xg[0, g], Yg[:, g], kwargs)
+                      for g in range(G)]
+            if all(s is not None for s in groups):
+                new = HeavyTailedBatch([s[f] for f in range(m) for s in groups],
+                                       torch.Size(shape))
+                new._sibling_period = G
+                return new
         members = [self.members[j % M].condition_on_observations(Xe[j], Ye[j], **kwargs)
                    for j in range(Xe.shape[0])]
         return HeavyTailedBatch(members, torch.Size(shape))

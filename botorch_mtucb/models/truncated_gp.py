@@ -47,6 +47,7 @@ from botorch_mtucb.linalg.arm_space import arm_space_factor
 from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.linalg.precision import PRECISION_BUDGET, regularised_condition, working_dtype
 from botorch_mtucb.models._truncated_arms import _TruncatedArmPath
+from botorch_mtucb.models.heavy_tailed_arm_history import RowBuffer, shallow_copy_model
 from botorch_mtucb.models.heavy_tailed_base import (
     ArmSet,
     HeavyTailedModel,
@@ -67,6 +68,7 @@ from botorch_mtucb.theory.heavy_tailed import (
     tgp_truncation_level,
     tgp_truncation_levels,
 )
+from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["TruncatedGP"]
 
@@ -274,7 +276,7 @@ class TruncatedGP(_TruncatedArmPath, HeavyTailedModel):
     def _targets(self, y: Tensor) -> Tensor:
         """``ŷ_s = y_s 1{|y_s| ≤ b_s}`` (per-round) or ``y_s 1{|y_s| ≤ b_t}`` (current) for
         the ``t`` rewards of rounds ``1, …, t``; ``clip``: ``max(−b, min(y_s, b))``."""
-        t = y.shape[0]
+        t = y.shape[-1]  # y: t, or ... x t (rows of fantasy rewards, the same rounds)
         if not self.truncate or t == 0:
             return y.clone()
         if self.level == "current" or t == 1:
@@ -306,15 +308,24 @@ class TruncatedGP(_TruncatedArmPath, HeavyTailedModel):
         self._log_det = 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
 
     # ------------------------------------------------------------------ BoTorch API
-    def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
-        """``μ̂_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``."""
+    def _centred_moments(
+        self, X: Tensor, full: bool, alphas: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """``μ̂_t`` and the covariance (``full``) or variance of ``σ_t`` at ``... x q x d``.
+
+        ``alphas`` (dense path, ``m x t``): the weights ``(K_t + λI)⁻¹ Ŷ`` of ``m`` models that
+        share this one's inputs and factor (fantasy siblings); ``X`` is then ``... x m x q x
+        d`` and row ``i`` of its batch gets the mean of ``alphas[i]``."""
         if self._arms is not None:
             return self._arm_moments(X, full)
         k_xx = self._kernel(X, X, diag=not full)
         if self.num_observations == 0:
             return X.new_zeros(X.shape[:-1]), k_xx
         k_xt = self._kernel(X, self.train_X)  # ... x q x t
-        mean = k_xt @ self._alpha_vec
+        if alphas is None:
+            mean = k_xt @ self._alpha_vec
+        else:  # ... x m x q x t times m x t x 1
+            mean = (k_xt @ alphas.to(k_xt.dtype).unsqueeze(-1)).squeeze(-1)
         # One triangular solve with all batch x q right-hand sides (broadcasting L over the
         # batch would copy it once per batch element).
         t = k_xt.shape[-1]
@@ -353,6 +364,32 @@ class TruncatedGP(_TruncatedArmPath, HeavyTailedModel):
             else:  # a batch: rebuild from the statistics, O(A³)
                 new._arm_posterior_from_stats()
         return new
+
+    def _fantasy_siblings(self, X: Tensor, Y: Tensor, kwargs: dict) -> list[TruncatedGP] | None:
+        """``m`` models, ``self`` conditioned on ``(X, Y[i])`` for each ``i``, that share one
+        factor: the fantasies of one input (:class:`HeavyTailedBatch`). ``X`` ``q x d``, ``Y``
+        ``m x q x 1``. The inputs and ``K_t + λI`` do not depend on the rewards, so the block
+        Cholesky extension is done once and each sibling differs only in its targets and
+        weights ``(K_t + λI)⁻¹ Ŷ_i`` (one ``cholesky_solve`` with ``m`` right-hand sides).
+        ``None`` on a finite arm set (each member is then its own arm-space model)."""
+        if self._arms is not None or Y.dim() != 3 or Y.shape[-1] != 1:
+            return None
+        base = self.condition_on_observations(X, Y[0], **kwargs)  # validates X and Y[0]
+        Y = Y if Y.dtype == self._dtype else Y.to(self._dtype)
+        check_finite(Y, "Y")
+        m, t = Y.shape[0], self._t
+        z = Y[..., 0] - self._loc if self._loc != 0.0 else Y[..., 0]
+        rewards = torch.cat([self._y_buf.view(t).expand(m, t), z], -1)  # m x (t + q)
+        L = base._L
+        alphas = torch.cholesky_solve(base._targets(rewards).to(L.dtype).T, L).T  # m x (t+q)
+        out = [base]
+        for i in range(1, m):
+            sib = shallow_copy_model(base)
+            buf = RowBuffer.__new__(RowBuffer)  # exact capacity: a later append copies
+            buf.data, buf.length, buf._np = rewards[i], rewards.shape[-1], None
+            sib._y_buf, sib._alpha_vec = buf, alphas[i]
+            out.append(sib)
+        return out
 
     def _extend_cholesky(self, old: TruncatedGP, X: Tensor) -> None:
         """Block-extend ``old``'s Cholesky factor of ``K_t + λI`` by the ``n`` rows of ``X``.
