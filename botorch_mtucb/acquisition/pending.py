@@ -54,6 +54,7 @@ from botorch_mtucb.features.nystrom import NystromFeatures
 from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
 from botorch_mtucb.models.heavy_tailed_batch import HeavyTailedBatch
 from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
+from botorch_mtucb.models.nystrom_multitask_batch import NystromMultiTaskBatch
 from botorch_mtucb.models.protocols import (
     InformationGainModel,
     MarginalMomentsModel,
@@ -146,7 +147,7 @@ def _model_generators(model: Model) -> list[torch.Generator]:
     """The generators a model's conditioning draws from (Nyström dictionaries)."""
     if isinstance(model, ModelList):
         return [g for sub in model.models for g in _model_generators(sub)]
-    if isinstance(model, HeavyTailedBatch):  # each member may draw from its own generator
+    if isinstance(model, HeavyTailedBatch | NystromMultiTaskBatch):  # members' generators
         gens = [g for sub in model.members for g in _model_generators(sub)]
         return list({id(g): g for g in gens}.values())  # a shared generator once
     if isinstance(model, NystromMultiTaskGP):

@@ -5,16 +5,16 @@ the data, so dictionaries differ in size from member to member and cannot share 
 embedding: :class:`NystromMultiTaskBatch` holds ``b`` unbatched :class:`NystromMultiTaskGP`
 members and stacks their posteriors (a Python loop over the batch members, never over
 observations). The transforms of batched data are fitted the BoTorch way before the members
-are built (``_nystrom_batch_transforms``).
+are built (``_nystrom_batch_members``).
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 from botorch.acquisition.objective import PosteriorTransform
+from botorch.exceptions.errors import BotorchTensorDimensionError
 from botorch.models.model import FantasizeMixin, Model
 from botorch.models.utils.assorted import fantasize as fantasize_flag
 from botorch.posteriors.gpytorch import GPyTorchPosterior
@@ -22,17 +22,19 @@ from botorch.settings import propagate_grads
 from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
 from torch import Tensor
 
-from botorch_mtucb.models._nystrom_batch_transforms import (
-    member_input_transforms,
-    member_module_copies,
-    member_outcome_transform,
-)
+from botorch_mtucb.models._nystrom_batch_members import batched_members
 
 __all__ = ["NystromMultiTaskBatch"]
 
 
-#: Per-member attributes without a batched form (ragged): absent, with a pointer.
-_RAGGED = ("dictionary_indices", "dictionary_probabilities", "previous_variances")
+#: Per-member attributes without a batched form: absent (``AttributeError``), with a pointer.
+_PER_MEMBER = {
+    **{name: f"`{name}` differs in size from member to member: read `members[i].{name}`."
+       for name in ("dictionary_indices", "dictionary_probabilities", "previous_variances")},
+    "likelihood": "A NystromMultiTaskBatch has no joint likelihood: fit each member, "
+                  "fit_gpytorch_mll(ExactMarginalLogLikelihood(m.likelihood, m)) for m in "
+                  "`members`.",
+}
 
 
 class NystromMultiTaskBatch(Model, FantasizeMixin):
@@ -115,48 +117,7 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
             NotImplementedError: for a stateful transform other than ``Normalize`` /
                 ``InputStandardize`` / ``Standardize`` (see the class docstring).
         """
-        try:
-            bound = inspect.signature(model_cls.__init__).bind(None, *args, **kwargs)
-        except TypeError as err:
-            raise TypeError(f"{model_cls.__name__}(): {err}") from None
-        kw = dict(bound.arguments)
-        kw.pop(next(iter(kw)))  # self
-        X, Y = kw.pop("train_X"), kw.pop("train_Y")
-        if not isinstance(X, Tensor) or not isinstance(Y, Tensor):
-            raise ValueError("`train_X` and `train_Y` must be tensors.")
-        if X.dim() < 3 or Y.dim() != X.dim() or X.shape[:-2] != Y.shape[:-2]:
-            raise ValueError(
-                "Batched training data needs `train_X` batch x N x d and `train_Y` batch x N x n "
-                f"with the same batch shape; got `train_X` {tuple(X.shape)} and `train_Y` "
-                f"{tuple(Y.shape)}."
-            )
-        batch = X.shape[:-2]
-        if batch.numel() == 0:
-            raise ValueError(f"The batch shape {tuple(batch)} of `train_X` has no member.")
-        M = batch.numel()
-        gen = kw.get("generator")
-        if isinstance(gen, int) and not isinstance(gen, bool):  # one generator for all members
-            kw["generator"] = torch.Generator(device=X.device).manual_seed(gen)
-        elif gen is not None and not isinstance(gen, torch.Generator):
-            raise ValueError(
-                "`generator` must be a torch.Generator, an integer seed or None, got "
-                f"{type(gen).__name__}."
-            )
-        per_member: dict[str, list] = {}
-        for name in ("covar_module", "mean_module"):
-            if kw.get(name) is not None:
-                per_member[name] = member_module_copies(kw[name], M, name)
-        if kw.get("input_transform") is not None:
-            per_member["input_transform"] = member_input_transforms(kw["input_transform"], X)
-        if kw.get("outcome_transform") is not None:
-            per_member["outcome_transform"] = [
-                member_outcome_transform(kw["outcome_transform"], batch) for _ in range(M)
-            ]
-        Xf, Yf = X.reshape(M, *X.shape[-2:]), Y.reshape(M, *Y.shape[-2:])
-        members = [
-            model_cls(Xf[i], Yf[i], **{**kw, **{k: v[i] for k, v in per_member.items()}})
-            for i in range(M)
-        ]
+        members, batch = batched_members(model_cls, args, kwargs)
         return cls(members, batch)
 
     # ------------------------------------------------------------------ shapes
@@ -179,6 +140,9 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
         Returns:
             The leading shape in front of ``batch`` and the members' ``... x r x c`` slices.
         """
+        if T.dim() < 2:
+            raise BotorchTensorDimensionError(
+                f"`{name}` must be batch' x batch_shape x r x c, got shape {tuple(T.shape)}.")
         b = self._batch
         lead = T.shape[:-2]
         if len(lead) < len(b):
@@ -298,9 +262,8 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
         return self._member_shaped(sizes)
 
     def __getattr__(self, name: str) -> Any:
-        if name in _RAGGED:  # an AttributeError: hasattr and the protocols see no attribute
-            raise AttributeError(f"`{name}` differs in size from member to member: read "
-                                 f"`members[i].{name}`.")
+        if name in _PER_MEMBER:  # an AttributeError: hasattr and the protocols see none
+            raise AttributeError(_PER_MEMBER[name])
         return super().__getattr__(name)
 
     @property

@@ -18,6 +18,7 @@ from botorch.acquisition import qUpperConfidenceBound
 from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
 from botorch.acquisition.multi_objective.parego import qLogNParEGO
 from botorch.acquisition.objective import ScalarizedPosteriorTransform
+from botorch.exceptions.errors import BotorchTensorDimensionError
 from botorch.models.transforms import Log, Normalize, Standardize
 from botorch.models.transforms.input import Warp
 from botorch.sampling import SobolQMCNormalSampler
@@ -27,7 +28,9 @@ from botorch_mtucb.acquisition import (
     ChebyshevScalarization,
     LinearScalarization,
     ScalarizedMultiTaskUCB,
+    TheoremThreeBeta,
 )
+from botorch_mtucb.acquisition.pending import _rng_untouched
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import NystromMultiTaskBatch, NystromMultiTaskGP
 from botorch_mtucb.models.protocols import (
@@ -91,6 +94,7 @@ def _close(a, b, tol=1e-10):
     torch.testing.assert_close(a, b, atol=tol, rtol=0)
 
 
+@pytest.mark.filterwarnings("ignore:MT-BKB's Nyström posterior needs more precision")
 @pytest.mark.parametrize("kind", ["none", "batched", "shared-normalize"])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("batch", [(3,), (2, 3)])
@@ -278,6 +282,7 @@ def test_scalarized_mt_ucb_equals_per_member_values(bound):
             _close(value[:, i], one)
 
 
+@pytest.mark.filterwarnings("ignore:MT-BKB's Nyström posterior needs more precision")
 @pytest.mark.parametrize("kind", ["none", "batched"])
 def test_state_dict_round_trip_copy_pickle_and_dtype(kind):
     model, _, _, _, g = _pair((2, 3), kind, seed=3)
@@ -321,13 +326,30 @@ def test_copies_share_one_generator_and_resample_in_member_order():
         assert torch.equal(mem.dictionary_indices, ref.dictionary_indices)
 
 
-def test_ragged_dictionary_attributes_are_absent_with_a_pointer():
+def test_per_member_attributes_are_absent_with_a_pointer():
     model, *_ = _pair((2,), "none")
-    assert not hasattr(model, "dictionary_indices")
+    assert not hasattr(model, "dictionary_indices") and not hasattr(model, "likelihood")
     with pytest.raises(AttributeError, match=r"members\[i\].dictionary_indices"):
         model.dictionary_indices  # noqa: B018
     with pytest.raises(AttributeError, match="dictionary_probabilities"):
         model.dictionary_probabilities  # noqa: B018
+    with pytest.raises(AttributeError, match="fit each member"):
+        model.likelihood  # noqa: B018
+
+
+def test_theory_schedules_refuse_a_batch_and_pending_rng_is_restored():
+    model, _, _, _, g = _pair((3,), "none")
+    s = LinearScalarization(torch.tensor([0.5, 0.5]))
+    with pytest.raises(ValueError, match="single scalar"):  # η is batch-shaped
+        ScalarizedMultiTaskUCB(model, s, beta=TheoremThreeBeta(b=1.0, sigma=0.1))
+    with pytest.raises(ValueError, match="single finite number"):  # β would be batch-shaped
+        ScalarizedMultiTaskUCB(model, s, beta=TheoremThreeBeta(b=1.0, sigma=0.1, eta=0.1))
+    state = model.generator.get_state()
+    with _rng_untouched(model, torch.device("cpu")):
+        model.condition_on_observations(torch.rand(3, 1, 2, generator=g, dtype=DT),
+                                        torch.rand(3, 1, 2, generator=g, dtype=DT))
+        assert not torch.equal(model.generator.get_state(), state)  # the rounds drew
+    assert torch.equal(model.generator.get_state(), state)
 
 
 def test_bad_batched_input():
@@ -354,6 +376,8 @@ def test_bad_batched_input():
     model = NystromMultiTaskGP(X, Y, generator=0, outcome_transform=Log())  # stateless: copied
     with pytest.raises(NotImplementedError, match="Gaussian member posteriors"):
         model.posterior(torch.rand(2, 1, 2, dtype=DT))
+    with pytest.raises(BotorchTensorDimensionError, match="must be batch'"):
+        model.posterior(torch.rand(2, dtype=DT))
     with pytest.raises(ValueError, match="does not broadcast"):
         model.condition_on_observations(torch.rand(3, 1, 2, dtype=DT),
                                         torch.rand(3, 1, 2, dtype=DT))

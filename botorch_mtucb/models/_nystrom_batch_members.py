@@ -1,4 +1,4 @@
-"""Per-member copies of the modules and transforms of a batched ``NystromMultiTaskGP``.
+"""The members of a batched ``NystromMultiTaskGP``: per-member modules and transforms.
 
 Used by :class:`~botorch_mtucb.models.nystrom_multitask_batch.NystromMultiTaskBatch`: the
 transforms are fitted on the batched data the way BoTorch's batched models fit them, then cut
@@ -9,6 +9,7 @@ unbatched one is shared by value).
 from __future__ import annotations
 
 import copy
+import inspect
 
 import torch
 from botorch.models.transforms.input import AffineInputTransform, InputTransform
@@ -19,7 +20,12 @@ from botorch.models.transforms.outcome import (
 )
 from torch import Tensor
 
-__all__ = ["member_input_transforms", "member_module_copies", "member_outcome_transform"]
+__all__ = [
+    "batched_members",
+    "member_input_transforms",
+    "member_module_copies",
+    "member_outcome_transform",
+]
 
 
 def _index(i: int, batch: torch.Size) -> tuple[int, ...]:
@@ -120,3 +126,71 @@ def member_outcome_transform(tf: OutcomeTransform, batch: torch.Size) -> Outcome
             "supports Standardize, ChainedOutcomeTransform and stateless transforms."
         )
     return copy.deepcopy(tf)
+
+
+def batched_members(model_cls: type, args: tuple, kwargs: dict) -> tuple[list, torch.Size]:
+    """``model_cls(train_X[i], train_Y[i], ...)`` for every ``i`` of the data's batch.
+
+    Members in row-major order of ``batch``, all drawing from one generator (an integer seed
+    becomes one ``torch.Generator``); kernels and means copied, transforms fitted on the
+    batched data and cut per member (the functions above).
+
+    Args:
+        model_cls: The model class (``NystromMultiTaskGP``).
+        args: Its positional arguments (``train_X`` ``batch x N x d`` and ``train_Y``
+            ``batch x N x n`` first, or as keywords).
+        kwargs: Its keyword arguments.
+
+    Returns:
+        The members and the batch shape.
+
+    Raises:
+        ValueError: if ``train_X`` and ``train_Y`` are not tensors of the same non-empty batch
+            shape, a kernel or transform does not fit that batch, or the generator is not a
+            ``torch.Generator``, an integer or ``None``.
+        NotImplementedError: for a stateful transform other than ``Normalize`` /
+            ``InputStandardize`` / ``Standardize``.
+    """
+    try:
+        bound = inspect.signature(model_cls.__init__).bind(None, *args, **kwargs)
+    except TypeError as err:
+        raise TypeError(f"{model_cls.__name__}(): {err}") from None
+    kw = dict(bound.arguments)
+    kw.pop(next(iter(kw)))  # self
+    X, Y = kw.pop("train_X"), kw.pop("train_Y")
+    if not isinstance(X, Tensor) or not isinstance(Y, Tensor):
+        raise ValueError("`train_X` and `train_Y` must be tensors.")
+    if X.dim() < 3 or Y.dim() != X.dim() or X.shape[:-2] != Y.shape[:-2]:
+        raise ValueError(
+            "Batched training data needs `train_X` batch x N x d and `train_Y` batch x N x n "
+            f"with the same batch shape; got `train_X` {tuple(X.shape)} and `train_Y` "
+            f"{tuple(Y.shape)}."
+        )
+    batch = X.shape[:-2]
+    if batch.numel() == 0:
+        raise ValueError(f"The batch shape {tuple(batch)} of `train_X` has no member.")
+    M = batch.numel()
+    gen = kw.get("generator")
+    if isinstance(gen, int) and not isinstance(gen, bool):  # one generator for all members
+        kw["generator"] = torch.Generator(device=X.device).manual_seed(gen)
+    elif gen is not None and not isinstance(gen, torch.Generator):
+        raise ValueError(
+            "`generator` must be a torch.Generator, an integer seed or None, got "
+            f"{type(gen).__name__}."
+        )
+    per_member: dict[str, list] = {}
+    for name in ("covar_module", "mean_module"):
+        if kw.get(name) is not None:
+            per_member[name] = member_module_copies(kw[name], M, name)
+    if kw.get("input_transform") is not None:
+        per_member["input_transform"] = member_input_transforms(kw["input_transform"], X)
+    if kw.get("outcome_transform") is not None:
+        per_member["outcome_transform"] = [
+            member_outcome_transform(kw["outcome_transform"], batch) for _ in range(M)
+        ]
+    Xf, Yf = X.reshape(M, *X.shape[-2:]), Y.reshape(M, *Y.shape[-2:])
+    members = [
+        model_cls(Xf[i], Yf[i], **{**kw, **{k: v[i] for k, v in per_member.items()}})
+        for i in range(M)
+    ]
+    return members, batch
