@@ -11,7 +11,7 @@ from torch import Tensor
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.utils.validation import check_psd_matrix
 
-__all__ = ["ICMKernel", "TaskSimilarityKernel"]
+__all__ = ["ICMKernel", "TaskSimilarityKernel", "initial_covar_factor"]
 
 
 class ICMKernel(MultiTaskKernel):
@@ -19,7 +19,9 @@ class ICMKernel(MultiTaskKernel):
 
     ``B`` is either learnable, parametrised as ``F Fᵀ + diag(v)`` with ``F`` of shape
     ``n x rank`` and ``v > 0`` (positive semi-definite by construction, as GPyTorch's
-    ``IndexKernel``), or a fixed user matrix that is validated to be symmetric PSD.
+    ``IndexKernel``), or a fixed user matrix that is validated to be symmetric PSD. The
+    learnable ``F`` starts at :func:`initial_covar_factor` (deterministic, full column rank:
+    a rank-one start would stay rank one under every gradient-based fit).
 
     Example:
         >>> from gpytorch.kernels import RBFKernel
@@ -59,7 +61,7 @@ class ICMKernel(MultiTaskKernel):
             self.rank = rank
             self.fixed_task_covar = None
             self.register_parameter(
-                "covar_factor", torch.nn.Parameter(0.5 * torch.ones(num_tasks, rank) / rank**0.5)
+                "covar_factor", torch.nn.Parameter(initial_covar_factor(num_tasks, rank))
             )
             self.register_parameter("raw_var", torch.nn.Parameter(torch.zeros(num_tasks)))
             self.register_constraint("raw_var", Positive())
@@ -144,3 +146,27 @@ class TaskSimilarityKernel(MultiTaskKernel):
 
     def separable_components(self) -> list[tuple[Kernel, Tensor]]:
         return [(self.data_covar_module, self.task_covar_matrix)]
+
+
+def initial_covar_factor(num_tasks: int, rank: int) -> Tensor:
+    r"""The starting factor ``F`` (``num_tasks x rank``) of a learnable ICM ``B = F Fᵀ + diag(v)``.
+
+    ``F₀ = 0.5 · 1 1ᵀ / √rank + 0.1 · I_{n x rank}``: every task starts with the same mean
+    correlation (``B₀ ≈ ¼ 1 1ᵀ + diag(softplus(0))``) but the columns differ. A rank-one start
+    (GPyTorch's constant alternative, all columns equal) is a fixed point of the column
+    structure: the gradient of any objective with respect to ``F`` is ``2 G F`` (``G`` the
+    gradient with respect to ``B``), so ``F = u cᵀ`` stays ``u' cᵀ`` under gradient descent and
+    L-BFGS, and a "rank-``r``" B would stay rank one plus diagonal. ``F₀`` has full column rank.
+    ``rank = 1`` keeps the plain ``0.5 · 1``.
+
+    Args:
+        num_tasks: ``n``.
+        rank: Number of columns, ``1 ≤ rank ≤ n``.
+
+    Returns:
+        The ``num_tasks x rank`` factor in the default dtype.
+    """
+    F = 0.5 * torch.ones(num_tasks, rank) / rank**0.5
+    if rank > 1:
+        F = F + 0.1 * torch.eye(num_tasks, rank)
+    return F

@@ -188,3 +188,38 @@ def test_forward_returns_the_icm_operator_for_one_separable_term(data):
         torch.testing.assert_close(plain.to_dense(), ref, msg=name)
     two = SumOfSeparableKernel([ICMKernel(k, 2, task_covar=B1), ICMKernel(k2, 2, task_covar=B2)])
     assert not isinstance(two(x1, x2).evaluate_kernel(), ICMKroneckerLinearOperator)
+
+
+def _fit_task_covar(F0: torch.Tensor, target: torch.Tensor, steps: int = 3000) -> float:
+    """Gradient descent on ‖F Fᵀ + diag(softplus(r)) − target‖²_F from ``F0``; final error."""
+    F = F0.clone().to(DT).requires_grad_(True)
+    r = torch.full((len(target),), -6.0, dtype=DT, requires_grad=True)
+    opt = torch.optim.Adam([F, r], lr=0.02)
+    for _ in range(steps):
+        opt.zero_grad()
+        B = F @ F.T + torch.diag(torch.nn.functional.softplus(r))
+        loss = ((B - target) ** 2).sum()
+        loss.backward()
+        opt.step()
+    return float(loss.detach())
+
+
+def test_icm_initial_factor_is_full_rank_and_learns_a_rank_two_B():
+    from botorch_mtucb.kernels.icm import initial_covar_factor
+
+    n = 3
+    assert torch.equal(ICMKernel(_rbf(0.3), n, rank=1).covar_factor.detach(),
+                       0.5 * torch.ones(n, 1))
+    for rank in (2, 3):
+        F0 = ICMKernel(_rbf(0.3), n, rank=rank).covar_factor.detach()
+        assert torch.equal(F0, initial_covar_factor(n, rank))
+        assert torch.linalg.matrix_rank(F0) == rank
+    # conflicting tasks: B = u uᵀ + w wᵀ with u ⟂ w (rank two, negative correlations)
+    u = torch.tensor([1.0, -1.0, 0.0], dtype=DT)
+    w = torch.tensor([1.0, 1.0, -2.0], dtype=DT) / 2
+    target = torch.outer(u, u) + torch.outer(w, w)
+    err_new = _fit_task_covar(initial_covar_factor(n, 2), target)
+    err_rank_one_start = _fit_task_covar(0.5 * torch.ones(n, 2) / 2**0.5, target)
+    assert err_new < 1e-4
+    # the rank-one start stays rank one (columns equal): it cannot fit a rank-two B
+    assert err_rank_one_start > 0.1
