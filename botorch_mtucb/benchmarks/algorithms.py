@@ -18,11 +18,17 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
 ``qLogNParEGO``    BoTorch, same ModelListGP, the round's λ_t as ParEGO weights.
 ``qLogNEHVI``      BoTorch, same ModelListGP, reference point = the problem's z (n ≤ 4).
 ``MT-UCB``         practical (issue 16): :func:`~botorch_mtucb.models.practical_multitask_gp`
-                   (also importable from here) refitted every round,
+                   (also importable from here) refitted on the loop's default
+                   :class:`~botorch_mtucb.loop_defaults.RefitSchedule` (conditioned in between),
+                   each refit warm-started from the previous fit with the lean likelihood
+                   closure (:class:`~botorch_mtucb.models.practical_fit.WarmStartPracticalFactory`),
                    the round's λ_t applied scale-free (``ChebyshevScalarization.from_data``:
                    augmented, ρ = 0.05, z at the observed non-dominated nadir), β = 1.
+``MT-UCB-refit``   ``MT-UCB`` as it was before: a cold refit of the practical model after every
+                   round (``update="refit"``), same acquisition.
 ``MT-UCB-paper``   the paper's settings (same as ``MT-KB``).
-``IT-UCB``         ``MT-UCB`` with independent tasks (one Matérn-5/2 per task), same width.
+``IT-UCB``         ``MT-UCB`` with independent tasks (one Matérn-5/2 per task), same width and
+                   schedule (``IT-UCB-refit``: refitted every round).
 ``Sobol``          random search: the trial's scrambled Sobol sequence continued after the
                    initial design (continuous domains; no model).
 =================  =========================================================================
@@ -35,10 +41,13 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
 * the papers' entries (``MT-KB``, ``MT-BKB``, ``IT-*``, ``MT-UCB-paper``) and the baselines on
   the papers' problems keep fixed hyperparameters: ``update="condition"`` (exact
   conditioning on each new observation, or the Nyström model's own resampling);
-* ``MT-UCB`` / ``IT-UCB`` and, on the suite's problems (:class:`SuiteProblem`), ``MOBO``,
-  ``qLogNParEGO`` and ``qLogNEHVI``: ``update="refit"``, every hyperparameter refitted by
-  ``fit_gpytorch_mll`` on all data after every round (BoTorch's default practice; cheap at
-  the suite's sizes, N ≤ 2d + 30), so the per-round wall time includes the refit;
+* ``MT-UCB`` / ``IT-UCB``: ``update="condition"`` with ``refit_every=RefitSchedule()`` (the
+  documented default of :func:`~botorch_mtucb.loop.run_bo_loop`: a refit after every round
+  while N ≤ 20, then whenever N has grown 10 % since the last fit), warm-started refits;
+* ``MT-UCB-refit`` / ``IT-UCB-refit`` and, on the suite's problems (:class:`SuiteProblem`),
+  ``MOBO``, ``qLogNParEGO`` and ``qLogNEHVI``: ``update="refit"``, every hyperparameter
+  refitted by ``fit_gpytorch_mll`` from its initial values on all data after every round
+  (BoTorch's default practice), so the per-round wall time includes the refit;
 * ``Sobol``: no model.
 
 The initial design is not the algorithm's: the runner starts every algorithm of a trial from
@@ -76,9 +85,11 @@ from botorch_mtucb.benchmarks.baselines import (
 from botorch_mtucb.benchmarks.ht_algorithms import HT_ALGORITHMS
 from botorch_mtucb.benchmarks.problems import MultiTaskProblem
 from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.loop_defaults import RefitSchedule
 from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
 from botorch_mtucb.models.practical import practical_multitask_gp
+from botorch_mtucb.models.practical_fit import WarmStartPracticalFactory
 
 __all__ = [
     "ALGORITHMS",
@@ -168,15 +179,18 @@ def _model_data(model: ExactMultiTaskGP) -> tuple[Tensor, Tensor]:
     return X.detach(), Y.detach()
 
 
-def _practical(independent: bool) -> _Builder:
-    """MT-UCB / IT-UCB: refit every round (``update="refit"``), scale-free augmented
-    Chebyshev, β = 1."""
+def _practical(independent: bool, every_round: bool = False) -> _Builder:
+    """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
+    loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
+    entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
-
-        def model_factory(X: Tensor, Y: Tensor) -> Model:
-            return practical_multitask_gp(X, Y, bounds, independent)
+        if every_round:
+            def model_factory(X: Tensor, Y: Tensor) -> Model:
+                return practical_multitask_gp(X, Y, bounds, independent)
+        else:
+            model_factory = WarmStartPracticalFactory(bounds, independent)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             if isinstance(scal, ChebyshevScalarization):
@@ -185,7 +199,10 @@ def _practical(independent: bool) -> _Builder:
             beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
             return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
-        return AlgorithmSetup(model_factory, acq, update="refit")
+        if every_round:
+            return AlgorithmSetup(model_factory, acq, update="refit")
+        return AlgorithmSetup(model_factory, acq, update="condition",
+                              refit_every=RefitSchedule())
 
     return build
 
@@ -240,11 +257,16 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
     AlgorithmSpec("MT-UCB", "multi_task",
                   "practical: fitted ICM (Matern-5/2), scale-free augmented Chebyshev, beta=1",
                   _practical(False), practical=True, tunable_width=True),
+    AlgorithmSpec("MT-UCB-refit", "multi_task",
+                  "MT-UCB with a cold refit after every round (its behaviour before issue 16's "
+                  "refit schedule)", _practical(False, True), practical=True, tunable_width=True),
     AlgorithmSpec("MT-UCB-paper", "multi_task",
                   "paper 000 settings: fixed kernel, Theorem-2 radius (= MT-KB)",
                   _exact(False, "theorem2")),
     AlgorithmSpec("IT-UCB", "multi_task", "as MT-UCB with independent tasks (same width)",
                   _practical(True), practical=True, tunable_width=True),
+    AlgorithmSpec("IT-UCB-refit", "multi_task", "IT-UCB with a cold refit after every round",
+                  _practical(True, True), practical=True, tunable_width=True),
     AlgorithmSpec("MOBO", "multi_task",
                   "Paria et al.: independent GPs, scalarized per-objective UCB",
                   _build_mobo),

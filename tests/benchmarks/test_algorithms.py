@@ -27,7 +27,9 @@ from botorch_mtucb.benchmarks.metrics import bayes_regret, instantaneous_regret
 from botorch_mtucb.benchmarks.multi_task_problems import branin_problem, rkhs_problem
 from botorch_mtucb.benchmarks.runner import BAYES_SAMPLES, run_trial
 from botorch_mtucb.kernels import ICMKernel
+from botorch_mtucb.loop_defaults import RefitSchedule
 from botorch_mtucb.models import ExactMultiTaskGP
+from botorch_mtucb.models.practical_fit import WarmStartPracticalFactory
 
 DT = torch.float64
 pytestmark = pytest.mark.filterwarnings(
@@ -196,7 +198,7 @@ def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
     p = make_suite_problem("branin-currin", units="raw")
     X = _sobol(6, p.bounds, 0)
     Y = p.f(X)
-    for name in ("MT-UCB", "IT-UCB"):
+    for name in ("MT-UCB", "IT-UCB", "MT-UCB-refit", "IT-UCB-refit"):
         setup = get_algorithm(name).build(p, RunConfig(horizon=5, bound="directional"))
         model = setup.model_factory(X, Y)
         lam = torch.tensor([0.3, 0.7], dtype=torch.float64)
@@ -205,8 +207,13 @@ def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
         torch.testing.assert_close(acqf.scalarization.weights, ref.weights)
         torch.testing.assert_close(acqf.scalarization.ref_point, ref.ref_point)
         assert acqf.scalarization.augmentation == 0.05 and float(acqf.beta) == 1.0
-        assert acqf.model is model  # the loop refits (update="refit"), the acquisition not
-        assert setup.update == "refit" and setup.refit_every == 0
+        assert acqf.model is model  # the loop refits or conditions, the acquisition not
+        if name.endswith("-refit"):
+            assert setup.update == "refit" and setup.refit_every == 0
+        else:
+            assert setup.update == "condition" and setup.refit_every == RefitSchedule()
+            assert isinstance(setup.model_factory, WarmStartPracticalFactory)
+            assert setup.model_factory.independent == name.startswith("IT")
         assert acqf(X[:3].unsqueeze(-2)).shape == (3,)
 
 
@@ -243,7 +250,7 @@ def test_suite_experiments_registered():
 
 
 def test_refit_schedule_calls_the_factory_after_every_round(monkeypatch):
-    """update="refit": the practical entries fit a fresh model on all data each round."""
+    """update="refit": the ``-refit`` entries fit a fresh model on all data each round."""
     from botorch_mtucb.benchmarks import algorithms
     from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
 
@@ -256,9 +263,43 @@ def test_refit_schedule_calls_the_factory_after_every_round(monkeypatch):
 
     monkeypatch.setattr(algorithms, "practical_multitask_gp", spy)
     p = make_suite_problem("branin-currin")
-    tr = run_trial(p, "MT-UCB", 3, seed=0, initial_design="sobol:4")
+    tr = run_trial(p, "MT-UCB-refit", 3, seed=0, initial_design="sobol:4")
     assert sizes == [4, 5, 6, 7]  # the initial fit, then one refit per round on all data
     assert tr.history.initial_X.shape == (4, 2)
+
+
+def test_mt_ucb_entry_refits_on_the_loop_schedule_warm_and_conditions_between(monkeypatch):
+    """MT-UCB: refits (warm-started) on RefitSchedule(); other rounds condition the model,
+    and the acquisition's scale-free scalarization then sees all data."""
+    from botorch_mtucb.acquisition import ChebyshevScalarization
+    from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
+    from botorch_mtucb.models import practical_fit
+
+    fits, starts = [], []
+    real_fit = practical_fit.fit_practical_model
+
+    def spy(model, warm_start=None, **kwargs):
+        fits.append(model.train_inputs[0].shape[0])
+        starts.append(warm_start)
+        return real_fit(model, warm_start=warm_start, **kwargs)
+
+    monkeypatch.setattr(practical_fit, "fit_practical_model", spy)
+    p = make_suite_problem("branin-currin")
+    tr = run_trial(p, "MT-UCB", 4, seed=0, initial_design="sobol:20")
+    # N = 21: 1 < max(1, ceil(0.1 * 20)) = 2, no refit; N = 22 refits; N = 23, 24 do not
+    assert fits == [20, 22]
+    assert starts[0] is None and starts[1] is not None  # the refit starts from the last fit
+    assert [RefitSchedule()(t, 20 + t, 20 if t <= 2 else 22) for t in (1, 2, 3, 4)] == [
+        False, True, False, False]
+    setup = get_algorithm("MT-UCB").build(p, RunConfig(horizon=2, bound="directional"))
+    X, Y = tr.history.X, tr.history.Y
+    X0, Y0 = tr.history.initial_X, tr.history.initial_Y
+    model = setup.model_factory(X0, Y0).condition_on_observations(X[:3], Y[:3])
+    lam = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    acqf = setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
+    ref = ChebyshevScalarization.from_data(lam, torch.cat([Y0, Y[:3]]))
+    torch.testing.assert_close(acqf.scalarization.ref_point, ref.ref_point)
+    torch.testing.assert_close(acqf.scalarization.weights, ref.weights)
 
 
 def test_sobol_random_search_continues_the_initial_sobol_sequence():
