@@ -73,9 +73,10 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
       results: ``task_posterior``, ``projected_task_posterior`` (``batch' x batch_shape x
       ...``), ``information_gain()``, ``noise``, ``log_det_variance_sum`` and
       ``dictionary_size`` (each a ``batch_shape`` tensor: not the 0-dim / ``int`` of an
-      unbatched model, so the β schedules and ``ScalarizedMultiTaskUCB``'s schedules refuse a
-      batch; pass a number as β). ``dictionary_indices`` / ``dictionary_probabilities`` are
-      ragged: read them from ``members[i]`` (the batch raises ``AttributeError``);
+      unbatched model, so the theory's β schedules (``TheoremTwoBeta``, ``TheoremThreeBeta``)
+      refuse a batch; give ``ScalarizedMultiTaskUCB`` a number as β).
+      ``dictionary_indices`` / ``dictionary_probabilities`` are ragged and ``likelihood``
+      joint: read them from ``members[i]`` (the batch raises ``AttributeError``);
     * ``condition_on_observations`` (batched, see there) and ``fantasize`` (fantasy batch
       shape ``num_fantasies x batch``), ``resample_dictionary()``, ``state_dict`` /
       ``load_state_dict`` (each member's dictionary indices and probabilities included),
