@@ -7,7 +7,10 @@ observation ``ŷ`` at arm ``a`` is a single symmetric rank-one update of ``S`` (
 of ``μ_A`` and ``Σ_A`` at once, :func:`~botorch_mtucb.linalg.arm_space.augmented_rank_one`);
 ``ln det(I + K_t/λ) ← ln det + ln(c/λ)``, ``c = λ + Σ_aa``. With
 ``level="current"`` every target may change, so ``μ_A = Σ_A s/λ`` is recomputed from the
-re-truncated per-arm sums and kept apart (``_mean_cur``).
+per-arm sums ``s`` at the new level and kept apart (``_mean_cur``); the level only grows, so
+``s`` is kept up to date incrementally (:class:`_LevelSums`: a bisection, the rewards that
+move inside and a copy of the list of those beyond the level, instead of re-truncating all
+``t`` rewards; measured in ``benchmarks/tgp_current_level.py``).
 
 The one-observation conditioning (``1 x d``, ``1 x 1``, no gradients) reads the observation to the
 host once (free on a CPU; on other devices one synchronisation), finds its arm by exact match and
@@ -18,6 +21,7 @@ arm membership, no gradients); anything unusual is left to the general path, whi
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import torch
@@ -62,7 +66,9 @@ class _TruncatedArmPath:
         self._S = augmented_state(mean, cov)
         self._e_last = torch.zeros_like(self._S[0])
         self._e_last[-1] = 1.0
-        self._mean_cur = mean if self.level == "current" and self.truncate else None
+        current = self.level == "current" and self.truncate
+        self._mean_cur = mean if current else None
+        self._level_sums = _LevelSums.build(self, s.shape[0]) if current else None
         self._whole_views = None
 
     def _arm_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
@@ -139,14 +145,86 @@ class _TruncatedArmPath:
         current = self.level == "current" and self.truncate  # every target may change
         if self.truncate:
             b = tgp_truncation_level(t + 1, self.alpha, self.v)
-            if abs(y) > b:
+            if abs(y) > b and not current:
                 y = max(-b, min(y, b)) if self.clip else 0.0
         S, c = augmented_rank_one(old._S, a, None if current else y, self._lam_c, self._e_last)
         state = {"_trace": trace, "_S": S, "_log_det": None, "_whole_views": None}
         if current:
-            idx = self._idx_buf.view(self._t)
-            s = torch.zeros_like(S[0, :-1]).index_add_(0, idx, self.train_targets.to(S))
+            sums = old.__dict__.get("_level_sums")
+            if sums is None:  # none kept (an older pickle): re-truncate all t rewards
+                idx = self._idx_buf.view(self._t)
+                s = torch.zeros_like(S[0, :-1]).index_add_(0, idx, self.train_targets.to(S))
+            else:  # the level only grows: the sums follow it incrementally
+                sums = sums.updated(a, y, b, self.clip)
+                s = sums.truncated_sums(self.clip)
+            state["_level_sums"] = sums
             state["_mean_cur"] = S[:-1, :-1] @ s / self.lam
         if old._log_det is not None and self.constants == "theory":
             state["_log_det"] = old._log_det + torch.log(c / self._lam_c)
         self.__dict__.update(state)
+
+
+class _LevelSums:
+    """Per-arm sums of the rewards truncated at the current level ``b_t`` (``level="current"``),
+    kept up to date per observation without re-truncating all ``t`` rewards.
+
+    The level only grows with ``t``, so a reward once inside (``|y| ≤ b``) stays inside:
+    ``inside[a] = Σ_{arm a, |y| ≤ b} y``, ``sign_out[a] = Σ_{arm a, |y| > b} sign(y)`` and the
+    rewards beyond the level in a list sorted by ``|y|`` (``pool``: ``abs_out`` and
+    ``(arm, y)`` pairs), whose prefix below a new level moves inside. The truncated sums are
+    ``inside + b · sign_out`` (winsorised) or ``inside`` (zeroed). Immutable: an update returns
+    a new object (copies of two ``A``-vectors and of the pool, which holds only the rewards
+    beyond the level), so a model conditioned twice keeps both children valid.
+    """
+
+    __slots__ = ("abs_out", "b", "inside", "out", "sign_out")
+
+    @classmethod
+    def build(cls, model, num_arms: int) -> _LevelSums:
+        """From ``model``'s rewards at its level ``b_t`` (``O(t log t)``)."""
+        self = cls()
+        t = model._t
+        y = model._y_buf.view(t)
+        idx = model._idx_buf.view(t)
+        dt = model._S.dtype
+        self.b = tgp_truncation_level(t, model.alpha, model.v) if t else 0.0
+        mask = y.abs() <= self.b
+        zero = torch.zeros(num_arms, dtype=dt, device=y.device)
+        self.inside = zero.index_add(0, idx[mask], y[mask].to(dt))
+        self.sign_out = zero.index_add(0, idx[~mask], y[~mask].sign().to(dt))
+        ys, arms = y[~mask].tolist(), idx[~mask].tolist()
+        order = sorted(range(len(ys)), key=lambda i: abs(ys[i]))
+        self.abs_out = [abs(ys[i]) for i in order]
+        self.out = [(arms[i], ys[i]) for i in order]
+        return self
+
+    def updated(self, a: int, y: float, b: float, clip: bool) -> _LevelSums:
+        """The sums after one more reward ``y`` (centred) at arm ``a``, at the new level ``b``."""
+        new = _LevelSums()
+        new.b = b
+        k = bisect.bisect_right(self.abs_out, b)  # these move inside
+        moved = self.out[:k]
+        new.abs_out, new.out = self.abs_out[k:], self.out[k:]
+        if abs(y) <= b:
+            moved = [*moved, (a, y)]
+        else:
+            j = bisect.bisect_right(new.abs_out, abs(y))
+            new.abs_out.insert(j, abs(y))
+            new.out.insert(j, (a, y))
+        new.inside, new.sign_out = self.inside, self.sign_out
+        if abs(y) > b:
+            new.sign_out = self.sign_out.clone()
+            new.sign_out[a] += math.copysign(1.0, y)
+        if moved:
+            arms = torch.tensor([m[0] for m in moved], device=self.inside.device)
+            vals = torch.tensor([m[1] for m in moved], dtype=self.inside.dtype,
+                                device=self.inside.device)
+            new.inside = self.inside.index_add(0, arms, vals)
+            if k:
+                signs = torch.sign(vals[:k])
+                new.sign_out = new.sign_out.index_add(0, arms[:k], -signs)
+        return new
+
+    def truncated_sums(self, clip: bool) -> Tensor:
+        """``A`` per-arm sums of the truncated rewards at the level ``b``."""
+        return torch.add(self.inside, self.sign_out, alpha=self.b) if clip else self.inside

@@ -177,3 +177,31 @@ def test_fast_path_on_cuda_matches_cpu() -> None:
     cand = torch.arange(30, dtype=DT).reshape(30, 1, 1)
     for a, b in zip(m.mean_and_variance(cand.cuda()), ref.mean_and_variance(cand), strict=True):
         torch.testing.assert_close(a.cpu(), b, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("clip", [False, True], ids=["zero", "clip"])
+def test_current_level_sums_are_incremental_and_branch_safely(clip) -> None:
+    """level="current": per-arm sums kept across updates (rewards beyond the level move inside
+    as it grows), equal to the brute-force re-truncation; two children of one model (one
+    reward inside, one far beyond the level) do not see each other's rewards."""
+    arms, kern, K, idx, y = _problem(T=300, seed=6)
+    X = arms[idx]
+    kw = dict(covar_module=kern, lam=LAM, arms=arms, level="current", clip=clip)
+    m = TruncatedGP(X[:50], y[:50], ALPHA, V, **kw)
+    for s in range(50, 300):
+        m = m.condition_on_observations(X[s : s + 1], y[s : s + 1])
+    sums = m._level_sums
+    assert sums.b == pytest.approx(V ** (1 / (1 + ALPHA)) * 300 ** (1 / (2 * (1 + ALPHA))))
+    assert len(sums.out) == int((y.abs() > sums.b).sum()) > 0  # only the rewards beyond b
+    big = torch.tensor([[50.0]], dtype=DT)
+    for x_new, y_new in ((arms[5:6], torch.tensor([[0.3]], dtype=DT)), (arms[9:10], big)):
+        child = m.condition_on_observations(x_new, y_new)
+        i_all = torch.cat([idx, torch.tensor([9 if y_new is big else 5])])
+        mean_ref, cov_ref, _ = _brute(K, i_all, torch.cat([y, y_new])[:, 0], "current", clip,
+                                      ALPHA, V, LAM)
+        mean, var = child.mean_and_variance(arms.unsqueeze(-2))
+        torch.testing.assert_close(mean[:, 0], mean_ref, atol=1e-10, rtol=0)
+        torch.testing.assert_close(var[:, 0], cov_ref.diagonal(), atol=1e-10, rtol=0)
+    mean_ref, _, _ = _brute(K, idx, y[:, 0], "current", clip, ALPHA, V, LAM)
+    torch.testing.assert_close(m.mean_and_variance(arms.unsqueeze(-2))[0][:, 0], mean_ref,
+                               atol=1e-10, rtol=0)  # the parent is untouched
