@@ -99,11 +99,19 @@ def _box_kernel(bounds: Tensor, fraction: float = 0.2) -> Callable[[], Kernel]:
 
 
 class _FiniteDifferenceF(torch.autograd.Function):
-    """f(X) with central-difference input gradients (for simulators without autograd)."""
+    """f(X) with finite-difference input gradients (for simulators without autograd).
+
+    ``X`` is ``N x d``, ``h`` the ``d`` steps. With ``bounds`` (``2 x d``) the two points of
+    each difference are clamped into the box, so a point on a face gets a one-sided difference
+    instead of an evaluation outside the simulator's domain (BoTorch's test problems refuse
+    one); inside the box it is the central difference.
+    """
 
     @staticmethod
-    def forward(ctx, X: Tensor, f: Callable[[Tensor], Tensor], h: Tensor) -> Tensor:
-        ctx.f, ctx.h = f, h
+    def forward(
+        ctx, X: Tensor, f: Callable[[Tensor], Tensor], h: Tensor, bounds: Tensor | None = None
+    ) -> Tensor:
+        ctx.f, ctx.h, ctx.bounds = f, h, bounds
         ctx.save_for_backward(X)
         with torch.no_grad():
             return f(X.detach())
@@ -113,11 +121,16 @@ class _FiniteDifferenceF(torch.autograd.Function):
         (X,) = ctx.saved_tensors
         N, d = X.shape
         E = torch.diag_embed(ctx.h.to(X)).expand(N, d, d)
-        P = torch.cat([X[:, None, :] + E, X[:, None, :] - E], dim=1).reshape(-1, d)
+        Xp, Xm = X[:, None, :] + E, X[:, None, :] - E  # N x d x d
+        if ctx.bounds is not None:
+            lo, hi = ctx.bounds.to(X)
+            Xp, Xm = torch.minimum(Xp, hi), torch.maximum(Xm, lo)
+        step = torch.diagonal(Xp - Xm, dim1=-2, dim2=-1)  # N x d
+        P = torch.cat([Xp, Xm], dim=1).reshape(-1, d)
         with torch.no_grad():
             F = ctx.f(P).reshape(N, 2, d, -1)
-        J = (F[:, 0] - F[:, 1]) / (2 * ctx.h.to(X))[None, :, None]  # N x d x n
-        return (J @ grad_out.unsqueeze(-1)).squeeze(-1), None, None
+        J = (F[:, 0] - F[:, 1]) / step.clamp_min(torch.finfo(X.dtype).tiny)[..., None]
+        return (J @ grad_out.unsqueeze(-1)).squeeze(-1), None, None, None
 
 
 def _affine(f_raw: Callable[[Tensor], Tensor], ref: Tensor, scale: Tensor):

@@ -86,8 +86,8 @@ def _botorch_problem(name: str, make, polish: bool = True):
         if not polish:
             h = 1e-6 * (p.bounds[1] - p.bounds[0]).to(DT)
 
-            def f_raw(X: Tensor, _p=p, _h=h) -> Tensor:
-                return _FiniteDifferenceF.apply(X, lambda Z: _p(Z, noise=False), _h)
+            def f_raw(X: Tensor, _p=p, _h=h) -> Tensor:  # one-sided on the box's faces
+                return _FiniteDifferenceF.apply(X, lambda Z: _p(Z, noise=False), _h, _p.bounds)
 
         return _finish(
             name, f_raw, p.bounds.to(DT), p.ref_point.to(DT), float(p.max_hv), units,

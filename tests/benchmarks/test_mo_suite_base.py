@@ -32,3 +32,34 @@ def test_finite_difference_gradient():
     h = torch.full((2,), 1e-6, dtype=DT)
     (_FiniteDifferenceF.apply(X, bt.evaluate_true, h) @ w).sum().backward()
     torch.testing.assert_close(X.grad, g_ref, rtol=1e-5, atol=1e-5)
+
+
+def test_finite_difference_gradient_stays_in_the_box_on_its_faces():
+    # BraninCurrin refuses points outside [0, 1]^2 (its forward validates inputs): points on
+    # the faces need one-sided differences, and they must still match autograd
+    bt = BraninCurrin(negate=True).to(DT)
+    X = torch.tensor([[0.0, 0.3], [1.0, 1.0], [0.4, 1.0], [0.5, 0.5]], dtype=DT)
+    w = torch.tensor([0.7, -0.2], dtype=DT)
+    X1 = X.clone().requires_grad_(True)
+    (bt(X1, noise=False) @ w).sum().backward()
+    h = torch.full((2,), 1e-6, dtype=DT)
+    X2 = X.clone().requires_grad_(True)
+    (_FiniteDifferenceF.apply(X2, lambda Z: bt(Z, noise=False), h, bt.bounds) @ w).sum().backward()
+    torch.testing.assert_close(X2.grad, X1.grad, rtol=1e-4, atol=1e-4)
+    X3 = X.clone().requires_grad_(True)
+    y = _FiniteDifferenceF.apply(X3, lambda Z: bt(Z, noise=False), h)  # no bounds: central
+    try:
+        (y @ w).sum().backward()
+    except ValueError as e:  # the unclamped difference leaves the box
+        assert "within the bounds" in str(e)
+    else:
+        raise AssertionError("the unclamped central difference should have left the box")
+
+
+def test_penicillin_gradient_on_a_face():
+    from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
+
+    p = make_suite_problem("penicillin")
+    X = p.bounds[0].clone()[None].requires_grad_(True)  # a vertex of the box
+    p.f(X).sum().backward()
+    assert torch.isfinite(X.grad).all()
