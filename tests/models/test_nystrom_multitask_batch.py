@@ -14,7 +14,7 @@ import pickle
 
 import pytest
 import torch
-from botorch.acquisition import qUpperConfidenceBound
+from botorch.acquisition import qKnowledgeGradient, qUpperConfidenceBound
 from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
 from botorch.acquisition.multi_objective.parego import qLogNParEGO
 from botorch.acquisition.objective import ScalarizedPosteriorTransform
@@ -252,6 +252,22 @@ def test_mc_acquisitions_equal_per_member_ones():
     # BoTorch's qLogNParEGO refuses every batched model (also its own): not ours to fix
     with pytest.raises(NotImplementedError, match="Batched Y"):
         qLogNParEGO(model, X_baseline=Xb)
+
+
+def test_knowledge_gradient_equals_per_member_values():
+    model, refs, _, _, g = _pair((3,), "batched")
+    tf = ScalarizedPosteriorTransform(weights=torch.tensor([0.5, 0.5], dtype=DT))
+    Xq = torch.rand(5, 3, 1 + 4, 2, generator=g, dtype=DT, requires_grad=True)
+
+    def kg(m):
+        sampler = SobolQMCNormalSampler(torch.Size([4]), seed=2)
+        return qKnowledgeGradient(m, num_fantasies=4, sampler=sampler, posterior_transform=tf)
+
+    value = kg(model)(Xq)
+    value.sum().backward()
+    assert value.shape == (5, 3) and torch.isfinite(Xq.grad).all()
+    for i, ref in enumerate(refs):
+        _close(value[:, i], kg(ref)(Xq[:, i]), 1e-9)
 
 
 def test_q_ucb_with_many_samples_matches_the_analytic_bound():
