@@ -219,6 +219,16 @@ def test_fantasize_equals_explicit_conditioning(batch):
         one = ref.condition_on_observations(Xm[i], Ym[:, i]).posterior(Xsm[:, :, i])
         _close(post.mean.reshape(3, 5, M, 4, N_TASKS)[:, :, i], one.mean)
     assert fm.information_gain().shape == fm.batch_shape
+    # known fantasy noise: passed on to each member's update
+    noise = torch.rand(*batch, 2, N_TASKS, generator=g, dtype=DT) + 0.05
+    fn = model.fantasize(Xf, SobolQMCNormalSampler(torch.Size([5]), seed=7),
+                         observation_noise=noise)
+    post_n = model.posterior(Xf, observation_noise=noise)
+    Yn = SobolQMCNormalSampler(torch.Size([5]), seed=7)(post_n)
+    one = refs[-1].condition_on_observations(Xm[-1], Yn.reshape(5, M, 2, N_TASKS)[:, -1],
+                                             noise=noise.reshape(M, 2, N_TASKS)[-1].expand(5, 2, 2))
+    _close(fn.posterior(Xs).variance.reshape(3, 5, M, 4, N_TASKS)[:, :, -1],
+           one.posterior(Xsm[:, :, -1]).variance)
     # a second fantasy on the fantasy model (no_grad: a single model's fantasy model cannot
     # be fantasized again with grad-carrying fantasies either, it deep-copies them)
     with torch.no_grad():
