@@ -381,8 +381,14 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         return super().condition_on_observations(X, Y, noise=noise, **kwargs)
 
     def _deepcopy_memo(self) -> dict:
-        # conditioned models share the generator, so a seeded run stays reproducible
-        return {} if self._generator is None else {id(self._generator): self._generator}
+        """Conditioned copies share the generator (a seeded run stays reproducible), the
+        training tensors (the copy replaces them) and the fantasy blocks (never changed):
+        fantasies may carry an autograd graph, and a non-leaf tensor cannot be deep-copied."""
+        memo = {} if self._generator is None else {id(self._generator): self._generator}
+        keep = [*self.train_inputs, self.train_targets, self.__dict__.get("_original_train_inputs")]
+        keep += [t for block in self._conditioned_blocks for t in block]
+        memo.update({id(t): t for t in keep if isinstance(t, Tensor)})
+        return memo
 
     def _after_conditioning(
         self, new: MultiTaskGPBase, old_solver: ICMNystromSolver | NystromSolver, Xt: Tensor

@@ -350,3 +350,32 @@ def test_loop_runs_mt_bkb_by_swapping_the_model_class():
     # and with the Theorem-3 q (sparse dictionaries) the loop runs and records regret
     sparse = run(lambda X, Y: NystromMultiTaskGP(X, Y, covar_module=kernel, generator=3))
     assert sparse.regrets.shape == (8,)
+
+
+def test_a_fantasy_model_can_be_fantasized_again():
+    """Fantasies carry the posterior's autograd graph; conditioning a fantasy model must not
+    deep-copy them (a non-leaf tensor cannot be deep-copied)."""
+    from botorch.sampling import SobolQMCNormalSampler
+
+    g = torch.Generator().manual_seed(2)
+    X, Y = torch.rand(10, 2, generator=g, dtype=DT), torch.randn(10, 2, generator=g, dtype=DT)
+    model = NystromMultiTaskGP(X, Y, covar_module=_icm(2, g), generator=0)
+    fm = model.fantasize(torch.rand(3, 2, 2, generator=g, dtype=DT),
+                         SobolQMCNormalSampler(torch.Size([4]), seed=0))
+    assert fm.train_targets.grad_fn is not None  # the case that failed
+    Xf, Yf = torch.rand(4, 3, 1, 2, generator=g, dtype=DT), torch.randn(4, 3, 1, 2, dtype=DT)
+    fm2 = fm.condition_on_observations(Xf, Yf)
+    assert fm2.batch_shape == torch.Size([4, 3])
+    Xs = torch.rand(4, 3, 5, 2, generator=g, dtype=DT)
+    post = fm2.posterior(Xs)
+    for f, b in [(0, 0), (3, 2)]:  # the Gaussian update of fm's posterior on (Xf, Yf)
+        joint = fm.posterior(torch.cat([Xs[f, b], Xf[f, b]]).expand(4, 3, 6, 2))
+        mean, cov = joint.mean[f, b], joint.mvn.covariance_matrix[f, b]
+        S = cov[10:, 10:] + model.noise * torch.eye(2, dtype=DT)
+        C = cov[:10, 10:]
+        mu = mean[:5].reshape(-1) + C @ torch.linalg.solve(S, (Yf[f, b] - mean[5:]).reshape(-1))
+        torch.testing.assert_close(post.mean[f, b].reshape(-1), mu, atol=1e-9, rtol=1e-8)
+        var = (cov[:10, :10] - C @ torch.linalg.solve(S, C.T)).diagonal()
+        torch.testing.assert_close(post.variance[f, b].reshape(-1), var, atol=1e-9, rtol=1e-8)
+    assert fm.fantasize(torch.rand(4, 3, 1, 2, dtype=DT),
+                        SobolQMCNormalSampler(torch.Size([2]), seed=1)).batch_shape == (2, 4, 3)
