@@ -9,6 +9,8 @@ Heavy-tailed (paper 001; λ = 1, δ = 0.1, ε = 0.1):
 ``GP-UCB``                  TruncatedGP without truncation, width :func:`gp_ucb_width`.
 ``TGP-UCB-practical``       ``TruncatedGP(X, Y)`` data-driven (median centring, median-of-
                             means v, BoTorch-fitted kernel) + ``HeavyTailedUCB``, width 1.
+``TGP-LogEI-practical``     the same model + ``LogExpectedImprovement`` (``best_f`` = the
+                            largest posterior mean at an evaluated point), as ``RRP-LogEI``.
 ``GP-UCB-practical``        the same without truncation, width 1.
 ``ATA-GP-UCB-practical``    ``AdaptiveTruncationGP(X, Y)`` data-driven (median centring,
                             median-of-means v, Nyström features on a BoTorch-fitted kernel)
@@ -189,8 +191,8 @@ def _build_practical(kind: str):
         def inner(X: Tensor, Y: Tensor) -> Model:
             if X.shape[0] < 2:
                 return _prior(problem, X, Y)
-            if kind in ("TGP", "GP"):
-                return TruncatedGP(X, Y, truncate=kind == "TGP", arms=problem.arms)
+            if kind in ("TGP", "GP", "TGP-LogEI"):
+                return TruncatedGP(X, Y, truncate=kind != "GP", arms=problem.arms)
             if kind == "ATA":
                 return AdaptiveTruncationGP(X, Y, arms=problem.arms, generator=gen)
             if kind.startswith("StudentT"):
@@ -206,12 +208,14 @@ def _build_practical(kind: str):
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             m = model.inner
-            if isinstance(m, (TruncatedGP, AdaptiveTruncationGP)):
-                return HeavyTailedUCB(m, beta=width)  # data-driven default: width 1
-            if kind.endswith("LogEI"):
+            ours = isinstance(m, (TruncatedGP, AdaptiveTruncationGP))
+            if kind.endswith("LogEI"):  # best_f: the largest posterior mean at the data
+                X_obs = m.train_X if ours else m.train_inputs[0]
                 with torch.no_grad():
-                    best = m.posterior(m.train_inputs[0].unsqueeze(-2)).mean.max()
+                    best = m.posterior(X_obs.unsqueeze(-2)).mean.max()
                 return LogExpectedImprovement(m, best_f=best)
+            if ours:
+                return HeavyTailedUCB(m, beta=width)  # data-driven default: width 1
             return UpperConfidenceBound(m, beta=width**2)  # BoTorch's β is the squared width
 
         return AlgorithmSetup(model_factory, acq)
@@ -238,6 +242,9 @@ HT_ALGORITHMS: list[AlgorithmSpec] = [
                   "data-driven TruncatedGP (centred, fitted kernel), width 1",
                   _build_practical("TGP"), _coordinates,
                   tunable_width=True),
+    AlgorithmSpec("TGP-LogEI-practical", "heavy_tailed",
+                  "data-driven TruncatedGP (as TGP-UCB-practical) + LogEI",
+                  _build_practical("TGP-LogEI"), _coordinates),
     AlgorithmSpec("GP-UCB-practical", "heavy_tailed", "TGP-UCB-practical without truncation",
                   _build_practical("GP"), _coordinates,
                   tunable_width=True),

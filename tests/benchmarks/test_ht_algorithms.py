@@ -15,8 +15,8 @@ from botorch_mtucb.kernels import PrecomputedKernel
 from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
 
 DT = torch.float64
-NEW = ("TGP-UCB-practical", "GP-UCB-practical", "ATA-GP-UCB-practical", "STGP-UCB",
-       "STGP-LogEI", "RRP-UCB", "RRP-LogEI", "StudentT-GP-UCB")
+NEW = ("TGP-UCB-practical", "TGP-LogEI-practical", "GP-UCB-practical", "ATA-GP-UCB-practical",
+       "STGP-UCB", "STGP-LogEI", "RRP-UCB", "RRP-LogEI", "StudentT-GP-UCB")
 
 
 def test_refit_schedule_and_conditioning():
@@ -114,3 +114,23 @@ def test_practical_ucb_entries_take_a_width():
     assert get_algorithm("TGP-UCB-practical@beta=2.5").name == "TGP-UCB-practical@beta=2.5"
     with pytest.raises(ValueError, match="no tunable width"):
         get_algorithm("STGP-LogEI@beta=2")
+
+
+def test_tgp_logei_entry_is_logei_on_the_data_driven_model():
+    from botorch.acquisition import LogExpectedImprovement
+
+    problem = synthetic_heavy_tailed_problem("se", "student", seed=3)
+    g = torch.Generator().manual_seed(3)
+    idx = torch.randint(0, problem.num_arms, (12,), generator=g)
+    X, Y = problem.arms[idx], problem.sample_rewards(idx, g).unsqueeze(-1)
+    setup = get_algorithm("TGP-LogEI-practical").build(problem, RunConfig(horizon=20))
+    model = setup.model_factory(X, Y)
+    m = model.inner
+    assert isinstance(m, TruncatedGP) and m.truncate and m.clip and m.level == "current"
+    acqf = setup.acquisition_factory(model, None)
+    assert isinstance(acqf, LogExpectedImprovement)
+    with torch.no_grad():
+        best = m.posterior(X.unsqueeze(-2)).mean.max()
+        torch.testing.assert_close(acqf.best_f, best.expand_as(acqf.best_f))
+        ref = LogExpectedImprovement(m, best_f=best)(problem.arms.unsqueeze(-2))
+        torch.testing.assert_close(acqf(problem.arms.unsqueeze(-2)), ref)
