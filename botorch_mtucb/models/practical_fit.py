@@ -18,6 +18,11 @@ few small dense operations. Two levers, neither of which changes the model or it
   its tolerances and the fallback of ``fit_gpytorch_mll`` are BoTorch's, so the result is a
   local optimum of the same objective (measured against cold fits in the benchmark: the same
   optimum in most refits; a different local optimum, better or worse, in a few).
+* a longer L-BFGS memory (:func:`lbfgs_memory`: ``maxcor`` = the number of hyperparameters,
+  10 to 100, instead of scipy's 10): the practical model has d + n² + 2n + 1 of them (22–28 on
+  the suite's correlated problems) and an ill-conditioned likelihood surface, on which a
+  10-pair memory crawls; with the full memory the same optimum (MLL equal to 1e-5) took 1.2–6.7×
+  fewer evaluations (corr-hartmann N = 13: 1286 → 191).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ __all__ = [
     "WarmStartPracticalFactory",
     "copy_hyperparameters",
     "fit_practical_model",
+    "lbfgs_memory",
     "practical_mll",
     "practical_mll_closure",
 ]
@@ -184,6 +190,15 @@ def copy_hyperparameters(source: torch.nn.Module, target: torch.nn.Module) -> in
     return copied
 
 
+def lbfgs_memory(num_parameters: int) -> int:
+    """L-BFGS-B memory ``maxcor`` of :func:`fit_practical_model`: ``num_parameters`` in [10, 100].
+
+    Args:
+        num_parameters: Number of scalar hyperparameters fitted.
+    """
+    return int(min(100, max(10, num_parameters)))
+
+
 def fit_practical_model(
     model: MultiTaskGPBase,
     warm_start: torch.nn.Module | None = None,
@@ -199,7 +214,8 @@ def fit_practical_model(
             optimisation (:func:`copy_hyperparameters`); ``None`` starts from ``model``'s own.
         lean: Use :func:`practical_mll_closure` (same objective, less overhead) when it
             covers the model.
-        fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll``.
+        fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll``; without
+            ``optimizer_kwargs`` the L-BFGS-B memory is :func:`lbfgs_memory`.
 
     Returns:
         ``model``, fitted (skipped when N < 2, as in ``practical_multitask_gp``), eval mode.
@@ -211,6 +227,9 @@ def fit_practical_model(
         kwargs = dict(fit_kwargs or {})
         if lean and "closure" not in kwargs:
             kwargs["closure"] = practical_mll_closure(mll)
+        if "optimizer_kwargs" not in kwargs:
+            size = sum(p.numel() for p in model.parameters() if p.requires_grad)
+            kwargs["optimizer_kwargs"] = {"options": {"maxcor": lbfgs_memory(size)}}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit_gpytorch_mll(mll, **kwargs)

@@ -96,7 +96,7 @@ def test_closure_matches_botorch_closure_and_order() -> None:
     ref = get_loss_closure_with_grads(mll, parameters=params)
     (v1, g1), (v2, g2) = ours(), ref()
     assert list(ours.parameters) == list(params)
-    assert abs(float(v1 - v2)) < 1e-10
+    assert abs(float((v1 - v2).detach())) < 1e-10
     for a, b in zip(g1, g2, strict=True):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
 
@@ -185,3 +185,23 @@ def test_factory_validates_bounds() -> None:
     with pytest.raises(ValueError):
         WarmStartPracticalFactory(torch.zeros(2, 2, dtype=DT))
     assert fit_gpytorch_mll is not None
+
+
+def test_lbfgs_memory_is_passed_and_bounded(monkeypatch) -> None:
+    from botorch_mtucb.models import practical_fit
+
+    assert [practical_fit.lbfgs_memory(k) for k in (3, 22, 500)] == [10, 22, 100]
+    seen = []
+
+    def spy(mll, **kwargs):
+        seen.append(kwargs)
+        return mll.eval()
+
+    monkeypatch.setattr(practical_fit, "fit_gpytorch_mll", spy)
+    X, Y, bounds = _data(9, 10, 3, 4)
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    fit_practical_model(model)
+    size = sum(p.numel() for p in model.parameters())  # 3 + 16 + 4 + 4 + 1
+    assert size == 28 and seen[0]["optimizer_kwargs"] == {"options": {"maxcor": 28}}
+    fit_practical_model(model, fit_kwargs={"optimizer_kwargs": {"options": {"maxiter": 5}}})
+    assert seen[1]["optimizer_kwargs"] == {"options": {"maxiter": 5}}
