@@ -112,10 +112,11 @@ def condition_model(model: Model, X: Tensor, Y: Tensor) -> Model:
 
 
 def posterior_mean(model: Model, X: Tensor) -> Tensor:
-    """Posterior mean ``m x n`` at ``m x d`` points, in the original outcome scale."""
+    """Posterior mean ``m x n`` at ``m x d`` points, in the original outcome scale
+    (``batch_shape x m x n`` for a model with a batch shape, e.g. a batch of members)."""
     with torch.no_grad():
-        if isinstance(model, TaskPosteriorModel):
-            return model.task_posterior(X.unsqueeze(-2))[0].squeeze(-2).detach()
+        if isinstance(model, TaskPosteriorModel):  # the mean at a point ignores its q-batch
+            return model.task_posterior(X)[0].detach()
         if isinstance(model, MarginalMomentsModel):
             return model.mean_and_variance(X.unsqueeze(-2))[0].detach()
         return model.posterior(X).mean.detach()

@@ -205,8 +205,13 @@ class MultiTaskConditioningMixin:
             )
 
     def _deepcopy_memo(self) -> dict:
-        """Objects that copies of this model share instead of duplicating."""
-        return {}
+        """Objects that conditioned copies share instead of duplicating: the training tensors
+        (the copy replaces them) and the conditioned blocks (never changed). Fantasies may
+        carry an autograd graph, and a non-leaf tensor cannot be deep-copied, so sharing them
+        is what lets a fantasy model be conditioned or fantasized again."""
+        keep = [*self.train_inputs, self.train_targets, self.__dict__.get("_original_train_inputs")]
+        keep += [t for block in self._conditioned_blocks for t in block]
+        return {id(t): t for t in keep if isinstance(t, Tensor)}
 
     def _appended_copy(self, X: Tensor, Y: Tensor) -> tuple[Self, Tensor, Tensor]:
         """A copy of this model (without its solver cache) with ``(X, Y)`` appended.

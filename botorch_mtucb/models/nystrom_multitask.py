@@ -381,13 +381,11 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         return super().condition_on_observations(X, Y, noise=noise, **kwargs)
 
     def _deepcopy_memo(self) -> dict:
-        """Conditioned copies share the generator (a seeded run stays reproducible), the
-        training tensors (the copy replaces them) and the fantasy blocks (never changed):
-        fantasies may carry an autograd graph, and a non-leaf tensor cannot be deep-copied."""
-        memo = {} if self._generator is None else {id(self._generator): self._generator}
-        keep = [*self.train_inputs, self.train_targets, self.__dict__.get("_original_train_inputs")]
-        keep += [t for block in self._conditioned_blocks for t in block]
-        memo.update({id(t): t for t in keep if isinstance(t, Tensor)})
+        """The base's shared tensors, and the generator: conditioned copies draw from the same
+        stream, so a seeded run stays reproducible."""
+        memo = super()._deepcopy_memo()
+        if self._generator is not None:
+            memo[id(self._generator)] = self._generator
         return memo
 
     def _after_conditioning(

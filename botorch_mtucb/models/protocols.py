@@ -10,9 +10,11 @@ not it comes from this package; models without them take the generic BoTorch pat
 protocol                       what it gives                                 implemented by
 =============================  ============================================  ======================
 TaskPosteriorModel             μ(x) and the n x n block Γ_t(x, x)            ExactMultiTaskGP,
-                                                                             NystromMultiTaskGP
+                                                                             NystromMultiTaskGP,
+                                                                             NystromMultiTaskBatch
 InformationGainModel           ½ log det(I + η⁻¹ G_t) (Lemma 4)              ExactMultiTaskGP,
-                                                                             NystromMultiTaskGP
+                                                                             NystromMultiTaskGP,
+                                                                             NystromMultiTaskBatch
 RegularisedModel               the regulariser η (λ in paper 001)            all four models
 NystromRadiusModel             ε, δ and Σ_s log det(I + η⁻¹ Γ̃_{s−1})         NystromMultiTaskGP
                                (Theorem 3)
@@ -23,8 +25,13 @@ MarginalMomentsModel           marginal mean and variance, no posterior      Tru
 WidthScheduleModel             the next round's width β_{t+1}                TruncatedGP,
                                                                              AdaptiveTruncationGP
 ProjectedTaskPosteriorModel    μ(x) and wᵀ Γ_t(x, x) w along directions W    ExactMultiTaskGP,
-                               (no n x n blocks; paper 000 App. B.1)         NystromMultiTaskGP
+                               (no n x n blocks; paper 000 App. B.1)         NystromMultiTaskGP,
+                                                                             NystromMultiTaskBatch
 =============================  ============================================  ======================
+
+``NystromMultiTaskBatch`` (batched training data) returns batch-shaped tensors where an unbatched
+model returns 0-dim ones (``information_gain``, ``noise``, ``log_det_variance_sum``,
+``dictionary_size``), so the theory's β schedules refuse it.
 """
 
 from __future__ import annotations

@@ -325,3 +325,30 @@ def test_generators_of_a_batch_of_nystrom_members_are_restored():
     batch = HeavyTailedBatch([member(gens[0]), member(gens[1]), member(gens[0])], torch.Size([3]))
     found = _model_generators(batch)
     assert len(found) == 2 and all(any(f is g for f in found) for g in gens)
+
+
+def test_pending_points_on_a_batch_of_nystrom_members():
+    """``X_pending`` on batched training data: each member is hallucinated at its own mean,
+    exactly as the member alone would be, and the acquisition keeps the batch shape."""
+    from botorch_mtucb.acquisition import LinearScalarization, ScalarizedMultiTaskUCB
+    from botorch_mtucb.acquisition.pending import hallucinate_mean, posterior_mean
+    from botorch_mtucb.models import NystromMultiTaskGP
+
+    g = torch.Generator().manual_seed(0)
+    X, Y = torch.rand(3, 10, 2, generator=g, dtype=DT), torch.randn(3, 10, 2, generator=g, dtype=DT)
+    batch = NystromMultiTaskGP(X, Y, generator=0)
+    Xp = torch.rand(2, 2, generator=g, dtype=DT)
+    means = posterior_mean(batch, Xp)
+    assert means.shape == (3, 2, 2)
+    hallucinated = hallucinate_mean(batch, Xp)
+    Xs = torch.rand(5, 2, generator=g, dtype=DT)
+    for i, member in enumerate(batch.members):
+        torch.testing.assert_close(means[i], member.posterior(Xp).mean, atol=1e-12, rtol=0)
+        ref = hallucinate_mean(member, Xp).posterior(Xs)
+        got = hallucinated.members[i].posterior(Xs)
+        torch.testing.assert_close(got.mean, ref.mean, atol=1e-10, rtol=0)
+        torch.testing.assert_close(got.variance, ref.variance, atol=1e-10, rtol=0)
+    acqf = ScalarizedMultiTaskUCB(batch, LinearScalarization(torch.tensor([0.5, 0.5], dtype=DT)),
+                                  beta=1.0)
+    acqf.set_X_pending(Xp)
+    assert acqf(torch.rand(4, 3, 1, 2, generator=g, dtype=DT)).shape == (4, 3)

@@ -94,6 +94,38 @@ def test_fantasize_and_knowledge_gradient(cls):
     assert x.shape == (1, 2) and torch.isfinite(v)
 
 
+@pytest.mark.parametrize("cls", [ExactMultiTaskGP, NystromMultiTaskGP])
+def test_a_fantasy_model_conditions_and_fantasizes_again(cls):
+    """Fantasies carry the posterior's autograd graph (a non-leaf tensor cannot be
+    deep-copied): conditioning a fantasy model again equals the Gaussian update of its
+    posterior, and a fantasy of a fantasy works (a look-ahead of depth two)."""
+    X, Y, g = _data()
+    model = _model(cls, X, Y)
+    Xf = torch.rand(3, 1, 2, generator=g, dtype=DT, requires_grad=True)  # as in qKG
+    fm = model.fantasize(Xf, SobolQMCNormalSampler(torch.Size([4]), seed=0),
+                         propagate_grads=True)
+    assert fm.train_targets.grad_fn is not None  # the case that failed
+    X1 = torch.rand(4, 3, 1, 2, generator=g, dtype=DT)
+    Y1 = torch.randn(4, 3, 1, 2, generator=g, dtype=DT)
+    fm2 = fm.condition_on_observations(X1, Y1)
+    assert fm2.batch_shape == torch.Size([4, 3])
+    Xs = torch.rand(4, 3, 5, 2, generator=g, dtype=DT)
+    post = fm2.posterior(Xs)
+    for f, b in [(0, 0), (3, 2)]:
+        joint = fm.posterior(torch.cat([Xs[f, b], X1[f, b]]).expand(4, 3, 6, 2))
+        mean, cov = joint.mean[f, b], joint.mvn.covariance_matrix[f, b]
+        noise = model.noise * model.outcome_transform.stdvs.reshape(-1) ** 2
+        S, C = cov[10:, 10:] + torch.diag(noise), cov[:10, 10:]
+        mu = mean[:5].reshape(-1) + C @ torch.linalg.solve(S, (Y1[f, b] - mean[5:]).reshape(-1))
+        var = (cov[:10, :10] - C @ torch.linalg.solve(S, C.T)).diagonal()
+        torch.testing.assert_close(post.mean[f, b].reshape(-1), mu, atol=1e-9, rtol=1e-8)
+        torch.testing.assert_close(post.variance[f, b].reshape(-1), var, atol=1e-9, rtol=1e-8)
+    deeper = fm.fantasize(torch.rand(4, 3, 1, 2, dtype=DT),
+                          SobolQMCNormalSampler(torch.Size([2]), seed=1))
+    assert deeper.batch_shape == (2, 4, 3)
+    assert torch.isfinite(deeper.posterior(torch.rand(2, 4, 3, 2, 2, dtype=DT)).mean).all()
+
+
 def _acqfs(model, X):
     Y = model.posterior(X).mean.detach()
     part = FastNondominatedPartitioning(ref_point=Y.min(0).values - 0.1, Y=Y)
