@@ -182,10 +182,11 @@ def run_trial(
             torch.Generator().manual_seed(seed + 4),
         )
         optima = None
-        if not problem.is_finite:  # grid maximiser of each Monte-Carlo λ, polished
-            optima = scalarized_optima(
-                true_f, regret_X, W, scalarization, problem.ref_point, problem.bounds
-            )
+        if not problem.is_finite:  # grid maximiser of each Monte-Carlo λ, polished where
+            # f is cheap and differentiable (not a simulator: SuiteProblem.polish_regret)
+            polish = getattr(problem, "polish_regret", True)
+            optima = scalarized_optima(true_f, regret_X, W, scalarization, problem.ref_point,
+                                       problem.bounds if polish else None)
         bayes = bayes_regret(F_ref, F_q, W, scalarization, problem.ref_point, optima)[n0:]
         if problem.num_objectives <= MAX_HYPERVOLUME_OBJECTIVES:
             hv = hypervolume_curve(F_q, problem.ref_point)[n0:]

@@ -221,3 +221,27 @@ def test_suite_run_shares_a_sobol_design_and_refuses_mixing(tmp_path):
     before = _state(paper)
     resume_experiment(paper, progress=False)  # a folder without the key: the papers' design
     assert _state(paper) == before
+
+
+def test_bayes_regret_polishes_only_where_the_problem_allows(monkeypatch):
+    """``SuiteProblem.polish_regret=False`` (a simulator such as Penicillin): the Bayes regret's
+    optima x*_λ come from the dense set alone, never from the SLSQP polish on ``f``."""
+    import dataclasses
+
+    from botorch_mtucb.benchmarks import runner
+    from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
+
+    seen = []
+    real = runner.scalarized_optima
+
+    def spy(*args):
+        seen.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(runner, "scalarized_optima", spy)
+    problem = make_suite_problem("zdt1", seed=0)
+    for polish in (True, False):
+        p = dataclasses.replace(problem, polish_regret=polish)
+        res = runner.run_trial(p, "Sobol", horizon=2, seed=0, initial_design="sobol:5")
+        assert res.bayes is not None and res.bayes.isfinite().all()
+    assert seen[0] is not None and seen[1] is None
