@@ -5,9 +5,10 @@ Two parts, one process, one thread (``torch.set_num_threads(1)``):
 * ``profile``: where one round's time goes, on the suite's ``corr-rff`` (d 3, n 4),
   ``branin-currin`` (2, 2) and ``corr-hartmann`` (6, 3) at N = 10, 20, 40 Sobol points: a cold
   fit of :func:`~botorch_mtucb.models.practical_multitask_gp` (L-BFGS-B closure evaluations,
-  seconds) with BoTorch's closure and with the lean closure of
-  :mod:`botorch_mtucb.models.practical_fit`, a warm-started fit (from the fit on N − 2 points;
-  its MLL against the cold fit's), the cost of one likelihood + gradient evaluation (BoTorch's
+  seconds) with BoTorch's closure, with the lean closure of
+  :mod:`botorch_mtucb.models.practical_fit`, and lean with the longer L-BFGS memory
+  (``lbfgs_memory``), a warm-started fit (lean, longer memory, from the fit on N − 2 points;
+  its MLL against the cold fits'), the cost of one likelihood + gradient evaluation (BoTorch's
   closure, the lean one, and a ``SingleTaskGP``'s), qLogNParEGO's model-list fit
   (n BoTorch-default ``SingleTaskGP``\\ s), and one acquisition maximisation of each
   (``optimize_acqf``, 4 restarts, 256 raw samples).
@@ -19,11 +20,17 @@ Two parts, one process, one thread (``torch.set_num_threads(1)``):
   order rotates with ``k``); qLogNParEGO on the first ``--anchor-trials`` trials only
   (compute). Time ratios are over the trials where all three ran; HV % (hypervolume of all
   points as % of the problem's maximum) and R_C(T)/T paired new − old over all trials.
+  ``--variants`` runs the two one-change ablations instead (registered in this process
+  only): ``MT-UCB-warm-every-round`` (warm-started lean refits after every round, no schedule)
+  and ``MT-UCB-cold-schedule`` (cold ``practical_multitask_gp`` refits on the schedule),
+  each paired against ``MT-UCB-refit``.
 
 Run from the repository root (resumable: finished units are kept in the JSON)::
 
     PYTHONPATH=. python benchmarks/mo_round_time.py --part profile
     PYTHONPATH=. python benchmarks/mo_round_time.py --part rounds --trials 5 --anchor-trials 2
+    PYTHONPATH=. python benchmarks/mo_round_time.py --part rounds --trials 10   # more pairs
+    PYTHONPATH=. python benchmarks/mo_round_time.py --part rounds --trials 10 --variants
 
 JSON: ``benchmarks/results/mo_round_time.json`` (``profile``, ``rounds``, ``summary``).
 """
@@ -48,13 +55,21 @@ from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.scalarization import ChebyshevScalarization
-from botorch_mtucb.benchmarks.algorithms import RunConfig, get_algorithm
+from botorch_mtucb.benchmarks.algorithm_types import AlgorithmSetup, AlgorithmSpec
+from botorch_mtucb.benchmarks.algorithms import ALGORITHMS, RunConfig, get_algorithm
 from botorch_mtucb.benchmarks.baselines import _fitted_model_list
 from botorch_mtucb.benchmarks.measure import best_time, sign_test_p
 from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
 from botorch_mtucb.benchmarks.runner import run_trial
+from botorch_mtucb.loop_defaults import RefitSchedule
 from botorch_mtucb.models.practical import practical_multitask_gp
-from botorch_mtucb.models.practical_fit import fit_practical_model, practical_mll_closure
+from botorch_mtucb.models.practical_fit import (
+    WarmStartPracticalFactory,
+    copy_hyperparameters,
+    fit_practical_model,
+    lbfgs_memory,
+    practical_mll_closure,
+)
 
 DT = torch.float64
 PROBLEMS = ("corr-rff", "branin-currin", "corr-hartmann")
@@ -73,11 +88,10 @@ def _counted(closure):
     return wrapped, count
 
 
-def _fit(model, lean: bool, warm=None) -> tuple[float, int]:
-    """Fit ``model`` (cold, or warm from ``warm``); (seconds, closure evaluations)."""
+def _fit(model, lean: bool, warm=None, memory: bool = False) -> tuple[float, int]:
+    """Fit ``model`` (cold, or warm from ``warm``; ``memory``: L-BFGS memory
+    :func:`lbfgs_memory` instead of scipy's 10); (seconds, closure evaluations)."""
     if warm is not None:
-        from botorch_mtucb.models.practical_fit import copy_hyperparameters
-
         copy_hyperparameters(warm, model)
     mll = ExactMarginalLogLikelihood(model.likelihood, model)
     mll.train()
@@ -87,10 +101,14 @@ def _fit(model, lean: bool, warm=None) -> tuple[float, int]:
         params = {k: p for k, p in get_parameters_and_bounds(mll)[0].items() if p.requires_grad}
         closure = get_loss_closure_with_grads(mll, parameters=params)
     closure, count = _counted(closure)
+    kwargs = {}
+    if memory:
+        size = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        kwargs["optimizer_kwargs"] = {"options": {"maxcor": lbfgs_memory(size)}}
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit_gpytorch_mll(mll, closure=closure)
+        fit_gpytorch_mll(mll, closure=closure, **kwargs)
     model.eval()
     return time.perf_counter() - t0, count[0]
 
@@ -134,11 +152,16 @@ def profile_cell(name: str, N: int) -> dict:
     out["cold_fit_s"], out["cold_fit_evals"] = _fit(cold, lean=False)
     lean = practical_multitask_gp(X, Y, bounds, fit=False)
     out["lean_cold_fit_s"], out["lean_cold_fit_evals"] = _fit(lean, lean=True)
+    mem = practical_multitask_gp(X, Y, bounds, fit=False)
+    out["lean_memory_cold_fit_s"], out["lean_memory_cold_fit_evals"] = _fit(
+        mem, lean=True, memory=True)
     prev = practical_multitask_gp(X[:-2], Y[:-2], bounds, fit=False)
     fit_practical_model(prev)
     warm = practical_multitask_gp(X, Y, bounds, fit=False)
-    out["warm_fit_s"], out["warm_fit_evals"] = _fit(warm, lean=True, warm=prev)
-    out["mll_cold"], out["mll_lean_cold"], out["mll_warm"] = _mll(cold), _mll(lean), _mll(warm)
+    out["warm_fit_s"], out["warm_fit_evals"] = _fit(warm, lean=True, warm=prev, memory=True)
+    for key, m in (("cold", cold), ("lean_cold", lean), ("lean_memory_cold", mem),
+                   ("warm", warm)):
+        out[f"mll_{key}"] = _mll(m)
     out["eval_s_botorch_closure"] = _eval_cost(cold, lean=False)
     out["eval_s_lean_closure"] = _eval_cost(cold, lean=True)
     stgp = SingleTaskGP(X, Y[:, :1], outcome_transform=Standardize(m=1),
@@ -181,6 +204,51 @@ def _mean_std(v: list[float]) -> tuple[float, float]:
     return float(t.mean()), (float(t.std()) if len(v) > 1 else 0.0)
 
 
+def _paired(by: dict, alg: str, ks: list[int], label: str) -> dict:
+    """``alg`` − ``OLD`` on trials ``ks``: time ratio, HV % and R_C(T)/T (sign tests)."""
+    out: dict = {f"time_ratio_{label}_vs_old": sum(
+        by[alg, k]["wall_time_per_round"] for k in ks) / sum(
+        by[OLD, k]["wall_time_per_round"] for k in ks)}
+    dhv = [by[alg, k]["hv_pct"] - by[OLD, k]["hv_pct"] for k in ks]
+    drc = [by[alg, k]["time_average_regret"] - by[OLD, k]["time_average_regret"] for k in ks]
+    w, lo = sum(d > 1e-9 for d in dhv), sum(d < -1e-9 for d in dhv)
+    out[f"hv_{label}_minus_old"] = {"mean_std": _mean_std(dhv), "higher_lower": [w, lo],
+                                    "sign_p": sign_test_p(w, lo), "per_trial": dhv}
+    w, lo = sum(d < -1e-12 for d in drc), sum(d > 1e-12 for d in drc)
+    out[f"rc_{label}_minus_old"] = {"mean_std": _mean_std(drc), "lower_higher": [w, lo],
+                                    "sign_p": sign_test_p(w, lo), "per_trial": drc}
+    return out
+
+
+# ------------------------------------------------------------- ablation variants (script-only)
+def _variant(kind: str):
+    """MT-UCB with one of its two changes only: ``warm`` (warm-started lean refits after every
+    round) or ``schedule`` (cold refits by ``practical_multitask_gp`` on ``RefitSchedule``)."""
+
+    def build(problem, cfg: RunConfig) -> AlgorithmSetup:
+        acq = get_algorithm(NEW).build(problem, cfg).acquisition_factory
+        bounds = problem.bounds
+        if kind == "warm":
+            return AlgorithmSetup(WarmStartPracticalFactory(bounds), acq, update="refit")
+        return AlgorithmSetup(lambda X, Y: practical_multitask_gp(X, Y, bounds), acq,
+                              update="condition", refit_every=RefitSchedule())
+
+    return build
+
+
+VARIANTS = {
+    "MT-UCB-warm-every-round": _variant("warm"),
+    "MT-UCB-cold-schedule": _variant("schedule"),
+}
+
+
+def register_variants() -> None:
+    """Add :data:`VARIANTS` to the registry of this process (the script's ablation only)."""
+    for name, build in VARIANTS.items():
+        ALGORITHMS[name] = AlgorithmSpec(name, "multi_task", f"ablation of MT-UCB ({name})",
+                                         build, practical=True)
+
+
 def summarize(rounds: list[dict]) -> dict:
     summary: dict = {}
     for name in sorted({r["problem"] for r in rounds}):
@@ -203,18 +271,13 @@ def summarize(rounds: list[dict]) -> dict:
                 own = sum(by[alg, k]["wall_time_per_round"] for k in full)
                 s[f"time_ratio_{alg}_vs_{ANCHOR}"] = own / anchor
         if both:
-            s["time_ratio_new_vs_old"] = sum(
-                by[NEW, k]["wall_time_per_round"] for k in both) / sum(
-                by[OLD, k]["wall_time_per_round"] for k in both)
-            dhv = [by[NEW, k]["hv_pct"] - by[OLD, k]["hv_pct"] for k in both]
-            drc = [by[NEW, k]["time_average_regret"] - by[OLD, k]["time_average_regret"]
-                   for k in both]
-            w, lo = sum(d > 1e-9 for d in dhv), sum(d < -1e-9 for d in dhv)
-            s["hv_new_minus_old"] = {"mean_std": _mean_std(dhv), "higher_lower": [w, lo],
-                                     "sign_p": sign_test_p(w, lo), "per_trial": dhv}
-            w, lo = sum(d < -1e-12 for d in drc), sum(d > 1e-12 for d in drc)
-            s["rc_new_minus_old"] = {"mean_std": _mean_std(drc), "lower_higher": [w, lo],
-                                     "sign_p": sign_test_p(w, lo), "per_trial": drc}
+            s.update(_paired(by, NEW, both, "new"))
+        for alg in VARIANTS:
+            ks = [k for k in trials if (OLD, k) in by and (alg, k) in by]
+            if ks:
+                s[alg] = {"trials": ks, "s_per_round": _mean_std(
+                    [by[alg, k]["wall_time_per_round"] for k in ks])}
+                s.update(_paired(by, alg, ks, alg))
         summary[name] = s
     return summary
 
@@ -246,9 +309,12 @@ def main() -> None:
     ap.add_argument("--anchor-trials", type=int, default=2)
     ap.add_argument("--horizon", type=int, default=20)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--variants", action="store_true",
+                    help="rounds: run only the two one-change ablations of MT-UCB")
     args = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    register_variants()
     data = _load(args.out)
     data.setdefault("commit", {})[args.part] = _commit()
     if args.part == "profile":
@@ -266,6 +332,8 @@ def main() -> None:
         for k in range(args.trials):
             for name in args.problems:
                 algs = [OLD, NEW] + ([ANCHOR] if k < args.anchor_trials else [])
+                if args.variants:
+                    algs = list(VARIANTS)
                 algs = algs[k % len(algs):] + algs[: k % len(algs)]  # rotate the order
                 for alg in algs:
                     if (name, k, alg) in done:
