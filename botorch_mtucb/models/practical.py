@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.transforms import Normalize, Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
-from gpytorch.kernels import Kernel
+from gpytorch.kernels import Kernel, MaternKernel
 from gpytorch.means import ConstantMean, MultitaskMean
 from gpytorch.mlls import ExactMarginalLogLikelihood
-from gpytorch.priors import LogNormalPrior
+from gpytorch.priors import GammaPrior, LogNormalPrior
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
@@ -29,6 +29,7 @@ from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.utils.initial_design import check_bounds
 
 __all__ = [
+    "LENGTHSCALE_PRIORS",
     "PRACTICAL_NOISE_FLOOR",
     "PRACTICAL_NOISE_INIT",
     "add_practical_noise_prior",
@@ -40,6 +41,12 @@ __all__ = [
 PRACTICAL_NOISE_FLOOR = 1e-4
 #: Initial noise variance η of the fit (e^{−5}, standardised units).
 PRACTICAL_NOISE_INIT = math.exp(-5.0)
+#: Lengthscale priors of the practical Matérn-5/2 (``lengthscale_prior``; unit-cube inputs):
+#: ``"dim-scaled"`` (default) BoTorch's LogNormal(√2 + ½ log d, √3) (median e^{√2 + ½ log d},
+#: ≈ 10 at d = 6) and ``"gamma"`` Gamma(3, 6) (mode 1/3, mean 1/2; BoTorch's former default).
+LENGTHSCALE_PRIORS = ("dim-scaled", "gamma")
+
+LengthscalePrior = Literal["dim-scaled", "gamma"]
 
 
 def practical_multitask_gp(
@@ -50,6 +57,7 @@ def practical_multitask_gp(
     fit: bool = True,
     train_Yvar: Tensor | None = None,
     fit_kwargs: dict[str, Any] | None = None,
+    lengthscale_prior: LengthscalePrior = "dim-scaled",
 ) -> ExactMultiTaskGP:
     r"""An :class:`ExactMultiTaskGP` with a careful BoTorch user's defaults, fitted.
 
@@ -86,9 +94,15 @@ def practical_multitask_gp(
             its initial hyperparameters (e.g. to load a ``state_dict``).
         train_Yvar: Known ``N x n`` noise variances (then η is not learned).
         fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll``.
+        lengthscale_prior: Prior of the Matérn-5/2 lengthscales (unit cube), one of
+            :data:`LENGTHSCALE_PRIORS`: ``"dim-scaled"`` (default, BoTorch's) or ``"gamma"``
+            (BoTorch's former Gamma(3, 6)); see "Why this lengthscale prior" above.
 
     Returns:
         The model in eval mode, with the dtype and device of ``train_X``.
+
+    Raises:
+        ValueError: If the data, ``bounds`` or ``lengthscale_prior`` are malformed.
     """
     if not isinstance(train_X, Tensor) or train_X.dim() != 2 or not train_X.is_floating_point():
         raise ValueError(
@@ -102,7 +116,7 @@ def practical_multitask_gp(
     d, n = train_X.shape[-1], train_Y.shape[-1]
     if bounds is not None:
         bounds = check_bounds(bounds, d).to(train_X).clone()
-    kernel, mean = practical_modules(d, n, independent)
+    kernel, mean = practical_modules(d, n, independent, lengthscale_prior)
     known = train_Yvar is not None
     model = ExactMultiTaskGP(
         train_X,
@@ -129,24 +143,35 @@ def practical_multitask_gp(
 
 
 def practical_modules(
-    d: int, n: int, independent: bool = False
+    d: int, n: int, independent: bool = False, lengthscale_prior: LengthscalePrior = "dim-scaled"
 ) -> tuple[MultiTaskKernel, MultitaskMean]:
-    """The practical model's kernel and mean: ICM over Matérn-5/2 with BoTorch's
-    dimension-scaled prior and a learned full-rank B (``independent``: one Matérn-5/2 per
+    """The practical model's kernel and mean: ICM over an ARD Matérn-5/2 with the
+    ``lengthscale_prior`` and a learned full-rank B (``independent``: one Matérn-5/2 per
     task, B = I), and a constant mean per task.
 
     Args:
         d: Input dimension.
         n: Number of tasks (outputs).
         independent: Independent tasks instead of the learned ICM B.
+        lengthscale_prior: One of :data:`LENGTHSCALE_PRIORS` (see
+            :func:`practical_multitask_gp`).
 
     Returns:
         ``(covar_module, mean_module)`` for :class:`ExactMultiTaskGP` (default dtype).
+
+    Raises:
+        ValueError: If ``lengthscale_prior`` is not one of :data:`LENGTHSCALE_PRIORS`.
     """
+    if lengthscale_prior not in LENGTHSCALE_PRIORS:
+        raise ValueError(
+            f"`lengthscale_prior` must be one of {LENGTHSCALE_PRIORS}, got {lengthscale_prior!r}."
+        )
     if independent:
-        kernel: MultiTaskKernel = IndependentTasksKernel([_matern(d) for _ in range(n)])
+        kernel: MultiTaskKernel = IndependentTasksKernel(
+            [_matern(d, lengthscale_prior) for _ in range(n)]
+        )
     else:
-        kernel = ICMKernel(_matern(d), num_tasks=n, rank=n)
+        kernel = ICMKernel(_matern(d, lengthscale_prior), num_tasks=n, rank=n)
     return kernel, MultitaskMean(ConstantMean(), n)
 
 
@@ -170,9 +195,13 @@ def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
     return model
 
 
-def _matern(d: int) -> Kernel:
-    """Matérn-5/2 with BoTorch's dimension-scaled lengthscale prior (ARD over ``d``)."""
-    return get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
+def _matern(d: int, prior: LengthscalePrior = "dim-scaled") -> Kernel:
+    """ARD Matérn-5/2 over ``d`` inputs with the lengthscale ``prior``: Gamma(3, 6) started at
+    GPyTorch's softplus(0) = 0.69 as BoTorch's former default did (``"gamma"``), or BoTorch's
+    dimension-scaled LogNormal started at its mode (``"dim-scaled"``)."""
+    if prior == "dim-scaled":
+        return get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
+    return MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_prior=GammaPrior(3.0, 6.0))
 
 
 def _describe(x: object) -> str:

@@ -199,3 +199,55 @@ def test_noise_prior_helper_and_modules():
     kernel, mean = practical_modules(2, 3)
     assert isinstance(kernel, ICMKernel) and kernel.rank == 3 and len(mean.base_means) == 3
     assert isinstance(practical_modules(2, 3, independent=True)[0], IndependentTasksKernel)
+
+
+def _gamma_log_pdf(x: torch.Tensor, a: float, b: float) -> torch.Tensor:
+    """log of the Gamma(shape a, rate b) density, written out."""
+    return a * math.log(b) - math.lgamma(a) + (a - 1) * torch.log(x) - b * x
+
+
+@pytest.mark.parametrize("independent", [False, True])
+def test_lengthscale_prior_choices(independent):
+    from gpytorch.priors import GammaPrior, LogNormalPrior
+
+    from botorch_mtucb.models.practical import practical_modules
+
+    d, n = 4, 3
+    kernel, _ = practical_modules(d, n, independent, lengthscale_prior="gamma")
+    bases = kernel.data_covar_modules if independent else [kernel.data_covar_module]
+    for base in bases:
+        assert isinstance(base, MaternKernel) and base.nu == 2.5
+        assert base.lengthscale.shape == (1, d)
+        prior = base.lengthscale_prior
+        assert isinstance(prior, GammaPrior)
+        ls = torch.tensor([0.1, 0.3, 1.0, 4.0])
+        torch.testing.assert_close(prior.log_prob(ls), _gamma_log_pdf(ls, 3.0, 6.0),
+                                   rtol=1e-6, atol=1e-6)
+    for kw in ({}, {"lengthscale_prior": "dim-scaled"}):  # the default: BoTorch's
+        kernel, _ = practical_modules(d, n, independent, **kw)
+        base = kernel.data_covar_modules[0] if independent else kernel.data_covar_module
+        prior = base.lengthscale_prior
+        assert isinstance(prior, LogNormalPrior)  # LogNormal(√2 + ½ log d, √3)
+        assert float(prior.loc) == pytest.approx(math.sqrt(2) + 0.5 * math.log(d))
+        assert float(prior.scale) == pytest.approx(math.sqrt(3))
+    with pytest.raises(ValueError, match="`lengthscale_prior` must be one of"):
+        practical_modules(d, n, lengthscale_prior="lognormal")
+    X, Y, bounds = _data()
+    with pytest.raises(ValueError, match="`lengthscale_prior` must be one of"):
+        practical_multitask_gp(X, Y, bounds, lengthscale_prior="gama")
+
+
+def test_map_objective_carries_the_gamma_prior():
+    """The fitted objective is the likelihood plus log Gamma(3, 6) of every lengthscale (and the
+    noise prior): compare the MLL with and without the lengthscale prior term by hand."""
+    X, Y, bounds = _data(N=10)
+    model = practical_multitask_gp(X, Y, bounds, fit=False, lengthscale_prior="gamma")
+    base = model.covar_module.data_covar_module
+    base.lengthscale = torch.tensor([[0.25, 0.8]], dtype=X.dtype)
+    with_prior = _mll(model)
+    base._priors.pop("lengthscale_prior")
+    without = _mll(model)
+    ls = torch.tensor([0.25, 0.8], dtype=X.dtype)
+    expected = float(_gamma_log_pdf(ls, 3.0, 6.0).sum()) / Y.numel()  # GPyTorch: per datum
+    assert with_prior - without == pytest.approx(expected, rel=1e-6)
+
