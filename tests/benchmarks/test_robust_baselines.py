@@ -13,6 +13,7 @@ from gpytorch.means import ZeroMean
 from botorch_mtucb.benchmarks.ht_suite_problems import ht_suite_problem, sobol_unit_design
 from botorch_mtucb.benchmarks.robust_baselines import (
     METHODS,
+    loo_means,
     practical_truncated_gp,
     recommend_index,
     replay_observations,
@@ -227,3 +228,31 @@ def test_suite_winners_pick_the_minimum_with_enough_trials():
                         "C": entry(0.01, 0.01, 1.0, 2)}}  # C: too few trials
     rows = _suite_script()._winners(summary, min_trials=5)
     assert rows[-1] == "| cell | B (0.2, 10) | A (0.1, 10) | A (20, 10) |"
+
+
+def test_loo_means_and_residual_winsorising_by_hand():
+    g = torch.Generator().manual_seed(11)
+    X = torch.rand(25, 2, generator=g, dtype=DT)
+    Y = torch.sin(4 * X).sum(-1, keepdim=True) + 0.05 * torch.randn(25, 1, generator=g, dtype=DT)
+    Y[7] += 60.0  # a gross outlier
+    clip, loc = practical_truncated_gp(X, Y, clip=True)
+    y_hat, lam = clip.train_targets, clip.lam
+    with torch.no_grad():
+        K = clip.covar_module(X, X).to_dense()
+    loo = torch.empty(25, dtype=DT)
+    for i in range(25):  # brute force: the GP on the other 24 points, same hyperparameters
+        keep = torch.arange(25) != i
+        A = K[keep][:, keep] + lam * torch.eye(24, dtype=DT)
+        loo[i] = K[i, keep] @ torch.linalg.solve(A, y_hat[keep])
+    torch.testing.assert_close(loo_means(clip), loo, atol=1e-10, rtol=0)
+    resid, loc2 = practical_truncated_gp(X, Y, clip=True, residual_steps=1)
+    assert float(loc2) == float(loc)
+    z = Y[:, 0] - loc
+    r = z - loo
+    _, v_r = robust_location_and_moment(r, 1.0, centre=False)
+    b_r = float(v_r) ** 0.5 * 25 ** 0.25
+    torch.testing.assert_close(resid.train_targets, loo + r.clamp(-b_r, b_r), atol=1e-10,
+                               rtol=0)
+    assert abs(float(resid.train_targets[7] - loo[7])) == pytest.approx(b_r)  # the outlier
+    with pytest.raises(ValueError, match="residual_steps"):
+        practical_truncated_gp(X, Y, residual_steps=-1)
