@@ -12,18 +12,19 @@ those folders and, from each trial's evaluated points (initial design + rounds),
 * R_C(T)/T and the Bayes regret from the trial file (the runner's metrics);
 * wall time per round, refits included (the trial file's ``wall_time``);
 
-and writes ``results/mo_suite/summary.json``, ``results/mo_suite/tables.md`` (one table per
-problem and a paired table) and ``results/mo_suite/<problem>/hv.png`` (HV % vs evaluations,
-mean ± s.e. over trials). Paired comparisons (common random numbers: same instance, initial
-design and λ_t per trial) of ``--focus`` (default MT-UCB) against every other algorithm: trials
-where it is better in HV and in R_C(T)/T, mean ± std of the differences, and the two-sided
-sign-test p-value of the HV wins.
+and writes ``results/mo_suite/summary.json``, ``results/mo_suite/tables.md`` (overview tables
+problems × algorithms of HV % and R_C(T)/T, one table per problem and a paired table) and
+``results/mo_suite/<problem>/hv.png`` (HV % vs evaluations, mean ± s.e. over trials).
+Paired comparisons (common random numbers: same instance, initial design and λ_t per trial)
+of ``--focus`` (default MT-UCB) against every other algorithm: trials where it is better in
+HV and in R_C(T)/T, mean ± std of the differences, and the two-sided sign-test p-value of
+the HV wins.
 
 Run from the repository root::
 
     PYTHONPATH=. python benchmarks/mo_suite.py run --problems corr-rff dtlz2 --trials 10 \\
         --horizon 20 --workers 2 --algorithms MT-UCB IT-UCB qLogNParEGO Sobol
-    PYTHONPATH=. python benchmarks/mo_suite.py summarize
+    PYTHONPATH=. python benchmarks/mo_suite.py summarize [--cache /tmp/mo_cache.json]
 """
 
 from __future__ import annotations
@@ -64,10 +65,20 @@ def _stats(v: list[float]) -> tuple[float, float]:
     return (float(t.mean()), float(t.std()) if len(v) > 1 else 0.0) if v else (math.nan, 0.0)
 
 
-def load_problem_runs(folder: Path) -> dict[str, dict[int, dict]]:
-    """algorithm → trial → metrics of one problem's run folder (or folders merged into it)."""
+def load_problem_runs(folder: Path, cache: dict | None = None) -> dict[str, dict[int, dict]]:
+    """algorithm → trial → metrics of one problem's run folder (or folders merged into it).
+
+    ``cache`` (file key → that file's metrics) skips the recomputation for trial files seen
+    before with the same size and modification time.
+    """
     out: dict[str, dict[int, dict]] = {}
     for f in sorted(folder.glob("trial*_*.json")):
+        st = f.stat()
+        key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+        if cache is not None and key in cache:
+            alg, trial, row = cache[key]
+            out.setdefault(alg, {})[trial] = row
+            continue
         rec = json.loads(f.read_text())
         name = rec["settings"]["experiment"].removeprefix("mo-")
         problem = make_suite_problem(name, seed=rec["seed"])
@@ -79,7 +90,7 @@ def load_problem_runs(folder: Path) -> dict[str, dict[int, dict]]:
             if abs(theirs - float(curve[-1])) > 1e-6 * max(1.0, abs(theirs)):
                 print(f"warning: {f.name}: HV % {float(curve[-1]):.4f} here, {theirs:.4f} in "
                       "the trial file (does its curve count the initial design?)")
-        out.setdefault(rec["algorithm"], {})[rec["trial"]] = {
+        row = out.setdefault(rec["algorithm"], {})[rec["trial"]] = {
             "hv_pct_curve": [float(v) for v in curve],
             "hv_pct": float(curve[-1]),
             "n0": len(rec["initial_X"]),
@@ -87,6 +98,8 @@ def load_problem_runs(folder: Path) -> dict[str, dict[int, dict]]:
             "bayes_regret": rec["bayes_regret"][-1] if rec.get("bayes_regret") else math.nan,
             "wall_time_per_round": float(torch.tensor(rec["wall_time"], dtype=DT).mean()),
         }
+        if cache is not None:
+            cache[key] = (rec["algorithm"], rec["trial"], row)
     return out
 
 
@@ -114,6 +127,9 @@ def summarize(ns: argparse.Namespace) -> None:
         "R_C lower/higher | ΔR_C(T)/T | time ratio |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    cache = None
+    if ns.cache is not None:
+        cache = json.loads(ns.cache.read_text()) if ns.cache.is_file() else {}
     groups: dict[str, list[Path]] = {}
     for folder in sorted(p for p in ns.out.iterdir() if p.is_dir()):
         groups.setdefault(folder.name.split("+")[0], []).append(folder)
@@ -125,7 +141,7 @@ def summarize(ns: argparse.Namespace) -> None:
             if len({json.dumps(m.get(key)) for m in manifests}) > 1:
                 raise ValueError(f"{[str(f) for f in folders]} disagree on {key!r}: not pooled")
         for f in folders:
-            for alg, trials in load_problem_runs(f).items():
+            for alg, trials in load_problem_runs(f, cache).items():
                 if alg in runs:
                     raise ValueError(f"{alg} appears in more than one of {folders}")
                 runs[alg] = trials
@@ -172,10 +188,38 @@ def summarize(ns: argparse.Namespace) -> None:
                          f" | {bm:.4f} ± {bs:.4f} | {wm:.3f} |")
         lines.append("")
         _plot(folder, runs, order, T)
-    text = "\n".join(lines + ["Paired (same trials):", ""] + paired_lines) + "\n"
+    text = "\n".join(_overview(summary) + lines + ["Paired (same trials):", ""]
+                     + paired_lines) + "\n"
+    if cache is not None:
+        ns.cache.write_text(json.dumps(cache))
     (ns.out / "summary.json").write_text(json.dumps(summary, indent=1))
     (ns.out / "tables.md").write_text(text)
     print(text)
+
+
+def _overview(summary: dict[str, dict]) -> list[str]:
+    """Problems × algorithms tables of HV % and R_C(T)/T (mean ± std; [k] = k trials if < 10)."""
+    known = ["MT-UCB", "IT-UCB", "MT-UCB-paper", "MOBO", "qLogNParEGO", "qLogNEHVI", "Sobol"]
+    algs = [a for a in known if any(a in v["algorithms"] for v in summary.values())]
+    algs += sorted({a for v in summary.values() for a in v["algorithms"]} - set(algs))
+    out = []
+    for key, title, fmt in (("hv_pct", "HV % (higher is better)", "{:.1f} ± {:.1f}"),
+                            ("time_average_regret", "R_C(T)/T (lower is better)",
+                             "{:.3f} ± {:.3f}")):
+        out += [f"Overview, {title}, mean ± std over trials ([k]: only k trials):", "",
+                "| problem | " + " | ".join(algs) + " |", "|---" * (len(algs) + 1) + "|"]
+        for prob, v in summary.items():
+            cells = []
+            for a in algs:
+                row = v["algorithms"].get(a)
+                if row is None:
+                    cells.append("—")
+                    continue
+                c = fmt.format(*row[key])
+                cells.append(c + (f" [{row['trials']}]" if row["trials"] < 10 else ""))
+            out.append(f"| {prob} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
 
 
 def _plot(folder: Path, runs: dict[str, dict[int, dict]], order: list[str], T) -> None:
@@ -217,6 +261,9 @@ def main() -> None:
     r.add_argument("--tag", default="", help="run folder <problem>+<tag> (extra algorithms)")
     s = sub.add_parser("summarize")
     s.add_argument("--focus", default="MT-UCB", help="algorithm compared pairwise to the rest")
+    s.add_argument("--cache", type=Path, default=None,
+                   help="JSON file of per-trial metrics reused across calls (keyed by path, "
+                        "size and mtime)")
     for p in (r, s):
         p.add_argument("--out", type=Path, default=OUT)
     ns = ap.parse_args()
