@@ -155,8 +155,8 @@ def summarize(ns: argparse.Namespace) -> None:
 
 #: Columns of ``OUT/readme.md`` (the benchmarks README table; ``compact.md`` has every method).
 README_METHODS = (
-    "TGP-UCB-practical", "TGP-UCB-practical-clip", "TGP-LogEI-clip", "ATA-GP-UCB-practical",
-    "GP-UCB-practical",
+    "TGP-UCB-practical", "TGP-UCB-practical-clip", "TGP-LogEI-clip", "TGP-UCB-resid",
+    "ATA-GP-UCB-practical", "GP-UCB-practical",
     "STGP-UCB", "STGP-LogEI", "RRP-UCB", "RRP-LogEI", "StudentT-GP-UCB", "TGP-UCB-practical-v",
     "TGP-UCB-paper",
 )
@@ -359,7 +359,8 @@ def main() -> None:
     g = sub.add_parser("target")
     g.add_argument("--cells", nargs="+", default=["contaminated_0.02x1000__honest"])
     g.add_argument("--candidates", nargs="+", default=[
-        "TGP-UCB-practical", "TGP-UCB-practical-clip", "TGP-LogEI-clip", "ATA-GP-UCB-practical"])
+        "TGP-UCB-practical", "TGP-UCB-practical-clip", "TGP-LogEI-clip", "TGP-UCB-resid",
+        "ATA-GP-UCB-practical"])
     g.add_argument("--baselines", nargs="+", default=["STGP-UCB", "RRP-UCB", "RRP-LogEI"])
     g.add_argument("--out", type=Path, default=OUT)
     ns = p.parse_args()
