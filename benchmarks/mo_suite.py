@@ -198,15 +198,17 @@ def summarize(ns: argparse.Namespace) -> None:
 
 
 def _overview(summary: dict[str, dict]) -> list[str]:
-    """Problems × algorithms tables of HV % and R_C(T)/T (mean ± std; [k] = k trials if < 10)."""
+    """Problems × algorithms: HV %, R_C(T)/T (mean ± std) and s / round ([k]: k < 10 trials)."""
     known = ["MT-UCB", "IT-UCB", "MT-UCB-paper", "MOBO", "qLogNParEGO", "qLogNEHVI", "Sobol"]
     algs = [a for a in known if any(a in v["algorithms"] for v in summary.values())]
     algs += sorted({a for v in summary.values() for a in v["algorithms"]} - set(algs))
     out = []
-    for key, title, fmt in (("hv_pct", "HV % (higher is better)", "{:.1f} ± {:.1f}"),
-                            ("time_average_regret", "R_C(T)/T (lower is better)",
-                             "{:.3f} ± {:.3f}")):
-        out += [f"Overview, {title}, mean ± std over trials ([k]: only k trials):", "",
+    for key, title, fmt in (("hv_pct", "HV % (higher is better), mean ± std", "{:.1f} ± {:.1f}"),
+                            ("time_average_regret", "R_C(T)/T (lower is better), mean ± std",
+                             "{:.3f} ± {:.3f}"),
+                            ("wall_time_per_round", "s / round (refits included), mean",
+                             "{:.2f}")):
+        out += [f"Overview, {title}, over trials ([k]: only k trials):", "",
                 "| problem | " + " | ".join(algs) + " |", "|---" * (len(algs) + 1) + "|"]
         for prob, v in summary.items():
             cells = []
@@ -215,7 +217,7 @@ def _overview(summary: dict[str, dict]) -> list[str]:
                 if row is None:
                     cells.append("—")
                     continue
-                c = fmt.format(*row[key])
+                c = fmt.format(*row[key][: fmt.count("{")])
                 cells.append(c + (f" [{row['trials']}]" if row["trials"] < 10 else ""))
             out.append(f"| {prob} | " + " | ".join(cells) + " |")
         out.append("")
