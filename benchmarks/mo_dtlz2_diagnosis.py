@@ -10,7 +10,11 @@ suite's problems (normalised units, noise-free, HV % of BoTorch's ``max_hv``). A
     ucb-icm            the MT-UCB entry (reference)
     ucb-icm-b0         β = 0 (scalarized posterior mean)
     ucb-list           MT-UCB's acquisition on qLogNParEGO's model (fitted ModelListGP)
-    ucb-icm-zmin       MT-UCB with ParEGO's scalarization (z = observed minimum, no margin)
+    ucb-icm-zmin       MT-UCB with z = the observed minimum (no margin)
+    ucb-icm-zmax       MT-UCB with qLogNParEGO's reference: z = the observed maximum (ideal
+                       point): BoTorch's ParEGO maximises −max_i λ_i (y*_i − y_i)/r_i
+                       = min_i λ_i (y_i − y*_i)/r_i (+ ρ Σ), i.e. z above the front
+    nei-icm-zmax       qLogNEI of that scalarization on the ICM model
     parego-icm         qLogNParEGO on MT-UCB's ICM model
     parego-list        the qLogNParEGO entry
     nei-icm            qLogNEI of MT-UCB's scalarization on the ICM model (acquisition swap)
@@ -66,13 +70,15 @@ from botorch_mtucb.utils.initial_design import initial_design_size
 ROOT = Path(__file__).resolve().parent / "results"
 DT = torch.float64
 ARMS = ("ucb-icm", "ucb-icm-b0", "ucb-list", "ucb-icm-zmin", "parego-icm", "parego-list",
-        "nei-icm", "qucb-icm", "ucb-icm-gamma", "sobol")
+        "nei-icm", "qucb-icm", "ucb-icm-gamma", "sobol", "ucb-icm-zmax", "nei-icm-zmax")
 
 
 def _scal(arm: str, weights: Tensor, Y: Tensor) -> ChebyshevScalarization:
     s = ChebyshevScalarization.from_data(weights, Y)
     if arm.endswith("-zmin"):
         s = ChebyshevScalarization(s.weights, Y.min(0).values, augmentation=s.augmentation)
+    if arm.endswith("-zmax"):  # qLogNParEGO's: Chebyshev distance to the observed ideal point
+        s = ChebyshevScalarization(s.weights, Y.max(0).values, augmentation=s.augmentation)
     return s
 
 
@@ -100,7 +106,7 @@ def arm_setup(arm: str, problem, seed: int):
         if arm == "qucb-icm":  # UCB of the scalarized objective s(f(x)) itself, by QMC
             return qUpperConfidenceBound(model, beta=1.0, sampler=sampler,
                                          objective=GenericMCObjective(lambda Z, X=None: s(Z)))
-        if arm == "nei-icm":
+        if arm.startswith("nei-icm"):
             return qLogNoisyExpectedImprovement(
                 model, X_baseline=data["X"], sampler=sampler,
                 objective=GenericMCObjective(lambda Z, X=None: s(Z)),
