@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -281,7 +280,3 @@ class WarmStartPracticalFactory:
         self._previous = model
         self.num_fits += 1
         return model
-
-
-#: ``(X, Y) -> Model`` type of the factories above.
-ModelFactory = Callable[[Tensor, Tensor], MultiTaskGPBase]
