@@ -150,8 +150,9 @@ def summarize(ns: argparse.Namespace) -> None:
         folder = ns.out / name
         folder.mkdir(exist_ok=True)
         manifest = manifests[0] if manifests else {}
-        order = [a for m in manifests for a in m.get("algorithms", []) if a in runs]
-        order += [a for a in runs if a not in order]
+        listed = [a for m in manifests for a in m.get("algorithms", []) if a in runs]
+        order = list(dict.fromkeys(listed + list(runs)))  # once each (old manifests list
+        # algorithms whose superseded trials were removed and rerun in another folder)
         rows = {}
         for alg in order:
             trials = runs[alg]
