@@ -11,6 +11,7 @@ from botorch.models.model import Model
 from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.loop_defaults import RefitRule
 
 __all__ = ["AlgorithmSetup", "AlgorithmSpec", "RunConfig", "is_practical"]
 
@@ -60,7 +61,9 @@ class AlgorithmSetup:
         representation: Heavy-tailed only: arm coordinates ``"kernel"`` or ``"qff"``.
         update: ``run_bo_loop``'s ``update``: ``"condition"``, ``"refit"`` or a callable
             ``(model, X_round, Y_round) -> Model``.
-        refit_every: ``run_bo_loop``'s ``refit_every`` (``0``: never besides ``update``).
+        refit_every: ``run_bo_loop``'s ``refit_every``: an int k (``0``: never besides
+            ``update``) or a rule ``(t, N, N_fit) -> bool`` such as
+            :class:`~botorch_mtucb.loop_defaults.RefitSchedule`.
         optimizer: ``acqf -> 1 x d`` point chooser replacing the runner's (e.g. random
             search); ``None``: the runner's ``BoxOptimizer`` / ``FiniteArmOptimizer``.
     """
@@ -69,7 +72,7 @@ class AlgorithmSetup:
     acquisition_factory: Callable[[Model, Scalarization | None], AcquisitionFunction]
     representation: str = "kernel"
     update: str | Callable[[Model, Tensor, Tensor], Model] = "condition"
-    refit_every: int = 0
+    refit_every: RefitRule = 0
     optimizer: Callable[[Any], Tensor] | None = None
 
 
