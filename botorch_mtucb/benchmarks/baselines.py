@@ -230,6 +230,15 @@ def _num_train(model: Model) -> int:
     return int(sub.train_inputs[0].shape[-2])
 
 
+def _baseline_inputs(model: ModelListGP) -> Tensor:
+    """The observed inputs in the problem's units, for ``X_baseline``: an eval-mode BoTorch
+    model with an input transform holds *transformed* ``train_inputs`` (BoTorch keeps the
+    originals in ``_original_train_inputs``); the acquisition transforms ``X_baseline`` again."""
+    sub = model.models[0]
+    X = getattr(sub, "_original_train_inputs", None)
+    return (sub.train_inputs[0] if X is None else X).detach()
+
+
 def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     num_points = problem.regret_X.shape[0]
     factory, update = _suite_baseline_models(problem)
@@ -249,7 +258,7 @@ def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
         t = _num_train(model)
         sampler = SobolQMCNormalSampler(torch.Size([64]), seed=cfg.seed * 100_003 + t)
-        X_base = model.models[0].train_inputs[0]
+        X_base = _baseline_inputs(model)
         return qLogNParEGO(
             model, X_baseline=X_base, scalarization_weights=scal.weights.to(X_base), sampler=sampler
         )
@@ -267,7 +276,7 @@ def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
         t = _num_train(model)
         sampler = SobolQMCNormalSampler(torch.Size([32]), seed=cfg.seed * 100_003 + t)
-        X_base = model.models[0].train_inputs[0]
+        X_base = _baseline_inputs(model)
         return qLogNoisyExpectedHypervolumeImprovement(
             model,
             ref_point=problem.ref_point.to(X_base).tolist(),
