@@ -211,8 +211,9 @@ def _build_practical(kind: str):
             ours = isinstance(m, (TruncatedGP, AdaptiveTruncationGP))
             if kind.endswith("LogEI"):  # best_f: the largest posterior mean at the data
                 X_obs = m.train_X if ours else m.train_inputs[0]
-                with torch.no_grad():
-                    best = m.posterior(X_obs.unsqueeze(-2)).mean.max()
+                with torch.no_grad():  # no data yet (round 1): the prior mean, zero
+                    best = (m.posterior(X_obs.unsqueeze(-2)).mean.max() if X_obs.shape[-2]
+                            else X_obs.new_zeros(()))
                 return LogExpectedImprovement(m, best_f=best)
             if ours:
                 return HeavyTailedUCB(m, beta=width)  # data-driven default: width 1
