@@ -161,7 +161,8 @@ def run_trial(
             scalarization_sampler=sampler,
             true_f=true_f,
             regret_X=regret_X,
-            regret_bounds=None if not is_mt or problem.is_finite else problem.bounds,
+            regret_bounds=(problem.bounds if is_mt and not problem.is_finite
+                           and getattr(problem, "polish_regret", True) else None),
             update=setup.update,
             refit_every=setup.refit_every,
             generator=lam_gen,

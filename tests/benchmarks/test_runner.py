@@ -225,7 +225,8 @@ def test_suite_run_shares_a_sobol_design_and_refuses_mixing(tmp_path):
 
 def test_bayes_regret_polishes_only_where_the_problem_allows(monkeypatch):
     """``SuiteProblem.polish_regret=False`` (a simulator such as Penicillin): the Bayes regret's
-    optima x*_λ come from the dense set alone, never from the SLSQP polish on ``f``."""
+    optima x*_λ and the rounds' regrets come from the dense set alone, never from the SLSQP
+    polish on ``f``."""
     import dataclasses
 
     from botorch_mtucb.benchmarks import runner
@@ -239,9 +240,19 @@ def test_bayes_regret_polishes_only_where_the_problem_allows(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(runner, "scalarized_optima", spy)
+    loop_bounds = []
+    real_loop = runner.run_bo_loop
+
+    def loop_spy(*args, **kwargs):
+        loop_bounds.append(kwargs.get("regret_bounds"))
+        return real_loop(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_bo_loop", loop_spy)
     problem = make_suite_problem("zdt1", seed=0)
     for polish in (True, False):
         p = dataclasses.replace(problem, polish_regret=polish)
         res = runner.run_trial(p, "Sobol", horizon=2, seed=0, initial_design="sobol:5")
         assert res.bayes is not None and res.bayes.isfinite().all()
     assert seen[0] is not None and seen[1] is None
+    # and the per-round regret r_t is polished (regret_bounds) only where allowed too
+    assert loop_bounds[0] is not None and loop_bounds[1] is None
