@@ -20,6 +20,8 @@ from botorch.models.transforms.outcome import (
 )
 from torch import Tensor
 
+from botorch_mtucb.models._batched_data import batch_of_training_data
+
 __all__ = [
     "batched_members",
     "member_input_transforms",
@@ -158,17 +160,7 @@ def batched_members(model_cls: type, args: tuple, kwargs: dict) -> tuple[list, t
     kw = dict(bound.arguments)
     kw.pop(next(iter(kw)))  # self
     X, Y = kw.pop("train_X"), kw.pop("train_Y")
-    if not isinstance(X, Tensor) or not isinstance(Y, Tensor):
-        raise ValueError("`train_X` and `train_Y` must be tensors.")
-    if X.dim() < 3 or Y.dim() != X.dim() or X.shape[:-2] != Y.shape[:-2]:
-        raise ValueError(
-            "Batched training data needs `train_X` batch x N x d and `train_Y` batch x N x n "
-            f"with the same batch shape; got `train_X` {tuple(X.shape)} and `train_Y` "
-            f"{tuple(Y.shape)}."
-        )
-    batch = X.shape[:-2]
-    if batch.numel() == 0:
-        raise ValueError(f"The batch shape {tuple(batch)} of `train_X` has no member.")
+    batch = batch_of_training_data(X, Y, "n")
     M = batch.numel()
     gen = kw.get("generator")
     if isinstance(gen, int) and not isinstance(gen, bool):  # one generator for all members

@@ -27,6 +27,7 @@ from torch import Tensor
 
 from botorch_mtucb.linalg.precision import MAX_EPS_KAPPA, check_float_conditioning  # noqa: F401
 from botorch_mtucb.linalg.ridge import spectral_ridge
+from botorch_mtucb.models._batched_data import has_batched_training_data
 from botorch_mtucb.models.heavy_tailed_arm_history import (
     ArmSet,
     RowBuffer,
@@ -80,9 +81,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
         """Batched ``train_X`` / ``train_Y`` (either with more than 2 dimensions): a
         :class:`HeavyTailedBatch` of per-slice members
         (:meth:`HeavyTailedBatch.from_batched_data`); otherwise a plain instance."""
-        X = args[0] if args else kwargs.get("train_X")
-        Y = args[1] if len(args) > 1 else kwargs.get("train_Y")
-        if any(isinstance(T, Tensor) and T.dim() > 2 for T in (X, Y)):
+        if has_batched_training_data(args, kwargs):
             return HeavyTailedBatch.from_batched_data(cls, args, kwargs)
         return super().__new__(cls)
 

@@ -21,6 +21,8 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_mtucb.models._batched_data import batch_of_training_data
+
 __all__ = ["HeavyTailedBatch", "fantasize"]
 
 
@@ -111,17 +113,7 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         args, kwargs = list(args), dict(kwargs)
         X = args.pop(0) if args else kwargs.pop("train_X", None)
         Y = args.pop(0) if args else kwargs.pop("train_Y", None)
-        if not isinstance(X, Tensor) or not isinstance(Y, Tensor):
-            raise ValueError("`train_X` and `train_Y` must be tensors for batched training data.")
-        if X.dim() < 3 or Y.dim() != X.dim() or X.shape[:-2] != Y.shape[:-2]:
-            raise ValueError(
-                f"Batched training data needs `train_X` batch x N x d and `train_Y` batch x N x 1 "
-                f"with the same batch shape; got `train_X` {tuple(X.shape)} and `train_Y` "
-                f"{tuple(Y.shape)}."
-            )
-        batch = X.shape[:-2]
-        if batch.numel() == 0:
-            raise ValueError(f"The batch shape {tuple(batch)} of `train_X` has no member.")
+        batch = batch_of_training_data(X, Y, "1")
         M = batch.numel()
         Xf, Yf = X.reshape(M, *X.shape[-2:]), Y.reshape(M, *Y.shape[-2:])
         sliced = {}

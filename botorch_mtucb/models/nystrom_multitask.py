@@ -16,6 +16,7 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.precision import working_dtype
+from botorch_mtucb.models._batched_data import has_batched_training_data
 from botorch_mtucb.models.multitask_base import MultiTaskGPBase
 from botorch_mtucb.models.nystrom_multitask_batch import NystromMultiTaskBatch
 from botorch_mtucb.models.nystrom_solver import ICMNystromSolver, NystromSolver
@@ -116,9 +117,7 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         """Batched ``train_X`` / ``train_Y`` (either with more than 2 dimensions): a
         :class:`NystromMultiTaskBatch` of per-slice members
         (:meth:`NystromMultiTaskBatch.from_batched_data`); otherwise a plain instance."""
-        X = args[0] if args else kwargs.get("train_X")
-        Y = args[1] if len(args) > 1 else kwargs.get("train_Y")
-        if any(isinstance(T, Tensor) and T.dim() > 2 for T in (X, Y)):
+        if has_batched_training_data(args, kwargs):
             return NystromMultiTaskBatch.from_batched_data(cls, args, kwargs)
         return super().__new__(cls)
 
