@@ -88,18 +88,23 @@ def _counted(closure):
     return wrapped, count
 
 
+def _mll_and_closure(model, lean: bool):
+    """The model's train-mode marginal likelihood and its loss closure: the lean ICM closure
+    (``lean``) or BoTorch's own."""
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    mll.train()
+    if lean:
+        return mll, practical_mll_closure(mll)
+    params = {k: p for k, p in get_parameters_and_bounds(mll)[0].items() if p.requires_grad}
+    return mll, get_loss_closure_with_grads(mll, parameters=params)
+
+
 def _fit(model, lean: bool, warm=None, memory: bool = False) -> tuple[float, int]:
     """Fit ``model`` (cold, or warm from ``warm``; ``memory``: L-BFGS memory
     :func:`lbfgs_memory` instead of scipy's 10); (seconds, closure evaluations)."""
     if warm is not None:
         copy_hyperparameters(warm, model)
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    mll.train()
-    if lean:
-        closure = practical_mll_closure(mll)
-    else:
-        params = {k: p for k, p in get_parameters_and_bounds(mll)[0].items() if p.requires_grad}
-        closure = get_loss_closure_with_grads(mll, parameters=params)
+    mll, closure = _mll_and_closure(model, lean)
     closure, count = _counted(closure)
     kwargs = {}
     if memory:
@@ -124,13 +129,7 @@ def _mll(model) -> float:
 
 def _eval_cost(model, lean: bool, reps: int = 20) -> float:
     """Seconds per likelihood + gradient evaluation (best of 3 batches of ``reps``)."""
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    mll.train()
-    if lean:
-        closure = practical_mll_closure(mll)
-    else:
-        params = {k: p for k, p in get_parameters_and_bounds(mll)[0].items() if p.requires_grad}
-        closure = get_loss_closure_with_grads(mll, parameters=params)
+    _, closure = _mll_and_closure(model, lean)
 
     def batch():
         for _ in range(reps):
