@@ -69,16 +69,18 @@ from botorch_mtucb.acquisition import (
     BetaSchedule,
     ChebyshevScalarization,
     ConstantBeta,
-    ScalarizationSampler,
     ScalarizedMultiTaskUCB,
     TheoremTwoBeta,
 )
 from botorch_mtucb.acquisition.beta import model_noise
 from botorch_mtucb.benchmarks.algorithms import practical_multitask_gp
 from botorch_mtucb.benchmarks.measure import sign_test_p
-from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem, suite_metrics
+from botorch_mtucb.benchmarks.mo_suite_problems import (
+    make_suite_problem,
+    run_suite_protocol,
+    suite_metrics,
+)
 from botorch_mtucb.kernels import ICMKernel
-from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
 from botorch_mtucb.models import ExactMultiTaskGP
 from botorch_mtucb.utils.initial_design import initial_design_size
 
@@ -207,16 +209,7 @@ def run_unit(args: tuple[str, tuple[str, str, str, str], int, int, int, str]) ->
         return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hist = run_bo_loop(
-            observe=problem.observer(torch.Generator().manual_seed(s + 2)), initial_X=X0,
-            num_rounds=T, model_factory=model_factory, acquisition_factory=acq,
-            optimizer=BoxOptimizer(bounds, num_restarts=4, raw_samples=256, seed=s),
-            scalarization_sampler=ScalarizationSampler(n, "chebyshev",
-                                                       ref_point=problem.ref_point),
-            update="refit", generator=torch.Generator().manual_seed(s + 3),
-        )
+    hist = run_suite_protocol(problem, X0, T, model_factory, acq, s)
     loop_s = time.perf_counter() - start
     X = torch.cat([X0, hist.X])
     W = torch.stack([r.weights for r in hist.rounds])

@@ -57,13 +57,15 @@ from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition import (
     ChebyshevScalarization,
-    ScalarizationSampler,
     ScalarizedMultiTaskUCB,
 )
 from botorch_mtucb.benchmarks.baselines import _fitted_model_list
 from botorch_mtucb.benchmarks.measure import sign_test_p
-from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem, suite_metrics
-from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
+from botorch_mtucb.benchmarks.mo_suite_problems import (
+    make_suite_problem,
+    run_suite_protocol,
+    suite_metrics,
+)
 from botorch_mtucb.models.practical import practical_multitask_gp
 from botorch_mtucb.utils.initial_design import initial_design_size
 
@@ -145,16 +147,7 @@ def run_unit(name: str, arm: str, trial: int, rounds: int, out: Path) -> dict:
         hist = _SobolHistory(bounds[0] + (bounds[1] - bounds[0]) * U, n)
     else:
         hist = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hist = hist or run_bo_loop(
-            observe=problem.observer(torch.Generator().manual_seed(s + 2)), initial_X=X0,
-            num_rounds=rounds, model_factory=model_factory, acquisition_factory=acq,
-            optimizer=BoxOptimizer(bounds, num_restarts=4, raw_samples=256, seed=s),
-            scalarization_sampler=ScalarizationSampler(n, "chebyshev",
-                                                       ref_point=problem.ref_point),
-            update="refit", generator=torch.Generator().manual_seed(s + 3),
-        )
+    hist = hist or run_suite_protocol(problem, X0, rounds, model_factory, acq, s)
     loop_s = time.perf_counter() - start
     X = torch.cat([X0, hist.X])
     W = torch.stack([r.weights for r in hist.rounds])

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
+import torch
 from botorch.test_functions.multi_objective import (
     DTLZ2,
     ZDT1,
@@ -73,6 +74,7 @@ __all__ = [
     "hypervolume_percent",
     "hypervolume_percent_curve",
     "make_suite_problem",
+    "run_suite_protocol",
     "suite_metrics",
 ]
 
@@ -135,3 +137,39 @@ def make_suite_problem(
     if name != "corr-rff":
         seed = 0
     return _cached(name, int(seed), units, float(noise_std))
+
+
+def run_suite_protocol(
+    problem: SuiteProblem,
+    initial_X: Tensor,
+    num_rounds: int,
+    model_factory: Callable,
+    acquisition_factory: Callable,
+    seed: int,
+):
+    """One paired trial of the suite's protocol for the benchmark scripts that swap one
+    component (``benchmarks/mo_ablation.py``, ``mo_dtlz2_diagnosis.py``): ``num_rounds`` of
+    q = 1 from ``initial_X``, the model refitted after every round (``update="refit"``),
+    ``BoxOptimizer(num_restarts=4, raw_samples=256)``, Chebyshev λ_t at the HV reference, and
+    the trial's common random numbers (noise ``seed + 2``, λ_t ``seed + 3``, optimizer
+    ``seed``). Warnings are silenced.
+
+    Returns:
+        The loop's :class:`~botorch_mtucb.loop_history.LoopHistory`.
+    """
+    import warnings
+
+    from botorch_mtucb.acquisition.scalarization_sampling import ScalarizationSampler
+    from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_bo_loop(
+            observe=problem.observer(torch.Generator().manual_seed(seed + 2)),
+            initial_X=initial_X, num_rounds=num_rounds, model_factory=model_factory,
+            acquisition_factory=acquisition_factory,
+            optimizer=BoxOptimizer(problem.bounds, num_restarts=4, raw_samples=256, seed=seed),
+            scalarization_sampler=ScalarizationSampler(problem.num_objectives, "chebyshev",
+                                                       ref_point=problem.ref_point),
+            update="refit", generator=torch.Generator().manual_seed(seed + 3),
+        )

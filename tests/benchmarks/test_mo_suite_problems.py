@@ -221,3 +221,37 @@ def test_diagnosis_augmented_ucb_and_scale_free_weights():
     post = model.posterior(Xt)
     u = post.mean[..., 0, :] + post.variance[..., 0, :].sqrt()
     torch.testing.assert_close(acqf(Xt), aug(u))
+
+
+def test_run_suite_protocol_is_the_suite_loop_with_the_trial_seeds():
+    """The scripts' shared protocol equals run_bo_loop called with the suite's settings."""
+    import warnings
+
+
+    from botorch_mtucb.acquisition import ScalarizationSampler, ScalarizedMultiTaskUCB
+    from botorch_mtucb.benchmarks.mo_suite_problems import run_suite_protocol
+    from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
+    from botorch_mtucb.models import practical_multitask_gp
+    from botorch_mtucb.utils import sobol_initial_design
+
+    p, s = make_suite_problem("zdt1", seed=0), 3
+    X0 = sobol_initial_design(p.bounds, seed=s)
+
+    def mf(X, Y):
+        return practical_multitask_gp(X, Y, p.bounds)
+
+    def acq(m, scal):
+        return ScalarizedMultiTaskUCB(m, scal, 1.0, bound="directional")
+
+    got = run_suite_protocol(p, X0, 1, mf, acq, s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = run_bo_loop(
+            observe=p.observer(torch.Generator().manual_seed(s + 2)), initial_X=X0, num_rounds=1,
+            model_factory=mf, acquisition_factory=acq,
+            optimizer=BoxOptimizer(p.bounds, num_restarts=4, raw_samples=256, seed=s),
+            scalarization_sampler=ScalarizationSampler(2, "chebyshev", ref_point=p.ref_point),
+            update="refit", generator=torch.Generator().manual_seed(s + 3),
+        )
+    assert torch.equal(got.rounds[0].weights, ref.rounds[0].weights)
+    torch.testing.assert_close(got.X, ref.X, atol=1e-6, rtol=0)
