@@ -227,7 +227,6 @@ def test_run_suite_protocol_is_the_suite_loop_with_the_trial_seeds():
     """The scripts' shared protocol equals run_bo_loop called with the suite's settings."""
     import warnings
 
-
     from botorch_mtucb.acquisition import ScalarizationSampler, ScalarizedMultiTaskUCB
     from botorch_mtucb.benchmarks.mo_suite_problems import run_suite_protocol
     from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
