@@ -4,7 +4,8 @@
 ``results/mo_suite/<problem>/`` (the CLI's run folders: manifest, trial JSON, summary,
 R_C(t)/t plot; rerunning continues a run). More algorithms for a problem later go to
 ``<problem>+<tag>/`` (``--tag``); ``summarize`` pools the folders of a problem after checking
-that they share experiment, horizon, seed, initial design and bound. ``summarize`` reads
+that they share experiment, horizon, seed, initial design and bound (an algorithm's trials may
+be split over folders with ``--first-trial``; a trial found twice is refused). ``summarize`` reads
 those folders and, from each trial's evaluated points (initial design + rounds), recomputes
 
 * HV %: hypervolume of all evaluated points above the problem's reference point, as % of its
@@ -51,7 +52,8 @@ DT = torch.float64
 def run(ns: argparse.Namespace) -> None:
     for prob in ns.problems:
         cmd = [sys.executable, "-m", "botorch_mtucb.benchmarks", "run", f"mo-{prob}",
-               "--trials", str(ns.trials), "--horizon", str(ns.horizon), "--bound",
+               "--trials", str(ns.trials), "--first-trial", str(ns.first_trial),
+               "--horizon", str(ns.horizon), "--bound",
                "directional", "--workers", str(ns.workers), "--no-progress",
                "--out", str(ns.out / (prob + (f"+{ns.tag}" if ns.tag else "")))]
         if ns.algorithms:
@@ -142,9 +144,11 @@ def summarize(ns: argparse.Namespace) -> None:
                 raise ValueError(f"{[str(f) for f in folders]} disagree on {key!r}: not pooled")
         for f in folders:
             for alg, trials in load_problem_runs(f, cache).items():
-                if alg in runs:
-                    raise ValueError(f"{alg} appears in more than one of {folders}")
-                runs[alg] = trials
+                twice = sorted(set(runs.get(alg, {})) & set(trials))
+                if twice:  # trials split over folders (--first-trial) pool; a repeat does not
+                    raise ValueError(f"{alg} trial(s) {twice} appear in more than one of "
+                                     f"{[str(x) for x in folders]}")
+                runs.setdefault(alg, {}).update(trials)
         if not runs:
             continue
         folder = ns.out / name
@@ -258,6 +262,8 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--problems", nargs="+", default=["corr-rff", "corr-hartmann"])
     r.add_argument("--trials", type=int, default=10)
+    r.add_argument("--first-trial", type=int, default=0,
+                   help="index of the first trial (grow an algorithm's trials in a new folder)")
     r.add_argument("--horizon", type=int, default=20)
     r.add_argument("--workers", type=int, default=2)
     r.add_argument("--algorithms", nargs="+", default=None)
