@@ -146,13 +146,16 @@ def run_suite_protocol(
     model_factory: Callable,
     acquisition_factory: Callable,
     seed: int,
+    optimizer: Callable | None = None,
 ):
     """One paired trial of the suite's protocol for the benchmark scripts that swap one
     component (``benchmarks/mo_ablation.py``, ``mo_dtlz2_diagnosis.py``): ``num_rounds`` of
     q = 1 from ``initial_X``, the model refitted after every round (``update="refit"``),
     ``BoxOptimizer(num_restarts=4, raw_samples=256)``, Chebyshev λ_t at the HV reference, and
     the trial's common random numbers (noise ``seed + 2``, λ_t ``seed + 3``, optimizer
-    ``seed``). Warnings are silenced.
+    ``seed``). Warnings are silenced. ``optimizer`` (``acqf -> 1 x d``) replaces the
+    ``BoxOptimizer`` (e.g. to restrict the search region); it should draw its randomness from
+    ``seed`` to keep the trial's common random numbers.
 
     Returns:
         The loop's :class:`~botorch_mtucb.loop_history.LoopHistory`.
@@ -168,7 +171,8 @@ def run_suite_protocol(
             observe=problem.observer(torch.Generator().manual_seed(seed + 2)),
             initial_X=initial_X, num_rounds=num_rounds, model_factory=model_factory,
             acquisition_factory=acquisition_factory,
-            optimizer=BoxOptimizer(problem.bounds, num_restarts=4, raw_samples=256, seed=seed),
+            optimizer=optimizer if optimizer is not None
+            else BoxOptimizer(problem.bounds, num_restarts=4, raw_samples=256, seed=seed),
             scalarization_sampler=ScalarizationSampler(problem.num_objectives, "chebyshev",
                                                        ref_point=problem.ref_point),
             update="refit", generator=torch.Generator().manual_seed(seed + 3),
