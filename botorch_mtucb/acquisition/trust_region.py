@@ -1,0 +1,268 @@
+"""A TuRBO-style trust region for the per-round maximiser (a drop-in for ``BoxOptimizer``).
+
+:class:`TrustRegionOptimizer` maximises the acquisition with BoTorch's ``optimize_acqf``
+(multi-start L-BFGS-B, like :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`) inside
+a box around the incumbent instead of the whole search box. The rule is TuRBO's (Eriksson,
+Pearce, Gardner, Turner & Poloczek, *Scalable Global Optimization via Local Bayesian
+Optimization*, NeurIPS 2019, §2 and App.), in the normalised cube ``[0, 1]^d``:
+
+* **incumbent** x⁺: the evaluated point that is best under the round's scalarization,
+  ``argmax_i s_λt(y_i)`` over the model's training data (outcomes in original units);
+* **region**: ``x⁺ ± w_i L / 2`` clipped to the box, with ``w_i = 1`` (``shape="isotropic"``)
+  or TuRBO's ``w_i = ℓ_i / (∏_j ℓ_j)^{1/d}`` (``shape="lengthscale"``, ℓ the model's ARD
+  lengthscales in unit-cube units); the weighted region is widest along the
+  long-lengthscale inputs (on DTLZ2: the four distance variables);
+* **side length** L: ``L_init = 0.8``, ``L_min = 2⁻⁷``, ``L_max = 1.6``. At each call the
+  observations the model holds beyond those of the previous call judge the previous
+  proposal: a *success* when their best value under the *previous* round's scalarization
+  exceeds the best earlier value by more than ``1e-3 · |best|`` (BoTorch's TuRBO-1 rule),
+  else a *failure*. After ``τ_succ = 3`` consecutive successes ``L ← min(2L, L_max)``; after
+  ``τ_fail = ⌈max(4, d) / q⌉`` consecutive failures (q = 1 here) ``L ← L / 2``; each change
+  resets both counters. When ``L < L_min`` the region restarts: ``L ← L_init``, counters zero.
+
+The acquisition must declare its model and scalarization (:class:`ScalarizedAcquisition`,
+e.g. :class:`~botorch_mtucb.acquisition.multi_task_ucb.ScalarizedMultiTaskUCB`); the model must
+be a GPyTorch exact GP with BoTorch transforms (``train_inputs``, ``train_targets`` of shape
+``N x n``, an optional ``input_transform`` and ``outcome_transform``), such as
+:func:`~botorch_mtucb.models.practical.practical_multitask_gp`'s model.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.models.model import Model
+from botorch.optim import optimize_acqf
+from torch import Tensor
+
+from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["ScalarizedAcquisition", "TrustRegionOptimizer"]
+
+SHAPES = ("isotropic", "lengthscale")
+
+
+@runtime_checkable
+class ScalarizedAcquisition(Protocol):
+    """An acquisition of a scalarized objective s_λ(f(x)) that declares its model and s_λ."""
+
+    model: Model
+    scalarization: Scalarization
+
+
+class TrustRegionOptimizer:
+    """x_t = argmax of the acquisition over TuRBO's trust region around the incumbent.
+
+    Keeps ``length`` (L), ``success_count`` and ``failure_count`` between calls (one instance
+    per run) and records each call's region in ``regions`` (``2 x d``, original units).
+    """
+
+    def __init__(
+        self,
+        bounds: Tensor,
+        num_restarts: int = 10,
+        raw_samples: int = 512,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        shape: Literal["isotropic", "lengthscale"] = "isotropic",
+        length_init: float = 0.8,
+        length_min: float = 2.0**-7,
+        length_max: float = 1.6,
+        success_tolerance: int = 3,
+        failure_tolerance: int | None = None,
+    ) -> None:
+        """
+        Args:
+            bounds: ``2 x d`` lower/upper bounds of the search box (original units).
+            num_restarts: Number of L-BFGS-B starts.
+            raw_samples: Number of raw (Sobol) samples to pick the starts from.
+            seed: Base seed for the raw samples (incremented at each call), as in
+                ``BoxOptimizer``; ``None`` uses torch's global RNG.
+            options: Extra ``optimize_acqf`` options.
+            shape: ``"isotropic"`` (w_i = 1) or ``"lengthscale"`` (TuRBO's w_i = ℓ_i / geometric
+                mean of ℓ; needs an ICM model with ARD lengthscales).
+            length_init: L_init, side length in unit-cube units (TuRBO: 0.8).
+            length_min: L_min; a smaller L restarts the region at L_init (TuRBO: 2⁻⁷).
+            length_max: L_max (TuRBO: 1.6).
+            success_tolerance: τ_succ, consecutive successes that double L (TuRBO: 3).
+            failure_tolerance: τ_fail, consecutive failures that halve L; ``None`` is TuRBO's
+                ``max(4, d)`` (q = 1).
+        """
+        check_finite(bounds, "bounds")
+        if bounds.dim() != 2 or bounds.shape[0] != 2 or (bounds[0] >= bounds[1]).any():
+            raise ValueError(
+                f"`bounds` must be 2 x d with lower < upper, got shape {tuple(bounds.shape)}."
+            )
+        if shape not in SHAPES:
+            raise ValueError(f"`shape` must be one of {SHAPES}, got {shape!r}.")
+        lengths = {"length_init": length_init, "length_min": length_min,
+                   "length_max": length_max}
+        for name, value in lengths.items():
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"`{name}` must be a positive finite number, got {value!r}.")
+        if not length_min <= length_init <= length_max:
+            raise ValueError(
+                "Expected `length_min` <= `length_init` <= `length_max`, got "
+                f"{length_min}, {length_init}, {length_max}."
+            )
+        d = bounds.shape[-1]
+        if failure_tolerance is None:
+            failure_tolerance = max(4, d)
+        for name, value in (("success_tolerance", success_tolerance),
+                            ("failure_tolerance", failure_tolerance)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+        self.bounds = bounds.clone()
+        self.num_restarts = num_restarts
+        self.raw_samples = raw_samples
+        self.seed = seed
+        self.options = dict(options or {})
+        self.shape = shape
+        self.length_init = float(length_init)
+        self.length_min = float(length_min)
+        self.length_max = float(length_max)
+        self.success_tolerance = success_tolerance
+        self.failure_tolerance = failure_tolerance
+        self.length = self.length_init
+        self.success_count = 0
+        self.failure_count = 0
+        self.restarts = 0
+        self.regions: list[Tensor] = []
+        self._calls = 0
+        self._previous: tuple[int, Scalarization] | None = None
+
+    # ------------------------------------------------------------------ state
+    def update(self, Y: Tensor, num_previous: int, scalarization: Scalarization) -> None:
+        """Judge the rows of ``Y`` beyond the first ``num_previous`` (the new observations)
+        under ``scalarization`` and apply TuRBO's rule to L and the counters.
+
+        Args:
+            Y: ``N x n`` outcomes (original units), the earlier rows first.
+            num_previous: Rows of ``Y`` the previous call saw; nothing happens unless
+                ``0 < num_previous < N``.
+            scalarization: s_λ of the round that proposed the new rows.
+        """
+        if not 0 < num_previous < Y.shape[-2]:
+            return
+        values = scalarization(Y)
+        best_old = values[:num_previous].max()
+        best_new = values[num_previous:].max()
+        if bool(best_new > best_old + 1e-3 * best_old.abs()):  # one host read per round
+            self.success_count += 1
+            self.failure_count = 0
+        else:
+            self.failure_count += 1
+            self.success_count = 0
+        if self.success_count == self.success_tolerance:
+            self.length = min(2.0 * self.length, self.length_max)
+            self.success_count = 0
+        elif self.failure_count == self.failure_tolerance:
+            self.length /= 2.0
+            self.failure_count = 0
+        if self.length < self.length_min:
+            self.length = self.length_init
+            self.success_count = self.failure_count = 0
+            self.restarts += 1
+
+    def region(self, center: Tensor, weights: Tensor | None = None) -> Tensor:
+        """The ``2 x d`` box ``center ± w L / 2`` (unit-cube widths) clipped to ``bounds``.
+
+        Args:
+            center: ``d`` incumbent, original units.
+            weights: ``d`` positive widths w_i (``None``: ones).
+        """
+        lower, upper = self.bounds.to(center)
+        half = 0.5 * self.length * (upper - lower)
+        if weights is not None:
+            half = half * weights.to(center)
+        return torch.stack(
+            [torch.maximum(center - half, lower), torch.minimum(center + half, upper)]
+        )
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, acqf: AcquisitionFunction) -> Tensor:
+        """Return the ``1 x d`` maximiser found in the trust region."""
+        if not isinstance(acqf, ScalarizedAcquisition):
+            raise TypeError(
+                "TrustRegionOptimizer needs an acquisition with `model` and `scalarization` "
+                f"(e.g. ScalarizedMultiTaskUCB), got {type(acqf).__name__}."
+            )
+        X, Y = training_data(acqf.model)
+        if X.shape[-1] != self.bounds.shape[-1]:
+            raise ValueError(
+                f"The model's inputs have d = {X.shape[-1]} but `bounds` has "
+                f"d = {self.bounds.shape[-1]}."
+            )
+        if self._previous is not None:
+            self.update(Y, *self._previous)
+        scal = acqf.scalarization
+        center = X[torch.argmax(scal(Y))]
+        weights = None
+        if self.shape == "lengthscale":
+            weights = lengthscale_weights(acqf.model, self.bounds.to(X))
+        region = self.region(center, weights)
+        self.regions.append(region)
+        self._previous = (Y.shape[-2], scal)
+        options = dict(self.options)
+        if self.seed is not None:
+            options["seed"] = self.seed + self._calls
+        self._calls += 1
+        cand, _ = optimize_acqf(
+            acqf,
+            bounds=region,
+            q=1,
+            num_restarts=self.num_restarts,
+            raw_samples=self.raw_samples,
+            options=options,
+        )
+        return cand.detach()
+
+
+def training_data(model: Model) -> tuple[Tensor, Tensor]:
+    """The model's training inputs and outcomes in original units, ``N x d`` and ``N x n``.
+
+    Undoes the model's ``input_transform`` (an eval-mode BoTorch model holds transformed
+    inputs) and ``outcome_transform``; copies, never views of the model's tensors.
+    """
+    inputs = getattr(model, "train_inputs", None)
+    targets = getattr(model, "train_targets", None)
+    if not inputs or not isinstance(targets, Tensor) or targets.dim() != 2:
+        raise TypeError(
+            "TrustRegionOptimizer needs an unbatched exact GP model with `train_inputs` and "
+            f"N x n `train_targets`, got {type(model).__name__}."
+        )
+    X = inputs[0].detach()
+    transform = getattr(model, "input_transform", None)
+    if transform is not None and not model.training:
+        X = transform.untransform(X)
+    Y = targets.detach()
+    outcome = getattr(model, "outcome_transform", None)
+    if outcome is not None:
+        Y, _ = outcome.untransform(Y)
+    return X.clone(), Y.clone()
+
+
+def lengthscale_weights(model: Model, bounds: Tensor) -> Tensor:
+    """TuRBO's widths ``w_i = ℓ_i / (∏_j ℓ_j)^{1/d}`` from the model's ARD lengthscales.
+
+    The lengthscales are read from the ICM kernel's scalar kernel
+    (``covar_module.icm_components()``); they are in unit-cube units when the model
+    normalises its inputs (an ``input_transform``), else divided by ``bounds``' ranges.
+    """
+    covar = getattr(model, "covar_module", None)
+    parts = covar.icm_components() if hasattr(covar, "icm_components") else None
+    ls = None if parts is None else getattr(parts[0], "lengthscale", None)
+    d = bounds.shape[-1]
+    if ls is None or ls.numel() != d:
+        raise TypeError(
+            "shape='lengthscale' needs an ICM model whose scalar kernel has d ARD "
+            f"lengthscales, got {type(model).__name__}."
+        )
+    ls = ls.detach().reshape(d).to(bounds)
+    if getattr(model, "input_transform", None) is None:
+        ls = ls / (bounds[1] - bounds[0])
+    return ls / ls.log().mean().exp()
