@@ -157,6 +157,12 @@ def summarize(ns: argparse.Namespace) -> dict:
             if arm != "ref":
                 row["hv_vs_ref"] = _paired(by_trial, ref, "hv_pct")
                 row["rc_vs_ref"] = _paired(by_trial, ref, "time_average_regret")
+            if arm != "sobol":
+                row["hv_vs_sobol"] = _paired(by_trial, recs.get("sobol", {}), "hv_pct")
+            if name == "dtlz2":  # g = Σ_{i≥3} (x_i − 0.5)² of the proposals (0 on the front)
+                g = [_dtlz2_g(r) for r in by_trial.values()]
+                row["mean_g"] = _stats([float(v.mean()) for v in g])
+                row["share_g_below_0.1"] = _stats([float((v < 0.1).to(DT).mean()) for v in g])
             rows[arm] = row
         summary[name] = rows
     Path(ns.json).write_text(json.dumps(summary, indent=1))
@@ -166,9 +172,16 @@ def summarize(ns: argparse.Namespace) -> dict:
     return summary
 
 
+def _dtlz2_g(rec: dict) -> Tensor:
+    """DTLZ2's distance function g at the unit's proposals (DTLZ2's box is the unit cube)."""
+    X = torch.tensor(rec["X"], dtype=DT)[rec["n0"]:]
+    return (X[:, 2:] - 0.5).pow(2).sum(-1)
+
+
 def _markdown(summary: dict) -> str:
-    lines = ["| problem | arm | trials | HV % | R_C(T)/T | face share | HV vs ref (hi/lo, p) "
-             "| R_C vs ref (lower/higher, p) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| problem | arm | trials | HV % | R_C(T)/T | face share | HV vs ref (hi/lo, Δ, p) "
+             "| R_C vs ref (lower/higher, Δ, p) | HV vs Sobol (hi/lo) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, rows in summary.items():
         for arm, r in rows.items():
             rc = r["time_average_regret"]
@@ -179,10 +192,12 @@ def _markdown(summary: dict) -> str:
             rc_txt = "" if not rc_vs else (
                 f"{rc_vs['lower']}/{rc_vs['higher']} ({rc_vs['delta_mean']:+.4f}, "
                 f"p={rc_vs['sign_p']:.2f})")
+            sob = r.get("hv_vs_sobol")
+            sob_txt = "" if not sob else f"{sob['higher']}/{sob['lower']}"
             lines.append(
                 f"| {name} | {arm} | {len(r['trials'])} | {r['hv_pct'][0]:.1f} ± "
                 f"{r['hv_pct'][1]:.1f} | {'—' if rc is None else f'{rc[0]:.4f}'} | "
-                f"{r['boundary_coord_share'][0]:.2f} | {hv_txt} | {rc_txt} |")
+                f"{r['boundary_coord_share'][0]:.2f} | {hv_txt} | {rc_txt} | {sob_txt} |")
     return "\n".join(lines) + "\n"
 
 
@@ -217,10 +232,15 @@ def _gate(units: Path, gate: Path) -> None:
     """DTLZ2's HV means and paired counts, for the lead."""
     ns = argparse.Namespace(units=str(units), json=str(gate.with_suffix(".json")))
     rows = summarize(ns).get("dtlz2", {})
-    lines = [f"DTLZ2 (d=6, n=3), T=20, trials {r['trials']}: {arm} HV {r['hv_pct'][0]:.1f} ± "
-             f"{r['hv_pct'][1]:.1f} %" + ("" if not r.get("hv_vs_ref") else
-             f"; vs ref higher/lower {r['hv_vs_ref']['higher']}/{r['hv_vs_ref']['lower']} "
-             f"(p={r['hv_vs_ref']['sign_p']:.2f})") for arm, r in rows.items()]
+    lines = []
+    for arm, r in rows.items():
+        line = f"DTLZ2 (d=6, n=3), T=20, trials {r['trials']}: {arm} HV {r['hv_pct'][0]:.1f} ± "
+        line += f"{r['hv_pct'][1]:.1f} %, mean g {r['mean_g'][0]:.2f}"
+        for key, other in (("hv_vs_ref", "ref"), ("hv_vs_sobol", "sobol")):
+            if r.get(key):
+                line += (f"; HV vs {other} higher/lower {r[key]['higher']}/{r[key]['lower']}"
+                         f" (p={r[key]['sign_p']:.2f})")
+        lines.append(line)
     gate.write_text("\n".join(lines) + "\n")
 
 
