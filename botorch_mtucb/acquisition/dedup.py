@@ -1,0 +1,152 @@
+"""A box optimizer that does not re-propose an evaluated point (noise-free problems, issue 16).
+
+On a noise-free problem a second evaluation of a point teaches the model nothing, yet a UCB
+can keep choosing it: on ZDT2 the scale-free Chebyshev scalarization's true maximiser is the
+evaluated corner x = 0 for every λ once that corner dominates all other observations
+(``benchmarks/mo_zdt2_diagnosis.py``), and practical MT-UCB re-proposed it in most rounds.
+:class:`DedupOptimizer` is :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`'s
+multi-start L-BFGS-B (same seeds, so the same proposal whenever that is new) that returns the
+best *new* point: the best restart that is not within ``tol`` of an evaluated point, else the
+best raw (Sobol) sample that is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.optim import optimize_acqf
+from torch import Tensor
+from torch.quasirandom import SobolEngine
+
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["DedupOptimizer", "evaluated_inputs"]
+
+
+def evaluated_inputs(model: Any) -> Tensor:
+    """The ``N x d`` training inputs of a BoTorch model in the problem's (raw) units.
+
+    An eval-mode model with an ``input_transform`` stores transformed ``train_inputs``; they
+    are untransformed here. A ``ModelListGP`` (``models``) gives the union of its models'.
+
+    Raises:
+        ValueError: If the model has no training inputs.
+    """
+    if hasattr(model, "models"):
+        return torch.cat([evaluated_inputs(m) for m in model.models]).unique(dim=0)
+    inputs = getattr(model, "train_inputs", None)
+    if not inputs:
+        raise ValueError(
+            f"`model` ({type(model).__name__}) has no `train_inputs`; pass `evaluated` to "
+            "DedupOptimizer."
+        )
+    X = inputs[0]
+    tf = getattr(model, "input_transform", None)
+    if tf is not None:
+        X = tf.untransform(X)
+    return X.detach()
+
+
+class DedupOptimizer:
+    """x_t = the best point of a multi-start L-BFGS-B that is not an evaluated point.
+
+    A candidate x duplicates an evaluated x' when max_j |x_j − x'_j| / (u_j − l_j) ≤ ``tol``
+    (box-relative sup-norm). Order of preference: the restarts by acquisition value, then the
+    ``raw_samples`` scrambled-Sobol points by acquisition value (not polished). Without
+    duplicates the result is :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`'s
+    with the same ``num_restarts``, ``raw_samples``, ``seed`` and ``options`` (up to
+    L-BFGS-B's tolerance).
+    """
+
+    def __init__(
+        self,
+        bounds: Tensor,
+        num_restarts: int = 10,
+        raw_samples: int = 512,
+        seed: int | None = None,
+        tol: float = 1e-6,
+        evaluated: Tensor | Callable[[], Tensor] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        Args:
+            bounds: ``2 x d`` lower/upper bounds.
+            num_restarts: Number of L-BFGS-B starts.
+            raw_samples: Number of raw (Sobol) samples to pick the starts from.
+            seed: Base seed (incremented at each call), as ``BoxOptimizer``'s; ``None`` uses
+                torch's global RNG.
+            tol: Box-relative sup-norm distance at or below which two points are the same
+                (``>= 0``).
+            evaluated: ``N x d`` evaluated points, or a callable returning them; ``None``
+                (default) reads them from ``acqf.model`` (:func:`evaluated_inputs`).
+            options: Extra ``optimize_acqf`` options.
+        """
+        check_finite(bounds, "bounds")
+        if bounds.dim() != 2 or bounds.shape[0] != 2 or (bounds[0] >= bounds[1]).any():
+            raise ValueError(
+                f"`bounds` must be 2 x d with lower < upper, got shape {tuple(bounds.shape)}."
+            )
+        if int(num_restarts) < 1 or int(raw_samples) < int(num_restarts):
+            raise ValueError(
+                f"`num_restarts` must be >= 1 and `raw_samples` >= `num_restarts`, got "
+                f"{num_restarts} and {raw_samples}."
+            )
+        if not (isinstance(tol, (int, float)) and tol >= 0):
+            raise ValueError(f"`tol` must be a number >= 0, got {tol!r}.")
+        self.bounds = bounds.clone()
+        self.num_restarts, self.raw_samples = int(num_restarts), int(raw_samples)
+        self.seed, self.tol, self.evaluated = seed, float(tol), evaluated
+        self.options = dict(options or {})
+        self._calls = 0
+        #: Per call: ``"best"`` (the optimum was new), ``"restart"`` or ``"raw"``.
+        self.sources: list[str] = []
+
+    def _evaluated(self, acqf: AcquisitionFunction) -> Tensor:
+        if self.evaluated is None:
+            return evaluated_inputs(acqf.model)
+        return self.evaluated() if callable(self.evaluated) else self.evaluated
+
+    def is_new(self, X: Tensor, evaluated: Tensor) -> Tensor:
+        """``M`` booleans: row m of ``X`` (``M x d``) is farther than ``tol`` from every row of
+        ``evaluated`` (``N x d``) in the box-relative sup-norm."""
+        if evaluated.numel() == 0:
+            return torch.ones(X.shape[0], dtype=torch.bool, device=X.device)
+        side = (self.bounds[1] - self.bounds[0]).to(X)
+        gap = ((X[:, None, :] - evaluated.to(X)[None]).abs() / side).amax(dim=-1)
+        return (gap > self.tol).all(dim=-1)
+
+    def __call__(self, acqf: AcquisitionFunction) -> Tensor:
+        """Return the ``1 x d`` best new point."""
+        options = dict(self.options)
+        if self.seed is not None:
+            options["seed"] = self.seed + self._calls
+        self._calls += 1
+        bounds = self.bounds
+        cands, vals = optimize_acqf(
+            acqf, bounds=bounds, q=1, num_restarts=self.num_restarts,
+            raw_samples=self.raw_samples, options=options, return_best_only=False,
+        )
+        cands, vals = cands.detach().reshape(-1, bounds.shape[-1]), vals.detach().reshape(-1)
+        E = self._evaluated(acqf)
+        new = self.is_new(cands, E)
+        order = vals.argsort(descending=True)
+        best = int(order[0])
+        if bool(new[best]):
+            self.sources.append("best")
+            return cands[best : best + 1]
+        if bool(new.any()):
+            self.sources.append("restart")
+            k = int(order[new[order]][0])
+            return cands[k : k + 1]
+        engine = SobolEngine(bounds.shape[-1], scramble=True, seed=options.get("seed"))
+        U = engine.draw(self.raw_samples).to(bounds)
+        R = bounds[0] + (bounds[1] - bounds[0]) * U
+        with torch.no_grad():
+            v = acqf(R.unsqueeze(-2)).reshape(-1)
+        v = torch.where(self.is_new(R, E), v, torch.full_like(v, -torch.inf))
+        self.sources.append("raw")
+        k = int(v.argmax())
+        return R[k : k + 1]
