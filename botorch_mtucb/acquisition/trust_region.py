@@ -41,7 +41,7 @@ from torch import Tensor
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["ScalarizedAcquisition", "TrustRegionOptimizer"]
+__all__ = ["ScalarizedAcquisition", "TrustRegionOptimizer", "lengthscale_weights", "training_data"]
 
 SHAPES = ("isotropic", "lengthscale")
 
