@@ -17,8 +17,10 @@ Optimization*, NeurIPS 2019, §2 and App.), in the normalised cube ``[0, 1]^d``:
   proposal: a *success* when their best value under the *previous* round's scalarization
   exceeds the best earlier value by more than ``1e-3 · |best|`` (BoTorch's TuRBO-1 rule),
   else a *failure*. After ``τ_succ = 3`` consecutive successes ``L ← min(2L, L_max)``; after
-  ``τ_fail = ⌈max(4, d) / q⌉`` consecutive failures (q = 1 here) ``L ← L / 2``; each change
-  resets both counters. When ``L < L_min`` the region restarts: ``L ← L_init``, counters zero.
+  ``τ_fail = ⌈max(4, d) / q⌉`` consecutive failures (default: q = 1) ``L ← L / 2``; each
+  change resets both counters. When ``L < L_min`` the region restarts: ``L ← L_init``,
+  counters zero. Later points of a round (the acquisition has ``X_pending``, the loop's
+  q > 1) keep the round's region, and the next round judges the whole batch, as TuRBO's.
 
 The acquisition must declare its model and scalarization (:class:`ScalarizedAcquisition`,
 e.g. :class:`~botorch_mtucb.acquisition.multi_task_ucb.ScalarizedMultiTaskUCB`); the model must
@@ -191,6 +193,11 @@ class TrustRegionOptimizer:
                 "TrustRegionOptimizer needs an acquisition with `model` and `scalarization` "
                 f"(e.g. ScalarizedMultiTaskUCB), got {type(acqf).__name__}."
             )
+        if getattr(acqf, "X_pending", None) is not None and self.regions:
+            # a later point of the same round (GP-BUCB pending points, the loop's q > 1):
+            # TuRBO's batch keeps the round's region, and the next call judges the batch
+            self.regions.append(self.regions[-1])
+            return self._maximise(acqf, self.regions[-1])
         X, Y = training_data(acqf.model)
         if X.shape[-1] != self.bounds.shape[-1]:
             raise ValueError(
@@ -207,6 +214,9 @@ class TrustRegionOptimizer:
         region = self.region(center, weights)
         self.regions.append(region)
         self._previous = (Y.shape[-2], scal)
+        return self._maximise(acqf, region)
+
+    def _maximise(self, acqf: AcquisitionFunction, region: Tensor) -> Tensor:
         options = dict(self.options)
         if self.seed is not None:
             options["seed"] = self.seed + self._calls

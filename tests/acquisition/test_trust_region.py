@@ -194,3 +194,15 @@ def test_bad_arguments_name_what_was_expected():
     X, Y = _data()
     with pytest.raises(ValueError, match="d = 3"):
         TrustRegionOptimizer(BOUNDS[:, :2])(_acqf(X, Y))
+
+
+def test_pending_points_keep_the_round_region_and_counters():
+    X, Y = _data()
+    acqf = _acqf(X, Y)
+    opt = TrustRegionOptimizer(BOUNDS, num_restarts=1, raw_samples=8, seed=0)
+    x = opt(acqf)
+    acqf.set_X_pending(x)  # the conditioned model holds N + 1 rows: not a new observation
+    x2 = opt(acqf)
+    assert torch.equal(opt.regions[1], opt.regions[0]) and opt._previous[0] == X.shape[0]
+    assert ((opt.regions[0][0] <= x2[0]) & (x2[0] <= opt.regions[0][1])).all()
+    assert (opt.success_count, opt.failure_count) == (0, 0)
