@@ -77,6 +77,10 @@ def test_training_data_are_the_original_units():
     Xm, Ym = training_data(_acqf(X, Y).model)
     torch.testing.assert_close(Xm, X)
     torch.testing.assert_close(Ym, Y)
+    model = _acqf(X, Y).model.condition_on_observations(X[:2] + 0.01, Y[:2] + 1.0)
+    Xm, Ym = training_data(model)  # the loop's conditioned models too
+    torch.testing.assert_close(Xm, torch.cat([X, X[:2] + 0.01]))
+    torch.testing.assert_close(Ym, torch.cat([Y, Y[:2] + 1.0]))
 
 
 def test_side_length_rule_against_a_hand_computed_sequence():
@@ -206,3 +210,20 @@ def test_pending_points_keep_the_round_region_and_counters():
     assert torch.equal(opt.regions[1], opt.regions[0]) and opt._previous[0] == X.shape[0]
     assert ((opt.regions[0][0] <= x2[0]) & (x2[0] <= opt.regions[0][1])).all()
     assert (opt.success_count, opt.failure_count) == (0, 0)
+
+
+@pytest.mark.parametrize("q", [1, 2])
+def test_runs_in_the_bo_loop_and_proposes_inside_its_regions(q):
+    from botorch.test_functions.multi_objective import BraninCurrin
+
+    from botorch_mtucb.loop import run_bo_loop
+
+    problem = BraninCurrin(negate=True).to(DT)
+    opt = TrustRegionOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=1)
+    hist = run_bo_loop(problem, num_rounds=2, bounds=problem.bounds, optimizer=opt, q=q,
+                       generator=torch.Generator().manual_seed(0))
+    assert hist.X.shape == (2 * q, 2) and len(opt.regions) == 2 * q
+    regions = torch.stack(opt.regions)
+    assert ((regions[:, 0] <= hist.X) & (hist.X <= regions[:, 1])).all()
+    if q == 2:  # the round's second point keeps the first point's region
+        assert torch.equal(regions[1], regions[0]) and torch.equal(regions[3], regions[2])
