@@ -212,6 +212,8 @@ def test_pending_points_keep_the_round_region_and_counters():
     assert (opt.success_count, opt.failure_count) == (0, 0)
 
 
+@pytest.mark.filterwarnings("ignore:Optimization failed:RuntimeWarning")
+@pytest.mark.filterwarnings("error:Point 2 of round")  # the pending points are used
 @pytest.mark.parametrize("q", [1, 2])
 def test_runs_in_the_bo_loop_and_proposes_inside_its_regions(q):
     from botorch.test_functions.multi_objective import BraninCurrin
