@@ -11,7 +11,8 @@ domain, or a dense grid of a continuous one) and queries ``x_1, …, x_T``:
 * hypervolume of {f(x_t)}_{t ≤ T} above a reference point (BoTorch's exact box decomposition,
   so only for a few objectives), and as % of a problem's maximum (:func:`hypervolume_percent`,
   :func:`suite_metrics`: the multi-objective suite of issue 16,
-  :mod:`~botorch_mtucb.benchmarks.mo_suite_problems`).
+  :mod:`~botorch_mtucb.benchmarks.mo_suite_problems`); these are defined in
+  ``benchmarks/_hypervolume.py`` and re-exported here.
 
 For n = 1 (heavy-tailed BO) the "scalarization" is the identity and r_t = max f − f(x_t).
 On a continuous domain max_x s_λ(f(x)) is taken over a dense grid and then polished by a local
@@ -26,9 +27,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from botorch.utils.multi_objective.box_decompositions.dominated import DominatedPartitioning
-from botorch.utils.multi_objective.hypervolume import Hypervolume
-from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import (
@@ -37,6 +35,15 @@ from botorch_mtucb.acquisition.scalarization import (
     Scalarization,
 )
 from botorch_mtucb.acquisition.scalarization_sampling import sample_scalarization_weights
+from botorch_mtucb.benchmarks._hypervolume import (
+    DT,
+    MAX_HYPERVOLUME_OBJECTIVES,  # noqa: F401  (runner imports it from here)
+    _check_matrix,
+    dominated_hypervolume,
+    hypervolume_curve,
+    hypervolume_percent,
+    hypervolume_percent_curve,
+)
 from botorch_mtucb.utils.optimum import polish_maxima
 from botorch_mtucb.utils.validation import check_finite
 
@@ -54,10 +61,6 @@ __all__ = [
     "suite_metrics",
     "time_average_regret",
 ]
-
-#: Above this many objectives exact hypervolumes are not computed (exponential cost).
-MAX_HYPERVOLUME_OBJECTIVES = 5
-DT = torch.float64
 
 
 def make_scalarization(
@@ -256,77 +259,6 @@ def bayes_regret(
     return (torch.maximum(best[:, None], running) - running).mean(dim=0)
 
 
-def hypervolume_curve(F_query: Tensor, ref_point: Tensor) -> Tensor:
-    """Hypervolume dominated by {f(x_s)}_{s ≤ t} above ``ref_point``, for t = 1, …, T.
-
-    Uses BoTorch's exact :class:`~botorch.utils.multi_objective.hypervolume.Hypervolume`
-    (all objectives maximised); recomputed only when a new non-dominated point arrives.
-
-    Args:
-        F_query: ``T x n`` true values at the queries, ``n ≤ 5``.
-        ref_point: ``n`` reference point.
-
-    Returns:
-        ``T`` non-decreasing hypervolumes.
-    """
-    _check_matrix(F_query, "F_query")
-    n = F_query.shape[-1]
-    if n > MAX_HYPERVOLUME_OBJECTIVES:
-        raise ValueError(
-            f"Exact hypervolume is only computed for n <= {MAX_HYPERVOLUME_OBJECTIVES} "
-            f"objectives, got n = {n}."
-        )
-    ref = torch.as_tensor(ref_point).to(F_query).reshape(-1)
-    if ref.numel() != n:
-        raise ValueError(f"`ref_point` must have {n} entries, got {ref.numel()}.")
-    hv = Hypervolume(ref)
-    out = torch.zeros(F_query.shape[0], dtype=torch.float64)
-    current = 0.0
-    for t in range(F_query.shape[0]):
-        y = F_query[t]
-        prev = F_query[:t]
-        dominated = bool(((prev >= y).all(dim=-1)).any()) if t else False
-        if not dominated and bool((y > ref).all()):
-            pts = F_query[: t + 1]
-            pts = pts[(pts > ref).all(dim=-1)]
-            pareto = pts[is_non_dominated(pts)]
-            current = float(hv.compute(pareto))
-        out[t] = current
-    return out
-
-
-def dominated_hypervolume(Y: Tensor, ref: Tensor) -> float:
-    """Hypervolume dominated by the rows of ``Y`` above ``ref`` (BoTorch's
-    ``DominatedPartitioning`` on the non-dominated rows inside the reference box)."""
-    Y = Y[(Y > ref).all(dim=-1)]
-    if Y.shape[0] == 0:
-        return 0.0
-    Y = Y[is_non_dominated(Y)]
-    return float(DominatedPartitioning(ref_point=ref, Y=Y).compute_hypervolume())
-
-
-def hypervolume_percent(problem: Any, Y: Tensor) -> float:
-    """100 × HV(Y above ``problem.ref_point``) / ``problem.max_hv`` (BoTorch's
-    ``DominatedPartitioning``); ``Y``: ``N x n`` true values in the problem's units."""
-    _check_values(problem, Y, "Y")
-    return 100.0 * dominated_hypervolume(Y.to(DT), problem.ref_point.to(DT)) / problem.max_hv
-
-
-def hypervolume_percent_curve(problem: Any, Y: Tensor) -> Tensor:
-    """``N`` values: :func:`hypervolume_percent` of the first t rows, t = 1, …, N
-    (recomputed only when row t is non-dominated and inside the reference box)."""
-    _check_values(problem, Y, "Y")
-    Y, ref = Y.to(DT), problem.ref_point.to(DT)
-    out = torch.zeros(Y.shape[0], dtype=DT)
-    current = 0.0
-    for t in range(Y.shape[0]):
-        new = bool((Y[t] > ref).all()) and not bool((Y[:t] >= Y[t]).all(dim=-1).any())
-        if new:
-            current = 100.0 * dominated_hypervolume(Y[: t + 1], ref) / problem.max_hv
-        out[t] = current
-    return out
-
-
 def suite_metrics(
     problem: Any,
     X: Tensor,
@@ -388,17 +320,3 @@ def suite_metrics(
     out["bayes_regret"] = bayes_regret(F_ref, F, W, "chebyshev", ref, opt)
     out["wall_time_per_round"] = None if wall_time is None else float(wall_time.double().mean())
     return out
-
-
-def _check_values(problem: Any, Y: Tensor, name: str) -> None:
-    if not torch.is_tensor(Y) or Y.dim() != 2 or Y.shape[-1] != problem.num_objectives:
-        raise ValueError(
-            f"`{name}` must be an N x n tensor with n = {problem.num_objectives}, got "
-            f"{getattr(Y, 'shape', type(Y))}."
-        )
-
-
-def _check_matrix(M: Tensor, name: str) -> None:
-    if not torch.is_tensor(M) or M.dim() != 2:
-        raise ValueError(f"`{name}` must be a 2-d tensor, got {getattr(M, 'shape', type(M))}.")
-    check_finite(M, name)
