@@ -1,0 +1,95 @@
+"""Ax integration: the reference point of the MT-UCB input constructor (issue 13).
+
+Split from ``test_ax.py`` (its helpers). References written out here: Ax's objective
+thresholds mapped from objective rows to model outputs, the scale-free default (nadir of the
+Pareto front by pairwise comparison minus a margin of the data's range, weights divided by the
+ranges), and :func:`data_reference_point` against the brute-force nadir.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("ax")
+
+from botorch.acquisition.objective import ScalarizedPosteriorTransform  # noqa: E402
+
+from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB  # noqa: E402
+from botorch_mtucb.integrations._ax_objective import (  # noqa: E402
+    ObjectiveInfo,
+    data_reference_point,
+)
+from tests.integrations.test_ax import (  # noqa: E402
+    DT,
+    _mt_model,
+    _mtucb_inputs,
+    _nadir_reference,
+)
+
+
+def test_mtucb_reference_point_from_ax_thresholds_maps_rows_to_outputs() -> None:
+    model, ds = _mt_model()
+    # Row 0 = output 1 minimised, row 1 = output 0 maximised (objective order != outputs).
+    W = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=DT)
+    ref = torch.tensor([-3.0, 0.25], dtype=DT)  # maximisation-aligned, one per row
+    for kw in ({"ref_point": ref, "reference": "thresholds"},  # Ax's (maybe inferred) ones
+               {"ref_point": ref + 1, "user_ref_point": ref}):  # the user's, complete
+        inputs = _mtucb_inputs(model, ds, objective_weights=W, seed=0, **kw)
+        sc = inputs["scalarization"]
+        assert sc.minimize.tolist() == [False, True] and sc.augmentation == 0.0  # plain s_λ
+        torch.testing.assert_close(sc.ref_point, torch.tensor([0.25, 3.0], dtype=DT))
+    # Unknown row order (no matrix): Ax's thresholds are not used, the data nadir is.
+    pt = ScalarizedPosteriorTransform(weights=torch.tensor([1.0, -1.0], dtype=DT))
+    inputs = _mtucb_inputs(model, ds, posterior_transform=pt, ref_point=ref, seed=0,
+                           reference="thresholds")
+    z = _nadir_reference(ds.Y, torch.tensor([1.0, -1.0], dtype=DT))
+    torch.testing.assert_close(inputs["scalarization"].ref_point, z)
+
+
+def _scale_free_reference(Y, signs, lam, margin=0.1):
+    """Brute force of the scale-free s_λ: z = nadir of the front − margin · range of all data,
+    weights λ_i / r_i renormalised."""
+    A = Y * signs
+    span = A.max(0).values - A.min(0).values
+    front = [A[i] for i in range(len(A))
+             if not any(bool((A[j] >= A[i]).all() and (A[j] > A[i]).any()) for j in range(len(A)))]
+    z = (torch.stack(front).min(0).values - margin * span) * signs
+    w = lam / span
+    return z, w / w.sum()
+
+
+def test_mtucb_default_reference_is_scale_free_from_data() -> None:
+    from botorch_mtucb.acquisition import sample_scalarization_weights
+    from botorch_mtucb.integrations._ax_objective import trial_generator
+
+    model, ds = _mt_model()
+    W = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=DT)
+    signs = torch.tensor([1.0, -1.0], dtype=DT)
+    lam = sample_scalarization_weights(2, 1, generator=trial_generator(0, 7))[0]
+    z, w = _scale_free_reference(ds.Y, signs, lam)
+    partial = torch.tensor([-3.0, float("nan")], dtype=DT)  # the user set one threshold only
+    for kw in ({}, {"ref_point": torch.tensor([-3.0, 0.25], dtype=DT)},
+               {"ref_point": torch.tensor([-3.0, 0.25], dtype=DT), "user_ref_point": partial}):
+        inputs = _mtucb_inputs(model, ds, objective_weights=W, seed=0, **kw)
+        sc = inputs["scalarization"]
+        assert "beta" not in inputs  # the acquisition's default width
+        assert sc.minimize.tolist() == [False, True] and sc.augmentation == 0.05
+        torch.testing.assert_close(sc.ref_point, z)
+        torch.testing.assert_close(sc.weights, w)
+    acqf = ScalarizedMultiTaskUCB(**inputs)
+    assert acqf.beta == ScalarizedMultiTaskUCB.__init__.__defaults__[0]
+    with pytest.raises(ValueError, match="`reference` must be"):
+        _mtucb_inputs(model, ds, reference="nadir")
+
+
+def test_data_reference_point_matches_brute_force() -> None:
+    g = torch.Generator().manual_seed(1)
+    Y = torch.randn(30, 3, generator=g, dtype=DT)
+    info = ObjectiveInfo(torch.tensor([False, True, True]), None)
+    z = data_reference_point(Y, info)
+    torch.testing.assert_close(z, _nadir_reference(Y, info.signs(Y)))
+    Y[0] = info.signs(Y) * 10.0  # one observation now dominates all others
+    z = data_reference_point(Y, info)
+    torch.testing.assert_close(z, info.signs(Y) * 9.0)
+    torch.testing.assert_close(z, _nadir_reference(Y, info.signs(Y)))
