@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -22,7 +23,7 @@ from botorch_mtucb.acquisition.scalarization import (
 )
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["ChebyshevScalarization"]
+__all__ = ["ChebyshevScalarization", "predicted_anchors"]
 
 
 class ChebyshevScalarization(Scalarization):
@@ -110,15 +111,16 @@ class ChebyshevScalarization(Scalarization):
             predicted: Optional ``M x n`` predicted outcomes (e.g. the posterior mean on a
                 candidate sample, original units). The nadir ñ is then the per-objective
                 minimum over the observed non-dominated points *and* the non-dominated points
-                of ``predicted`` (each set's own), so z never lies above the default. Why
+                of the observed and predicted outcomes together (the estimated front), so z
+                never lies above the default. Why
                 (``benchmarks/mo_zdt2_diagnosis.py``): once one observed point dominates all
                 others (ZDT2's corner x = 0), the observed nadir is that point, z lies
                 0.1 r_i below it, only 9–10 % of the Pareto front is above z, and the true
                 maximiser of s_λ is that evaluated point for every λ (MT-UCB re-proposed it
                 in 181 of 200 rounds). ``None`` (default): the observed points only.
             span: ``"all"`` (default): r_i is the range of all observed outcomes; ``"front"``:
-                the range of the observed non-dominated points (and those of ``predicted``),
-                where it is positive, else the range of all outcomes.
+                the range of those same non-dominated points (with ``predicted``: of both
+                sets), where it is positive, else the range of all observed outcomes.
 
         Returns:
             A :class:`ChebyshevScalarization` in the original units of ``Y``.
@@ -156,8 +158,8 @@ class ChebyshevScalarization(Scalarization):
                     f"{tuple(predicted.shape) if torch.is_tensor(predicted) else predicted!r}."
                 )
             check_finite(predicted, "predicted")
-            P = predicted.detach().to(Yd) * signs
-            front = torch.cat([front, P[is_non_dominated(P)]])
+            both = torch.cat([Ys, predicted.detach().to(Yd) * signs])
+            front = torch.cat([front, both[is_non_dominated(both)]])
         r_all = Ys.max(dim=0).values - Ys.min(dim=0).values
         r = r_all
         if span == "front":
@@ -214,3 +216,61 @@ class ChebyshevScalarization(Scalarization):
             f"ChebyshevScalarization(weights={self.weights.tolist()}, "
             f"ref_point={self.ref_point.tolist()}{aug})"
         )
+
+
+def predicted_anchors(
+    model: Any,
+    bounds: Tensor,
+    Y: Tensor,
+    eps: float = 1e-3,
+    num_restarts: int = 4,
+    raw_samples: int = 256,
+    seed: int | None = None,
+) -> Tensor:
+    """The model's payoff table: posterior means at its per-objective optima, ``n x n``.
+
+    Row i is μ(x_i*) with x_i* = argmax_x μ_i(x)/r_i + ε Σ_j μ_j(x)/r_j (r: the observed
+    ranges of ``Y``; all objectives maximised). The ε term is a lexicographic tie-break
+    (ε → 0): x_i* is then Pareto optimal under μ, not only weakly (a plain argmax of μ_i may
+    leave the other objectives anywhere: ZDT2's x_1 = 0 with any x_2..x_4), while a large ε
+    would be a linear scalarization, which on a concave front goes to the other extreme. Its
+    column minima estimate the front's nadir; pass it as
+    ``ChebyshevScalarization.from_data(..., predicted=...)`` (``benchmarks/mo_zdt2_diagnosis.py``).
+
+    Args:
+        model: A fitted BoTorch model with ``n`` outputs (original units).
+        bounds: ``2 x d`` search box.
+        Y: ``N x n`` observed outcomes (for the ranges r_i).
+        eps: Tie-break weight ε ≥ 0.
+        num_restarts: L-BFGS-B starts of each ``optimize_acqf``.
+        raw_samples: Raw samples of each ``optimize_acqf``.
+        seed: Base seed (objective i uses ``seed + i``); ``None``: torch's global RNG.
+
+    Returns:
+        ``n x n`` tensor, row i = μ(x_i*).
+    """
+    from botorch.acquisition import PosteriorMean
+    from botorch.acquisition.objective import ScalarizedPosteriorTransform
+    from botorch.optim import optimize_acqf
+
+    if Y.dim() != 2 or Y.shape[0] == 0 or Y.shape[-1] != model.num_outputs:
+        raise ValueError(
+            f"`Y` must be an N x n tensor with N >= 1 and n = {model.num_outputs} (the model's "
+            f"outputs), got shape {tuple(Y.shape)}."
+        )
+    if not (math.isfinite(float(eps)) and float(eps) >= 0):
+        raise ValueError(f"`eps` must be a finite number >= 0, got {eps!r}.")
+    check_finite(Y, "Y")
+    n = Y.shape[-1]
+    r = (Y.detach().max(dim=0).values - Y.detach().min(dim=0).values).clamp_min(1e-12)
+    X = []
+    for i in range(n):
+        w = float(eps) / r
+        w[i] = w[i] + 1.0 / r[i]
+        acqf = PosteriorMean(model, posterior_transform=ScalarizedPosteriorTransform(w))
+        options = {} if seed is None else {"seed": int(seed) + i}
+        x, _ = optimize_acqf(acqf, bounds=bounds, q=1, num_restarts=num_restarts,
+                             raw_samples=raw_samples, options=options)
+        X.append(x.detach())
+    with torch.no_grad():
+        return model.posterior(torch.cat(X)).mean

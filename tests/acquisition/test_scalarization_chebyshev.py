@@ -4,7 +4,10 @@ import pytest
 import torch
 
 from botorch_mtucb.acquisition import scalarization
-from botorch_mtucb.acquisition.scalarization_chebyshev import ChebyshevScalarization
+from botorch_mtucb.acquisition.scalarization_chebyshev import (
+    ChebyshevScalarization,
+    predicted_anchors,
+)
 
 DT = torch.float64
 
@@ -46,7 +49,7 @@ def _reference_from_data(lam, Y, predicted, span, margin=0.1):
     """Weights and z of from_data written out per objective with Python loops."""
     fronts = [_nondominated_by_loops(Y)]
     if predicted is not None:
-        fronts.append(_nondominated_by_loops(predicted))
+        fronts.append(_nondominated_by_loops(torch.cat([Y, predicted])))
     front = torch.cat(fronts)
     n = Y.shape[1]
     r = []
@@ -115,3 +118,51 @@ def test_from_data_bad_predicted_and_span():
         ChebyshevScalarization.from_data(lam, Y, predicted=torch.full((2, 2), float("nan")))
     with pytest.raises(ValueError, match="`span` must be 'all' or 'front'"):
         ChebyshevScalarization.from_data(lam, Y, span="nondominated")
+
+
+def _two_output_model(lengthscales):
+    from botorch.models import ModelListGP, SingleTaskGP
+
+    g = torch.Generator().manual_seed(11)
+    X = torch.rand(12, 2, generator=g, dtype=DT)
+    fs = (lambda Z: torch.sin(4 * Z[:, :1]), lambda Z: torch.cos(3 * Z[:, 1:]) + Z[:, :1])
+    models = []
+    for f, ls in zip(fs, lengthscales, strict=True):
+        m = SingleTaskGP(X, f(X), train_Yvar=torch.full((12, 1), 1e-6, dtype=DT))
+        m.covar_module.lengthscale = torch.tensor([ls], dtype=DT)
+        m.eval()
+        models.append(m)
+    return ModelListGP(*models), torch.cat([f(X) for f in fs], -1)
+
+
+def test_predicted_anchors_against_grid_search():
+    model, Y = _two_output_model([[0.3, 1e4], [0.4, 0.4]])
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    Y0 = Y.clone()
+    A = predicted_anchors(model, bounds, Y, eps=1e-3, num_restarts=8, raw_samples=512, seed=0)
+    assert torch.equal(Y, Y0) and A.shape == (2, 2)
+    u = torch.linspace(0, 1, 201, dtype=DT)
+    G = torch.cartesian_prod(u, u)
+    with torch.no_grad():
+        M = model.posterior(G.unsqueeze(-2)).mean.squeeze(-2)  # marginals, not 40k x 40k
+    r = Y.max(0).values - Y.min(0).values
+    for i in range(2):
+        w = 1e-3 / r
+        w[i] += 1.0 / r[i]
+        grid_best = float((M * w).sum(-1).max())
+        # the L-BFGS-B optimum is at least the grid's (up to the grid's resolution)
+        assert float((A[i] * w).sum()) >= grid_best - 1e-4
+        assert float((A[i] * w).sum()) <= float((M * w).sum(-1).max()) + 5e-3
+    # objective 0 does not depend on x_2: the tie-break picks the x_2 best for objective 1
+    # (with eps = 0 this fails: x_2 stays where the start was)
+    cols = M[:, 0] >= M[:, 0].max() - 1e-6 * r[0]
+    assert float(A[0, 1]) >= float(M[cols, 1].max()) - 1e-3
+
+
+def test_predicted_anchors_bad_input():
+    model, Y = _two_output_model([[0.3, 0.3], [0.4, 0.4]])
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    with pytest.raises(ValueError, match="`Y` must be an N x n tensor"):
+        predicted_anchors(model, bounds, Y[:, :1])
+    with pytest.raises(ValueError, match="`eps` must be a finite number >= 0"):
+        predicted_anchors(model, bounds, Y, eps=-1.0)
