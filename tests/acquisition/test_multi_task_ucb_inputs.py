@@ -1,7 +1,8 @@
 """ScalarizedMultiTaskUCB: refusals of bad input and unsupported models, dtype handling, and
 the model's frozen fast path against the general path.
 
-Split from ``test_multi_task_ucb.py`` (values, gradients and validity live there).
+Split from ``test_multi_task_ucb.py`` (values and gradients live there; the directional bound's
+validity in ``test_multi_task_ucb_directional.py``).
 """
 
 from __future__ import annotations
