@@ -192,6 +192,8 @@ def test_bad_arguments_name_what_was_expected():
         TrustRegionOptimizer(BOUNDS, failure_tolerance=0)
     with pytest.raises(ValueError, match="success_tolerance"):
         TrustRegionOptimizer(BOUNDS, success_tolerance=2.5)
+    with pytest.raises(ValueError, match="num_restarts"):
+        TrustRegionOptimizer(BOUNDS, num_restarts=0)
     assert not isinstance(_Plain(), ScalarizedAcquisition)
     with pytest.raises(TypeError, match="scalarization"):
         TrustRegionOptimizer(BOUNDS)(_Plain())
