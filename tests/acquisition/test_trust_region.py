@@ -115,14 +115,15 @@ def test_side_length_rule_against_a_hand_computed_sequence():
 def test_calls_judge_the_previous_proposal_from_the_model_data():
     X, Y = _data()
     opt = TrustRegionOptimizer(BOUNDS, num_restarts=1, raw_samples=8, seed=0)
-    w = torch.tensor([0.3, 0.7], dtype=DT)
-    opt(_acqf(X, Y))
+    opt(_acqf(X, Y, w=(0.9, 0.1)))
     assert (opt.success_count, opt.failure_count) == (0, 0)
-    best = (Y @ w).max()
-    X1, Y1 = torch.cat([X, X[:1]]), torch.cat([Y, (best + 1.0) / w.sum() * torch.ones(1, 2,
-                                                                                     dtype=DT)])
-    opt(_acqf(X1, Y1, w=(0.5, 0.5)))  # judged under the previous λ = (0.3, 0.7): a success
+    # better than every earlier point under the proposing λ = (0.9, 0.1), worse under the
+    # current λ = (0.1, 0.9): a success, judged under the proposing round's λ
+    X1, Y1 = torch.cat([X, X[:1]]), torch.cat([Y, torch.tensor([[10.0, -10.0]], dtype=DT)])
+    opt(_acqf(X1, Y1, w=(0.1, 0.9)))
     assert (opt.success_count, opt.failure_count) == (1, 0)
+    center = X1[(Y1 @ torch.tensor([0.1, 0.9], dtype=DT)).argmax()]  # the current λ's best
+    torch.testing.assert_close(opt.regions[-1], opt.region(center))
     X2, Y2 = torch.cat([X1, X[:1]]), torch.cat([Y1, Y1.min(0, keepdim=True).values])
     opt(_acqf(X2, Y2))
     assert (opt.success_count, opt.failure_count) == (0, 1)
