@@ -49,6 +49,7 @@ from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimize
 from botorch_mtucb.acquisition.pending import PendingInflation, condition_model, resolve_inflation
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
 from botorch_mtucb.loop_defaults import (
     RefitRule,
     RefitSchedule,
@@ -72,6 +73,7 @@ __all__ = [
     "LoopHistory",
     "RefitSchedule",
     "RoundRecord",
+    "TrustRegionOptimizer",
     "condition_model",
     "gaussian_observer",
     "run_bo_loop",

@@ -15,6 +15,7 @@ from botorch_mtucb.loop import (
     BoxOptimizer,
     FiniteArmOptimizer,
     RefitSchedule,
+    TrustRegionOptimizer,
     run_bo_loop,
     scalarized_ucb_factory,
 )
@@ -172,6 +173,13 @@ def test_bounds_from_a_box_optimizer_and_errors(problem):
         run_bo_loop(problem, num_rounds=1, optimizer=opt, bounds=problem.bounds * 2)
     with pytest.raises(ValueError, match="`initial_X` is required unless"):
         run_bo_loop(problem, num_rounds=1)
+    tr = TrustRegionOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=0)
+    h = run_bo_loop(problem, num_rounds=1, optimizer=tr,
+                    generator=torch.Generator().manual_seed(2))  # the box is the region's
+    torch.testing.assert_close(h.initial_X, sobol_initial_design(problem.bounds, seed=_seed(2)))
+    assert len(tr.regions) == 1
+    with pytest.raises(ValueError, match="differ from the TrustRegionOptimizer"):
+        run_bo_loop(problem, num_rounds=1, optimizer=tr, bounds=problem.bounds * 2)
     arms = sobol_initial_design(problem.bounds, n=16, seed=0)
     with pytest.raises(ValueError, match="`model_factory=None`"):
         run_bo_loop(problem, arms[:3], 1, optimizer=FiniteArmOptimizer(arms))

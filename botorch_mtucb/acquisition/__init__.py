@@ -8,7 +8,8 @@
 * :class:`TheoremTwoBeta`, :class:`TheoremThreeBeta`, :class:`ConstantBeta` — β schedules.
 * :mod:`~botorch_mtucb.acquisition.pending` — GP-BUCB batches (``set_X_pending``,
   :func:`hallucinate_mean`, :func:`gp_bucb_inflation`).
-* :mod:`~botorch_mtucb.acquisition.optimizers` — the loop's per-round maximisers.
+* :mod:`~botorch_mtucb.acquisition.optimizers` — the loop's per-round maximisers;
+  :mod:`~botorch_mtucb.acquisition.trust_region` — the same restricted to a TuRBO trust region.
 """
 
 from botorch_mtucb.acquisition.beta import (
@@ -21,7 +22,7 @@ from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
 from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.pending import gp_bucb_inflation, hallucinate_mean
-from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
+from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition, ScalarizedAcquisition
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     LinearScalarization,
@@ -39,6 +40,7 @@ __all__ = [
     "LinearScalarization",
     "Scalarization",
     "ScalarizationSampler",
+    "ScalarizedAcquisition",
     "ScalarizedMultiTaskUCB",
     "TheoremThreeBeta",
     "TheoremTwoBeta",

@@ -22,7 +22,8 @@ Optimization*, NeurIPS 2019, §2 and App.), in the normalised cube ``[0, 1]^d``:
   counters zero. Later points of a round (the acquisition has ``X_pending``, the loop's
   q > 1) keep the round's region, and the next round judges the whole batch, as TuRBO's.
 
-The acquisition must declare its model and scalarization (:class:`ScalarizedAcquisition`,
+The acquisition must declare its model and scalarization
+(:class:`~botorch_mtucb.acquisition.protocols.ScalarizedAcquisition`,
 e.g. :class:`~botorch_mtucb.acquisition.multi_task_ucb.ScalarizedMultiTaskUCB`); the model must
 be a GPyTorch exact GP with BoTorch transforms (``train_inputs``, ``train_targets`` of shape
 ``N x n``, an optional ``input_transform`` and ``outcome_transform``), such as
@@ -32,7 +33,7 @@ be a GPyTorch exact GP with BoTorch transforms (``train_inputs``, ``train_target
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -40,20 +41,13 @@ from botorch.models.model import Model
 from botorch.optim import optimize_acqf
 from torch import Tensor
 
+from botorch_mtucb.acquisition.protocols import ScalarizedAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["ScalarizedAcquisition", "TrustRegionOptimizer", "lengthscale_weights", "training_data"]
+__all__ = ["TrustRegionOptimizer", "lengthscale_weights", "training_data"]
 
 SHAPES = ("isotropic", "lengthscale")
-
-
-@runtime_checkable
-class ScalarizedAcquisition(Protocol):
-    """An acquisition of a scalarized objective s_λ(f(x)) that declares its model and s_λ."""
-
-    model: Model
-    scalarization: Scalarization
 
 
 class TrustRegionOptimizer:
