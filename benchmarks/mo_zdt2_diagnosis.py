@@ -241,7 +241,8 @@ def summarize(ns: argparse.Namespace) -> None:
     from botorch_mtucb.benchmarks.measure import sign_test_p
 
     summary, lines = {}, ["| problem | arm | trials | HV % | HV w/l vs ref (Δ, p) | R_C(T)/T | "
-                          "R_C lower/higher | repeats |", "|---|---|---|---|---|---|---|---|"]
+                          "R_C lower/higher | repeats | s/round |",
+                          "|---|---|---|---|---|---|---|---|---|"]
     for name in PROBLEMS:
         d = Path(ns.units) / name
         if not d.is_dir():
@@ -275,7 +276,7 @@ def summarize(ns: argparse.Namespace) -> None:
             hv, rc = row["hv_pct"], row["time_average_regret"][0]
             lines.append(f"| {name} | {arm} | {row['trials']} | {hv[0]:.1f} ± {hv[1]:.1f} | "
                          f"{vs[0] if vs else '— | '}{rc:.4f} | {vs[1] if vs else '—'} | "
-                         f"{row['repeats']} |")
+                         f"{row['repeats']} | {row['wall_time_per_round'][0]:.2f} |")
             rows[arm] = row
         summary[name] = rows
     Path(ns.json).write_text(json.dumps(summary, indent=1))
