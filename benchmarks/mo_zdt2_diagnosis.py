@@ -17,6 +17,7 @@ scalarization's span r_i, reference z and the share of the Pareto front that lie
     model          it is elsewhere and the UCB there is below the UCB at the proposal
     optimizer      the UCB there is above the proposal's (L-BFGS-B missed it)
 
+``counterfactual`` swaps z and r_i at the stuck state (which of the two decides).
 ``run`` / ``summarize`` judge the arms of :data:`ARMS` on the whole suite (same protocol,
 paired trials, sign test): ``ref`` (the MT-UCB entry), ``pred-front`` (``from_data(...,
 predicted=μ(x*), span="front")``: reference point and ranges from the observed non-dominated
@@ -25,11 +26,15 @@ points and the model's payoff table, ``predicted_anchors``) and ``dedup``
 
 Run (single-threaded, one process; resumable)::
 
-    PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py diagnose --trials 3
+    PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py diagnose --trials 5
+    PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py counterfactual
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py run --trials 5
+    PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py run --trials 10 --arms ref pred-front
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py summarize
 
-JSON: ``results/mo_zdt2_diagnosis.json`` (rounds), ``results/mo_zdt2/<problem>/<arm>__t<k>.json``
+(``diagnose --arm pred-front --out <results>/mo_zdt2_diagnosis_pred_front.json``: the fix's
+rounds.) JSON: ``results/mo_zdt2_diagnosis.json`` (rounds, and ``_pred_front``),
+``results/mo_zdt2_counterfactual.json``, ``results/mo_zdt2/<problem>/<arm>__t<k>.json``
 (units), ``results/mo_zdt2.json`` / ``.md`` (summary).
 """
 
@@ -202,6 +207,34 @@ def diagnose(ns: argparse.Namespace) -> None:
     Path(ns.out).write_text(json.dumps(out))
 
 
+def counterfactual(ns: argparse.Namespace) -> None:
+    """At the stuck state (round 10 of each diagnosed trial: f(0) dominates all data), swap z
+    and the ranges r_i of s_λ one at a time and report, over 25 λ on a grid, the share whose
+    true maximiser on ZDT2's Pareto set is x_1 = 0 (augmented Chebyshev, ρ = 0.05)."""
+    problem = make_suite_problem("zdt2")
+    u = torch.linspace(0, 1, 10001, dtype=DT)
+    F = problem.f(torch.cat([u[:, None], torch.zeros(u.numel(), problem.dim - 1, dtype=DT)], -1))
+    r_front = F.max(0).values - F.min(0).values
+    rows = []
+    for tr in json.loads(Path(ns.diagnosis).read_text()):
+        r_all = torch.tensor(tr["rounds"][9]["span_all"], dtype=DT)
+        cases = {"z = f(0) - 0.1 r_all, r_all (the default's state)": (F[0] - 0.1 * r_all, r_all),
+                 "z = front nadir - 0.1 r_all, r_all": (F.min(0).values - 0.1 * r_all, r_all),
+                 "z = f(0) - 0.1 r_front, r_front": (F[0] - 0.1 * r_front, r_front),
+                 "z = front nadir - 0.1 r_front, r_front": (F.min(0).values - 0.1 * r_front,
+                                                            r_front)}
+        for case, (z, r) in cases.items():
+            at0 = 0
+            for lam1 in torch.linspace(0.02, 0.98, 25, dtype=DT):
+                w = torch.stack([lam1, 1 - lam1]) / r
+                s = ChebyshevScalarization(w / w.sum(), z, augmentation=0.05)
+                at0 += int(u[s(F).argmax()] < 1e-3)
+            rows.append({"trial": tr["trial"], "case": case, "share_at_x0": at0 / 25,
+                         "r_all": r_all.tolist(), "r_front": r_front.tolist()})
+            print(f"t{tr['trial']} {case:52s} share of λ with argmax x_1 = 0: {at0 / 25:.2f}")
+    Path(ns.out).write_text(json.dumps(rows))
+
+
 def run_unit(name: str, arm: str, trial: int, rounds: int, out: Path) -> dict:
     """One (problem, arm, trial) with the suite's protocol (seeds as ``mo_dtlz2_diagnosis``)."""
     path = out / name / f"{arm}__t{trial}.json"
@@ -292,6 +325,9 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--rounds", type=int, default=20)
     g.add_argument("--arm", default="ref", choices=ARMS[:2])
     g.add_argument("--out", default=str(ROOT / "mo_zdt2_diagnosis.json"))
+    c = sub.add_parser("counterfactual")
+    c.add_argument("--diagnosis", default=str(ROOT / "mo_zdt2_diagnosis.json"))
+    c.add_argument("--out", default=str(ROOT / "mo_zdt2_counterfactual.json"))
     r = sub.add_parser("run")
     r.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
     r.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
@@ -304,6 +340,8 @@ def main(argv: list[str] | None = None) -> None:
     ns = ap.parse_args(argv)
     if ns.cmd == "diagnose":
         diagnose(ns)
+    elif ns.cmd == "counterfactual":
+        counterfactual(ns)
     elif ns.cmd == "run":
         for name in ns.problems:
             for trial in range(ns.trials):
