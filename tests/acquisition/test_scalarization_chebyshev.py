@@ -166,3 +166,28 @@ def test_predicted_anchors_bad_input():
         predicted_anchors(model, bounds, Y[:, :1])
     with pytest.raises(ValueError, match="`eps` must be a finite number >= 0"):
         predicted_anchors(model, bounds, Y, eps=-1.0)
+
+
+def test_zdt2_stuck_state_opened_by_the_front_anchors():
+    # ZDT2 (d = 4): once f(0) is observed it dominates a Sobol design, the default z lies just
+    # below it and x_1 = 0 maximises s_λ on the Pareto set x_2..x_4 = 0 for every λ; with the
+    # front's anchors f(0) and f(e_1) as `predicted` (and the front's ranges) it does not.
+    from botorch.test_functions.multi_objective import ZDT2
+    from torch.quasirandom import SobolEngine
+
+    f = ZDT2(dim=4, negate=True).to(DT)
+    X = torch.cat([SobolEngine(4, scramble=True, seed=1).draw(8).to(DT), torch.zeros(1, 4,
+                                                                                   dtype=DT)])
+    Y = f(X)
+    u = torch.linspace(0, 1, 1001, dtype=DT)
+    F = f(torch.cat([u[:, None], torch.zeros(1001, 3, dtype=DT)], -1))
+    anchors = f(torch.tensor([[0.0, 0, 0, 0], [1.0, 0, 0, 0]], dtype=DT))
+    at0_default, at0_front = 0, 0
+    for lam1 in torch.linspace(0.05, 0.95, 19, dtype=DT):
+        lam = torch.stack([lam1, 1 - lam1])
+        s = ChebyshevScalarization.from_data(lam, Y)
+        s2 = ChebyshevScalarization.from_data(lam, Y, predicted=anchors, span="front")
+        at0_default += int(u[s(F).argmax()] == 0)
+        at0_front += int(u[s2(F).argmax()] == 0)
+    assert at0_default == 19
+    assert at0_front <= 2  # (1 of 19: λ_1 = 0.95, where x_1 = 0 is the right answer)
