@@ -228,11 +228,13 @@ def predicted_anchors(
     num_restarts: int = 4,
     raw_samples: int = 256,
     seed: int | None = None,
+    minimize: Sequence[bool] | Tensor | None = None,
 ) -> Tensor:
     """The model's payoff table: posterior means at its per-objective optima, ``n x n``.
 
-    Row i is μ(x_i*) with x_i* = argmax_x μ_i(x)/r_i + ε Σ_j μ_j(x)/r_j (r: the observed
-    ranges of ``Y``; all objectives maximised). The ε term is a lexicographic tie-break
+    Row i is μ(x_i*) with x_i* = argmax_x μ̃_i(x)/r_i + ε Σ_j μ̃_j(x)/r_j (r: the observed
+    ranges of ``Y``; μ̃_j = ±μ_j, sign-corrected so that every objective is maximised). The ε
+    term is a lexicographic tie-break
     (ε → 0): x_i* is then Pareto optimal under μ, not only weakly (a plain argmax of μ_i may
     leave the other objectives anywhere: ZDT2's x_1 = 0 with any x_2..x_4), while a large ε
     would be a linear scalarization, which on a concave front goes to the other extreme. Its
@@ -247,9 +249,10 @@ def predicted_anchors(
         num_restarts: L-BFGS-B starts of each ``optimize_acqf``.
         raw_samples: Raw samples of each ``optimize_acqf``.
         seed: Base seed (objective i uses ``seed + i``); ``None``: torch's global RNG.
+        minimize: Optional ``n`` booleans marking minimised objectives (as ``from_data``'s).
 
     Returns:
-        ``n x n`` tensor, row i = μ(x_i*).
+        ``n x n`` tensor, row i = μ(x_i*), in the original units (signs not applied).
     """
     from botorch.acquisition import PosteriorMean
     from botorch.acquisition.objective import ScalarizedPosteriorTransform
@@ -264,11 +267,20 @@ def predicted_anchors(
         raise ValueError(f"`eps` must be a finite number >= 0, got {eps!r}.")
     check_finite(Y, "Y")
     n = Y.shape[-1]
+    signs = torch.ones(n, dtype=Y.dtype, device=Y.device)
+    if minimize is not None:
+        m = torch.as_tensor(minimize, dtype=torch.bool).reshape(-1)
+        if m.numel() != n:
+            raise ValueError(
+                f"`minimize` must hold {n} booleans (one per objective), got {m.numel()}."
+            )
+        signs = 1.0 - 2.0 * m.to(signs)
     r = (Y.detach().max(dim=0).values - Y.detach().min(dim=0).values).clamp_min(1e-12)
     X = []
     for i in range(n):
         w = float(eps) / r
         w[i] = w[i] + 1.0 / r[i]
+        w = w * signs  # maximise the sign-corrected means
         acqf = PosteriorMean(model, posterior_transform=ScalarizedPosteriorTransform(w))
         options = {} if seed is None else {"seed": int(seed) + i}
         x, _ = optimize_acqf(acqf, bounds=bounds, q=1, num_restarts=num_restarts,

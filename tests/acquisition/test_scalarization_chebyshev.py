@@ -191,3 +191,28 @@ def test_zdt2_stuck_state_opened_by_the_front_anchors():
         at0_front += int(u[s2(F).argmax()] == 0)
     assert at0_default == 19
     assert at0_front <= 2  # (1 of 19: λ_1 = 0.95, where x_1 = 0 is the right answer)
+
+
+def test_predicted_anchors_minimize_against_grid_search():
+    model, Y = _two_output_model([[0.3, 1e4], [0.4, 0.4]])
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    A = predicted_anchors(model, bounds, Y, eps=1e-3, num_restarts=8, raw_samples=512, seed=0,
+                          minimize=[False, True])
+    u = torch.linspace(0, 1, 201, dtype=DT)
+    G = torch.cartesian_prod(u, u)
+    with torch.no_grad():
+        M = model.posterior(G.unsqueeze(-2)).mean.squeeze(-2)
+    r = Y.max(0).values - Y.min(0).values
+    sign = torch.tensor([1.0, -1.0], dtype=DT)
+    for i in range(2):
+        w = 1e-3 / r
+        w[i] += 1.0 / r[i]
+        grid = (M * sign * w).sum(-1)
+        assert float((A[i] * sign * w).sum()) >= float(grid.max()) - 1e-4
+    # anchor 1 minimises objective 1 (rows stay in original units)
+    assert float(A[1, 1]) <= float(M[:, 1].min()) + 1e-4
+    # objective 0 does not depend on x_2: the tie-break picks the x_2 *minimising* objective 1
+    cols = M[:, 0] >= M[:, 0].max() - 1e-6 * r[0]
+    assert float(A[0, 1]) <= float(M[cols, 1].min()) + 1e-2  # (range there: 1.9)
+    with pytest.raises(ValueError, match="`minimize` must hold 2 booleans"):
+        predicted_anchors(model, bounds, Y, minimize=[True])
