@@ -17,7 +17,9 @@ scalarization's span r_i, reference z and the share of the Pareto front that lie
     model          it is elsewhere and the UCB there is below the UCB at the proposal
     optimizer      the UCB there is above the proposal's (L-BFGS-B missed it)
 
-``counterfactual`` swaps z and r_i at the stuck state (which of the two decides).
+``counterfactual`` swaps z and r_i at the stuck state (which of the two decides); ``timing``
+measures the seconds per round of ``ref`` and ``pred-front`` and the share spent in
+``predicted_anchors``.
 ``run`` / ``summarize`` judge the arms of :data:`ARMS` on the whole suite (same protocol,
 paired trials, sign test): ``ref`` (the MT-UCB entry), ``pred-front`` (``from_data(...,
 predicted=μ(x*), span="front")``: reference point and ranges from the observed non-dominated
@@ -31,11 +33,13 @@ Run (single-threaded, one process; resumable)::
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py run --trials 5
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py run --trials 10 --arms ref pred-front
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py summarize
+    PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py timing --trials 2
 
 (``diagnose --arm pred-front --out <results>/mo_zdt2_diagnosis_pred_front.json``: the fix's
 rounds.) JSON: ``results/mo_zdt2_diagnosis.json`` (rounds, and ``_pred_front``),
-``results/mo_zdt2_counterfactual.json``, ``results/mo_zdt2/<problem>/<arm>__t<k>.json``
-(units), ``results/mo_zdt2.json`` / ``.md`` (summary).
+``results/mo_zdt2_counterfactual.json``, ``results/mo_zdt2_timing.json``,
+``results/mo_zdt2/<problem>/<arm>__t<k>.json`` (units), ``results/mo_zdt2.json`` / ``.md``
+(summary).
 """
 
 from __future__ import annotations
@@ -95,8 +99,10 @@ def factories(arm: str, problem, trial: int = 0):
         kw = {"span": "front"} if arm == "pred-front" else {}
         if arm == "pred-front":
             data["round"] += 1
+            t0 = time.perf_counter()
             kw["predicted"] = predicted_anchors(
                 model, bounds, data["Y"], seed=4 * (1000 * trial + data["round"]))
+            data.setdefault("anchor_s", []).append(time.perf_counter() - t0)
         s = ChebyshevScalarization.from_data(scal.weights, data["Y"], **kw)
         data["s"] = s
         return ScalarizedMultiTaskUCB(model, s, 1.0, bound="directional")
@@ -235,6 +241,36 @@ def counterfactual(ns: argparse.Namespace) -> None:
     Path(ns.out).write_text(json.dumps(rows))
 
 
+def timing(ns: argparse.Namespace) -> None:
+    """Wall time per round (the loop's: acquisition, optimisation, refit) of ``ref`` and
+    ``pred-front`` and the share of ``pred-front``'s spent in ``predicted_anchors``, on the
+    first ``--trials`` trials of every problem (same protocol; no unit files)."""
+    torch.set_num_threads(1)
+    rows = {}
+    for name in ns.problems:
+        rows[name] = {}
+        for arm in ("ref", "pred-front"):
+            wall, anchor = [], []
+            for trial in range(ns.trials):
+                problem = make_suite_problem(name, seed=trial)
+                X0, _ = design(problem, trial)
+                mf, acq, data = factories(arm, problem, trial)
+                hist = run_suite_protocol(problem, X0, ns.rounds, mf, acq, trial)
+                wall += [r.wall_time for r in hist.rounds]
+                anchor += data.get("anchor_s", [])
+            w = sum(wall) / len(wall)
+            a = sum(anchor) / len(wall) if anchor else 0.0
+            rows[name][arm] = {"s_per_round": w, "anchors_s_per_round": a,
+                               "anchors_share": a / w, "rounds": len(wall)}
+        ref, pf = rows[name]["ref"], rows[name]["pred-front"]
+        print(f"{name:16s} ref {ref['s_per_round']:.3f} s/round  pred-front "
+              f"{pf['s_per_round']:.3f} ({pf['s_per_round'] / ref['s_per_round']:.2f}x), "
+              f"anchors {pf['anchors_s_per_round']:.3f} s = {100 * pf['anchors_share']:.0f} %",
+              flush=True)
+    Path(ns.out).write_text(json.dumps({"trials": ns.trials, "rounds": ns.rounds,
+                                        "problems": rows}, indent=1))
+
+
 def run_unit(name: str, arm: str, trial: int, rounds: int, out: Path) -> dict:
     """One (problem, arm, trial) with the suite's protocol (seeds as ``mo_dtlz2_diagnosis``)."""
     path = out / name / f"{arm}__t{trial}.json"
@@ -328,6 +364,11 @@ def main(argv: list[str] | None = None) -> None:
     c = sub.add_parser("counterfactual")
     c.add_argument("--diagnosis", default=str(ROOT / "mo_zdt2_diagnosis.json"))
     c.add_argument("--out", default=str(ROOT / "mo_zdt2_counterfactual.json"))
+    tm = sub.add_parser("timing")
+    tm.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
+    tm.add_argument("--trials", type=int, default=2)
+    tm.add_argument("--rounds", type=int, default=20)
+    tm.add_argument("--out", default=str(ROOT / "mo_zdt2_timing.json"))
     r = sub.add_parser("run")
     r.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
     r.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
@@ -342,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
         diagnose(ns)
     elif ns.cmd == "counterfactual":
         counterfactual(ns)
+    elif ns.cmd == "timing":
+        timing(ns)
     elif ns.cmd == "run":
         for name in ns.problems:
             for trial in range(ns.trials):
