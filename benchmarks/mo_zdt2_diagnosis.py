@@ -24,7 +24,8 @@ measures the seconds per round of ``ref`` and ``pred-front`` and the share spent
 paired trials, sign test): ``ref`` (the MT-UCB entry), ``pred-front`` (``from_data(...,
 predicted=μ(x*), span="front")``: reference point and ranges from the observed non-dominated
 points and the model's payoff table, ``predicted_anchors``) and ``dedup``
-(:class:`~botorch_mtucb.acquisition.dedup.DedupOptimizer` with the BoxOptimizer's settings).
+(:class:`~botorch_mtucb.acquisition.dedup.DedupOptimizer` with the BoxOptimizer's settings);
+``pred-only`` and ``span-front`` are the two halves of ``pred-front`` alone.
 
 Run (single-threaded, one process; resumable)::
 
@@ -32,6 +33,7 @@ Run (single-threaded, one process; resumable)::
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py counterfactual
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py run --trials 5
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py run --trials 10 --arms ref pred-front
+    PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py run --trials 5 --arms pred-only span-front
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py summarize
     PYTHONPATH=. python benchmarks/mo_zdt2_diagnosis.py timing --trials 2
 
@@ -71,7 +73,7 @@ ROOT = Path(__file__).resolve().parent / "results"
 DT = torch.float64
 PROBLEMS = ("zdt2", "branin-currin", "vehicle-safety", "car-side-impact", "zdt1", "zdt3",
             "dtlz2", "corr-rff", "corr-hartmann")
-ARMS = ("ref", "pred-front", "dedup")
+ARMS = ("ref", "pred-front", "dedup", "pred-only", "span-front")
 
 
 def design(problem, trial: int) -> tuple[Tensor, int]:
@@ -87,7 +89,8 @@ def factories(arm: str, problem, trial: int = 0):
 
     ``pred-front``: ``from_data(..., predicted=μ(x*), span="front")`` with μ(x*) the model's
     payoff table (``scalarization_chebyshev.predicted_anchors``): z and r_i from the observed
-    non-dominated points and the predicted per-objective optima.
+    non-dominated points and the predicted per-objective optima. Its two parts alone:
+    ``pred-only`` (``predicted``, ranges of all data), ``span-front`` (``span="front"`` only).
     """
     bounds, data = problem.bounds, {"round": 0}
 
@@ -96,8 +99,8 @@ def factories(arm: str, problem, trial: int = 0):
         return practical_multitask_gp(X, Y, bounds)
 
     def acq(model, scal):
-        kw = {"span": "front"} if arm == "pred-front" else {}
-        if arm == "pred-front":
+        kw = {"span": "front"} if arm in ("pred-front", "span-front") else {}
+        if arm in ("pred-front", "pred-only"):
             data["round"] += 1
             t0 = time.perf_counter()
             kw["predicted"] = predicted_anchors(
