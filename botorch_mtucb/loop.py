@@ -47,7 +47,7 @@ from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimizer
 from botorch_mtucb.acquisition.pending import PendingInflation, condition_model, resolve_inflation
-from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition
+from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition, ModelAnchoredSampler
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
 from botorch_mtucb.loop_defaults import (
@@ -167,7 +167,10 @@ def run_bo_loop(
         scalarization_sampler: ``generator -> s_λ`` drawing λ_t ~ P_λ each round (e.g.
             :class:`~botorch_mtucb.acquisition.ScalarizationSampler`); ``None`` for n = 1.
             With the default acquisition: ``ScalarizationSampler(n, "chebyshev",
-            ref_point="data")`` (scale-free, augmented; n ≥ 2).
+            ref_point="data", front="predicted")`` (scale-free, augmented, reference point
+            and ranges from the observed and the model-predicted front; n ≥ 2;
+            ``front="observed"`` without a box). A sampler with ``front="predicted"`` gets the
+            round's payoff table (its ``anchors``, computed once per round).
         true_f: Noise-free ``N x d -> N x n`` objective, to record regret.
         regret_X: ``M x d`` points over which max_x s_λ(f(x)) is taken; defaults to the arms of
             a :class:`FiniteArmOptimizer`.
@@ -252,7 +255,15 @@ def run_bo_loop(
         raise ValueError(f"`observe` must return an N x n tensor, got shape {tuple(Y_all.shape)}.")
     history = LoopHistory(initial_X=X_all.clone(), initial_Y=Y_all.clone())
     if default_acquisition and scalarization_sampler is None:
-        scalarization_sampler = default_sampler(Y_all.shape[-1])
+        scalarization_sampler = default_sampler(Y_all.shape[-1], predicted_front=box is not None)
+    anchored = isinstance(scalarization_sampler, ModelAnchoredSampler) and bool(
+        scalarization_sampler.uses_model
+    )
+    if anchored and box is None:
+        raise ValueError(
+            "A scalarization sampler with a predicted front (front='predicted') needs the "
+            "search box for the model's payoff table: pass `bounds=` (2 x d)."
+        )
     model = model_factory(X_all, Y_all)
     N_fit = X_all.shape[0]
 
@@ -267,10 +278,17 @@ def run_bo_loop(
     evals = 0
     for t in rounds:
         points: list[tuple[Tensor, Scalarization | None, AcquisitionFunction, float]] = []
+        start = time.perf_counter()
+        predicted = None
+        if anchored:  # the model's payoff table, once per round (its time: the first point's)
+            predicted = scalarization_sampler.anchors(model, box, Y_all, seed=seed + 2 + t)
+        anchor_time = time.perf_counter() - start
         for j in range(q):
             start = time.perf_counter()
             scal = None
-            if getattr(scalarization_sampler, "uses_data", False):  # scale-free, from data
+            if anchored:
+                scal = scalarization_sampler(generator, Y_all, predicted=predicted)
+            elif getattr(scalarization_sampler, "uses_data", False):  # scale-free, from data
                 scal = scalarization_sampler(generator, Y_all)
             elif scalarization_sampler is not None:
                 scal = scalarization_sampler(generator)
@@ -285,7 +303,8 @@ def run_bo_loop(
                     RuntimeWarning,
                     stacklevel=2,
                 )
-            points.append((x, scal, acqf, time.perf_counter() - start))
+            points.append((x, scal, acqf, time.perf_counter() - start
+                           + (anchor_time if j == 0 else 0.0)))
         start = time.perf_counter()
         X_round = torch.cat([p[0] for p in points])
         Y_round = observe(X_round).detach()

@@ -11,7 +11,9 @@ BoTorch user writes by hand:
   noise), conditioned on each round's points and refitted on the :class:`RefitSchedule`,
   each refit warm-started from the previous one (:func:`practical_model_factory`);
 * the scale-free augmented Chebyshev scalarization with a fresh λ_t each round
-  (``ScalarizationSampler(n, "chebyshev", ref_point="data")``; n ≥ 2 objectives);
+  (``ScalarizationSampler(n, "chebyshev", ref_point="data", front="predicted")``: reference
+  point and ranges from the observed non-dominated points and the model's payoff table;
+  n ≥ 2 objectives);
 * :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with its default (practical)
   width and the directional bound, maximised by ``BoxOptimizer(bounds, num_restarts=4,
   raw_samples=256)``.
@@ -161,8 +163,12 @@ def default_initial_X(box: Tensor | None, seed: int) -> Tensor:
     return sobol_initial_design(box, seed=seed)
 
 
-def default_sampler(num_objectives: int) -> Callable[..., Scalarization]:
-    """Scale-free augmented Chebyshev (``ref_point="data"``); needs n ≥ 2 objectives."""
+def default_sampler(
+    num_objectives: int, predicted_front: bool = True
+) -> Callable[..., Scalarization]:
+    """Scale-free augmented Chebyshev (``ref_point="data"``) with the reference point and
+    ranges from the observed and, with ``predicted_front`` (the loop knows the box), the
+    model-predicted front (``front="predicted"``); needs n ≥ 2 objectives."""
     if num_objectives < 2:
         raise ValueError(
             "The default acquisition is the scalarized multi-task UCB, for n >= 2 objectives; "
@@ -170,7 +176,8 @@ def default_sampler(num_objectives: int) -> Callable[..., Scalarization]:
             "`acquisition_factory` (e.g. lambda model, s: UpperConfidenceBound(model, beta=1.0)) "
             "and a single-output `model_factory`."
         )
-    return ScalarizationSampler(num_objectives, kind="chebyshev", ref_point="data")
+    return ScalarizationSampler(num_objectives, kind="chebyshev", ref_point="data",
+                                front="predicted" if predicted_front else "observed")
 
 
 def default_optimizer(box: Tensor | None, seed: int) -> Callable[[AcquisitionFunction], Tensor]:

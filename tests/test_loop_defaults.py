@@ -77,10 +77,13 @@ def test_defaults_run_mtucb_from_a_sobol_design(problem):
 
 def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
     """Each round equals a by-hand build: practical model (refitted every round while N <= 20),
-    scale-free augmented Chebyshev with λ_t from ``generator``, the default width. Finite arms
+    scale-free augmented Chebyshev with λ_t from ``generator`` and z / ranges from the observed
+    and the model-predicted front (its payoff table, seeded ``seed + 2 + t``), the default
+    width. Finite arms
     make the argmax exact (``optimize_acqf``'s L-BFGS-B is not bitwise reproducible run to run,
     even for BoTorch's own UCB with a fixed seed)."""
     from botorch_mtucb.acquisition import sample_scalarization_weights
+    from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors
 
     arms = sobol_initial_design(problem.bounds, n=256, seed=9)
     opt = FiniteArmOptimizer(arms)
@@ -92,10 +95,11 @@ def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
     torch.testing.assert_close(h.initial_X, X)
     Y = problem(X)
     factory = practical_model_factory(problem.bounds)  # one per run: later fits warm-start
-    for r in h.rounds:
+    for t, r in enumerate(h.rounds, start=1):
         model = factory(X, Y)
         lam = sample_scalarization_weights(2, 1, generator=g)[0]
-        scal = ChebyshevScalarization.from_data(lam, Y)
+        P = predicted_anchors(model, problem.bounds, Y, seed=seed + 2 + t)
+        scal = ChebyshevScalarization.from_data(lam, Y, predicted=P, span="front")
         torch.testing.assert_close(r.weights, scal.weights)  # λ_i / r_i, renormalised
         x = opt(ScalarizedMultiTaskUCB(model, scal))
         torch.testing.assert_close(r.x, x[0])
@@ -212,3 +216,40 @@ def test_factory_default_beta_is_the_acquisitions():
     Xq = torch.rand(3, 1, 2, dtype=DT)
     torch.testing.assert_close(acqf(Xq), ScalarizedMultiTaskUCB(model, s)(Xq))
     assert not torch.allclose(acqf(Xq), scalarized_ucb_factory(3.0)(model, s)(Xq))
+
+
+def test_predicted_front_anchors_once_per_round_and_needs_a_box(problem):
+    """A front="predicted" sampler gets the model's payoff table once per round, passed to every
+    draw of the round (q = 2); without a box the loop refuses it, and the default sampler falls
+    back to the observed front."""
+    from botorch_mtucb.acquisition import ScalarizationSampler
+
+    class Spy(ScalarizationSampler):
+        def __init__(self):
+            super().__init__(2, ref_point="data", front="predicted")
+            self.anchor_calls, self.given = [], []
+
+        def anchors(self, model, bounds, Y, seed=None):
+            self.anchor_calls.append(Y.shape[0])
+            return super().anchors(model, bounds, Y, seed)
+
+        def __call__(self, generator=None, Y=None, predicted=None):
+            self.given.append(predicted)
+            return super().__call__(generator, Y, predicted)
+
+    spy = Spy()
+    opt = BoxOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=0)
+    h = run_bo_loop(problem, num_rounds=2, scalarization_sampler=spy, optimizer=opt, q=2,
+                    generator=torch.Generator().manual_seed(3))
+    n0 = initial_design_size(2)
+    assert spy.anchor_calls == [n0, n0 + 2] and len(spy.given) == 4
+    assert spy.given[0] is spy.given[1] and spy.given[2] is spy.given[3]
+    assert spy.given[0].shape == (2, 2) and h.X.shape == (4, 2)
+    arms = sobol_initial_design(problem.bounds, n=64, seed=1)
+    X0 = arms[:5]
+    mf = practical_model_factory(problem.bounds)
+    with pytest.raises(ValueError, match="needs the\n?.*search box|search box"):
+        run_bo_loop(problem, X0, 1, mf, optimizer=FiniteArmOptimizer(arms),
+                    scalarization_sampler=Spy())
+    h = run_bo_loop(problem, X0, 1, mf, optimizer=FiniteArmOptimizer(arms))  # observed front
+    assert h.X.shape == (1, 2)

@@ -7,6 +7,9 @@
   ``scalarization``), read by the trust region's incumbent rule
   (:class:`~botorch_mtucb.acquisition.trust_region.TrustRegionOptimizer`); implemented by
   ScalarizedMultiTaskUCB.
+* :class:`ModelAnchoredSampler` — a per-round scalarization sampler whose reference point
+  also uses the model's predicted front (``uses_model``, ``anchors``), so the loop computes
+  the payoff table once per round; implemented by ScalarizationSampler (``front="predicted"``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import Scalarization
 
-__all__ = ["ConfidenceWidthAcquisition", "ScalarizedAcquisition"]
+__all__ = ["ConfidenceWidthAcquisition", "ModelAnchoredSampler", "ScalarizedAcquisition"]
 
 
 @runtime_checkable
@@ -34,3 +37,21 @@ class ScalarizedAcquisition(Protocol):
 
     model: Model
     scalarization: Scalarization
+
+
+@runtime_checkable
+class ModelAnchoredSampler(Protocol):
+    """A scalarization sampler that needs the model's payoff table each round.
+
+    When ``uses_model`` is true, :func:`~botorch_mtucb.loop.run_bo_loop` calls
+    ``anchors(model, bounds, Y, seed)`` once per round and passes the result as
+    ``predicted=`` to every draw of the round.
+    """
+
+    uses_model: bool
+
+    def anchors(
+        self, model: Model, bounds: Tensor, Y: Tensor, seed: int | None = None
+    ) -> Tensor:
+        """``n x n`` payoff table of ``model`` on the box ``bounds`` (``Y``: ``N x n``)."""
+        ...

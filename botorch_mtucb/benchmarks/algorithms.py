@@ -22,8 +22,11 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
                    :class:`~botorch_mtucb.loop_defaults.RefitSchedule` (conditioned in between),
                    each refit warm-started from the previous fit with the lean likelihood
                    closure (:class:`~botorch_mtucb.models.practical_fit.WarmStartPracticalFactory`),
-                   the round's λ_t applied scale-free (``ChebyshevScalarization.from_data``:
-                   augmented, ρ = 0.05, z at the observed non-dominated nadir), β = 1.
+                   the round's λ_t applied scale-free (the loop's default sampler,
+                   ``ScalarizationSampler(..., ref_point="data", front="predicted")``:
+                   augmented, ρ = 0.05, z and the ranges from the observed non-dominated
+                   points and the model's payoff table; on finite arms the observed
+                   points only, as the loop without a box), β = 1.
 ``MT-UCB-refit``   ``MT-UCB`` as it was before: a cold refit of the practical model after every
                    round (``update="refit"``), same acquisition.
 ``MT-UCB-paper``   the paper's settings (same as ``MT-KB``).
@@ -71,7 +74,11 @@ from torch.quasirandom import SobolEngine
 from botorch_mtucb.acquisition.beta import TheoremTwoBeta
 from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
-from botorch_mtucb.acquisition.scalarization import ChebyshevScalarization, Scalarization
+from botorch_mtucb.acquisition.scalarization import (
+    ChebyshevScalarization,
+    Scalarization,
+    ScalarizationSampler,
+)
 from botorch_mtucb.benchmarks.algorithm_types import AlgorithmSetup, AlgorithmSpec, RunConfig
 from botorch_mtucb.benchmarks.baselines import (
     MAX_NEHVI_OBJECTIVES,  # noqa: F401 (its old home)
@@ -195,7 +202,13 @@ def _practical(independent: bool, every_round: bool = False) -> _Builder:
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             if isinstance(scal, ChebyshevScalarization):
                 _, Y = _model_data(model)
-                scal = ChebyshevScalarization.from_data(scal.weights, Y, scal.minimize)
+                front = "observed" if bounds is None else "predicted"  # finite arms: observed
+                data = ScalarizationSampler(Y.shape[-1], "chebyshev", ref_point="data",
+                                            minimize=scal.minimize, front=front)
+                predicted = None
+                if bounds is not None:
+                    predicted = data.anchors(model, bounds, Y, seed=cfg.seed + Y.shape[0])
+                scal = data.scalarize(scal.weights, Y, predicted)
             beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
             return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 

@@ -119,3 +119,31 @@ def test_sampler_from_data_matches_from_data():
         ScalarizationSampler(3, kind="linear", ref_point="data")
     fixed = ScalarizationSampler(2, ref_point=[0.0, 0.0], augmentation=0.1)(_gen(0))
     assert fixed.augmentation == 0.1 and not ScalarizationSampler(2, ref_point=[0, 0]).uses_data
+
+
+def test_sampler_predicted_front_matches_from_data_with_the_payoff_table():
+    """front="predicted": the observed and predicted non-dominated points set z and the
+    ranges (``from_data(..., predicted=P, span="front")``); P must be given each draw."""
+    from botorch_mtucb.acquisition.protocols import ModelAnchoredSampler
+
+    g = torch.Generator().manual_seed(5)
+    Y = torch.randn(10, 2, generator=g, dtype=DT)
+    P = Y.max(dim=0).values + torch.tensor([[0.5, -3.0], [-3.0, 0.5]], dtype=DT)
+    sampler = ScalarizationSampler(2, ref_point="data", front="predicted")
+    assert isinstance(sampler, ModelAnchoredSampler) and sampler.uses_model
+    s = sampler(_gen(7), Y, predicted=P)
+    w = sample_scalarization_weights(2, 1, "chebyshev", _gen(7))[0]
+    ref = ChebyshevScalarization.from_data(w, Y, augmentation=0.05, predicted=P, span="front")
+    torch.testing.assert_close(s.weights, ref.weights)
+    torch.testing.assert_close(s.ref_point, ref.ref_point)
+    observed = ScalarizationSampler(2, ref_point="data")(_gen(7), Y)
+    assert not torch.allclose(observed.ref_point, s.ref_point)  # the predicted front counts
+    assert not ScalarizationSampler(2, ref_point="data").uses_model
+    with pytest.raises(ValueError, match="needs `predicted`"):
+        sampler(_gen(0), Y)
+    with pytest.raises(ValueError, match="only used with `front='predicted'`"):
+        ScalarizationSampler(2, ref_point="data")(_gen(0), Y, predicted=P)
+    with pytest.raises(ValueError, match="`front` must be"):
+        ScalarizationSampler(2, ref_point="data", front="model")
+    with pytest.raises(ValueError, match="needs `ref_point='data'`"):
+        ScalarizationSampler(2, ref_point=[0.0, 0.0], front="predicted")

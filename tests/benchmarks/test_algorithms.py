@@ -191,7 +191,9 @@ def test_practical_model_predicts_better_than_the_paper_defaults():
 
 
 def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
+    """s_λ from the observed and the model-predicted front (the loop's default sampler)."""
     from botorch_mtucb.acquisition import ChebyshevScalarization
+    from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors
     from botorch_mtucb.benchmarks.algorithms import RunConfig, get_algorithm
     from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
 
@@ -203,7 +205,8 @@ def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
         model = setup.model_factory(X, Y)
         lam = torch.tensor([0.3, 0.7], dtype=torch.float64)
         acqf = setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
-        ref = ChebyshevScalarization.from_data(lam, Y)
+        P = predicted_anchors(model, p.bounds, Y, seed=0 + Y.shape[0])  # the model's payoff
+        ref = ChebyshevScalarization.from_data(lam, Y, predicted=P, span="front")  # table
         torch.testing.assert_close(acqf.scalarization.weights, ref.weights)
         torch.testing.assert_close(acqf.scalarization.ref_point, ref.ref_point)
         assert acqf.scalarization.augmentation == 0.05 and float(acqf.beta) == 1.0
@@ -272,6 +275,7 @@ def test_mt_ucb_entry_refits_on_the_loop_schedule_warm_and_conditions_between(mo
     """MT-UCB: refits (warm-started) on RefitSchedule(); other rounds condition the model,
     and the acquisition's scale-free scalarization then sees all data."""
     from botorch_mtucb.acquisition import ChebyshevScalarization
+    from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors
     from botorch_mtucb.benchmarks.mo_suite_problems import make_suite_problem
     from botorch_mtucb.models import practical_fit
 
@@ -297,7 +301,9 @@ def test_mt_ucb_entry_refits_on_the_loop_schedule_warm_and_conditions_between(mo
     model = setup.model_factory(X0, Y0).condition_on_observations(X[:3], Y[:3])
     lam = torch.tensor([0.5, 0.5], dtype=torch.float64)
     acqf = setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
-    ref = ChebyshevScalarization.from_data(lam, torch.cat([Y0, Y[:3]]))
+    Y_all = torch.cat([Y0, Y[:3]])
+    P = predicted_anchors(model, p.bounds, Y_all, seed=Y_all.shape[0])  # conditioned model's
+    ref = ChebyshevScalarization.from_data(lam, Y_all, predicted=P, span="front")
     torch.testing.assert_close(acqf.scalarization.ref_point, ref.ref_point)
     torch.testing.assert_close(acqf.scalarization.weights, ref.weights)
 
