@@ -38,6 +38,7 @@ from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     LinearScalarization,
     Scalarization,
+    ScalarizationSampler,
     sample_scalarization_weights,
 )
 from botorch_mtucb.integrations._ax_objective import (
@@ -67,6 +68,24 @@ def _refuse_constraints(
             f"{acqf_name} takes its objective from the posterior transform; got an MC "
             f"objective ({type(objective).__name__}), which is not supported."
         )
+
+
+def _search_box(model: Model, d: int | None) -> Tensor | None:
+    """``2 x d`` box of the model's fixed-bounds ``Normalize`` input transform (Ax builds it
+    from the search space), else ``None`` (then the observed front sets the reference)."""
+    from botorch.models.model import ModelList
+    from botorch.models.transforms.input import ChainedInputTransform, Normalize
+
+    first = model.models[0] if isinstance(model, ModelList) and len(model.models) else model
+    tf = getattr(first, "input_transform", None)  # BoTorch models' optional attribute
+    parts = list(tf.values()) if isinstance(tf, ChainedInputTransform) else [tf]
+    for part in parts:
+        if isinstance(part, Normalize) and not part.learn_bounds:
+            lo, scale = part.offset.reshape(-1, part.offset.shape[-1]), part.coefficient
+            scale = scale.reshape(-1, scale.shape[-1])
+            if lo.shape[0] == 1 and lo.shape[-1] == d:
+                return torch.cat([lo, lo + scale]).detach()
+    return None
 
 
 def _input_dim(stacked: tuple[Tensor, Tensor] | None, model: Model) -> int | None:
@@ -141,6 +160,7 @@ def construct_inputs_scalarized_mtucb(
     seed: int | None = None,
     reference: Literal["data", "thresholds"] = "data",
     user_ref_point: Tensor | None = None,
+    front: Literal["observed", "predicted"] = "predicted",
 ) -> dict[str, Any]:
     """Keyword arguments of :class:`ScalarizedMultiTaskUCB` for one Ax trial.
 
@@ -173,6 +193,12 @@ def construct_inputs_scalarized_mtucb(
         user_ref_point: The thresholds as the user set them (``n_objectives``, NaN where not
             set), before Ax's inference (given by
             :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`).
+        front: For the scale-free reference: ``"predicted"`` (default, the loop's
+            default) — z and the ranges from the observed non-dominated points and the
+            model's payoff table on the box of its ``Normalize`` input transform (Ax's
+            search space; the observed points only when the model has none), as
+            ``ScalarizationSampler(..., front="predicted")``; ``"observed"`` — the observed
+            points only.
 
     Returns:
         ``{"model", "scalarization", "beta", "bound", "X_pending"}`` (``beta`` only when
@@ -213,7 +239,15 @@ def construct_inputs_scalarized_mtucb(
                 "data of every objective at the same inputs; set objective thresholds for "
                 "every objective or use reference='thresholds'."
             )
-        s = ChebyshevScalarization.from_data(lam, stacked[1].to(lam), minimize=info.minimize)
+        if front not in ("observed", "predicted"):
+            raise ValueError(f"`front` must be 'observed' or 'predicted', got {front!r}.")
+        Y = stacked[1].to(lam)
+        box = _search_box(model, stacked[0].shape[-1]) if front == "predicted" else None
+        data = ScalarizationSampler(n, "chebyshev", ref_point="data", minimize=info.minimize,
+                                    front="observed" if box is None else "predicted")
+        predicted = None if box is None else data.anchors(
+            model, box.to(stacked[0]), Y, seed=None if seed is None else int(seed) + t)
+        s = data.scalarize(lam, Y, predicted)
     if isinstance(beta, BetaSchedule):
         beta = beta(model)  # on the real data only, before any hallucination
     out = {"model": model, "scalarization": s, "bound": bound, "X_pending": pending}

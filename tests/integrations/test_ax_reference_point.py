@@ -93,3 +93,38 @@ def test_data_reference_point_matches_brute_force() -> None:
     z = data_reference_point(Y, info)
     torch.testing.assert_close(z, info.signs(Y) * 9.0)
     torch.testing.assert_close(z, _nadir_reference(Y, info.signs(Y)))
+
+
+def test_mtucb_default_reference_uses_the_predicted_front_on_the_normalize_box() -> None:
+    """With Ax's ``Normalize`` input transform (fixed bounds = the search space), z and the
+    ranges come from the observed front and the model's payoff table on that box, as the loop's
+    default sampler builds them; ``front="observed"`` or no such transform: observed only."""
+    from botorch.models.transforms.input import Normalize
+
+    from botorch_mtucb.acquisition import ChebyshevScalarization, sample_scalarization_weights
+    from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors
+    from botorch_mtucb.integrations._ax_objective import trial_generator
+    from botorch_mtucb.models import ExactMultiTaskGP
+
+    _, ds = _mt_model()
+    box = torch.tensor([[-1.0, 0.0], [2.0, 3.0]], dtype=DT)
+    model = ExactMultiTaskGP(ds.X, ds.Y, input_transform=Normalize(2, bounds=box))
+    W = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=DT)  # output 1 minimised
+    minimize = [False, True]
+    lam = sample_scalarization_weights(2, 1, generator=trial_generator(0, 7))[0]
+    sc = _mtucb_inputs(model, ds, objective_weights=W, seed=0)["scalarization"]
+    P = predicted_anchors(model, box, ds.Y, minimize=minimize, seed=0 + 7)
+    ref = ChebyshevScalarization.from_data(lam, ds.Y, minimize=minimize, predicted=P,
+                                           span="front")
+    tol = {"atol": 1e-6, "rtol": 1e-4}  # the anchors' L-BFGS-B is not bitwise reproducible
+    torch.testing.assert_close(sc.ref_point, ref.ref_point, **tol)
+    torch.testing.assert_close(sc.weights, ref.weights, **tol)
+    observed = ChebyshevScalarization.from_data(lam, ds.Y, minimize=minimize)
+    assert not torch.allclose(sc.ref_point, observed.ref_point, atol=1e-3)  # the table counts
+    old = _mtucb_inputs(model, ds, objective_weights=W, seed=0, front="observed")
+    torch.testing.assert_close(old["scalarization"].ref_point, observed.ref_point)
+    learned = ExactMultiTaskGP(ds.X, ds.Y, input_transform=Normalize(2))  # no fixed box
+    sc = _mtucb_inputs(learned, ds, objective_weights=W, seed=0)["scalarization"]
+    torch.testing.assert_close(sc.ref_point, observed.ref_point)
+    with pytest.raises(ValueError, match="`front` must be"):
+        _mtucb_inputs(model, ds, objective_weights=W, front="model")
