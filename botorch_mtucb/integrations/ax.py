@@ -46,18 +46,18 @@ below every interesting outcome. Thresholds the user set for every objective
 objective metrics; :class:`UCBAcquisition` records them before Ax infers missing ones) are z,
 with the plain s_λ. Otherwise (``reference="data"``, the default) each trial uses the
 scale-free augmented :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data`
-of the observations: z at the observed non-dominated nadir minus 10 % of each objective's
-range, λ acting on range-normalised objectives, ρ = 0.05 (issue 16: the augmented
-scalarization at the non-dominated nadir raised BraninCurrin's hypervolume from 80 % to
-87–90 % in ``run_bo_loop``), with the nadir and the ranges taken from the observed
-non-dominated points together with the model's payoff table on the search box (its per-objective
-optima; the loop's default ``front="predicted"``, ``benchmarks/mo_zdt2_diagnosis.py``: it ends the
-re-proposal stall once one observation dominates the rest; the acquisition option
-``front="observed"`` keeps the observed points only). ``reference="thresholds"`` keeps the earlier rule: Ax's
-thresholds, the missing ones inferred by Ax as the model-predicted Pareto front's nadir
-pushed back by 10 % of its range (or, with a plain Ax ``Acquisition``, which does not say
-which output a threshold belongs to, the same heuristic on the *observed* front). All of it
-lives in Ax's transformed (standardized) outcome space, the space of the model.
+of the observations: z at the observed non-dominated nadir minus 10 % of each objective's range, λ
+acting on range-normalised objectives, ρ = 0.05 (issue 16: the augmented scalarization at the
+non-dominated nadir raised BraninCurrin's hypervolume from 80 % to 87–90 % in ``run_bo_loop``), with
+the nadir and the ranges taken from the observed non-dominated points together with the model's
+payoff table on the search box (its per-objective optima; the loop's default ``front="predicted"``,
+``benchmarks/mo_zdt2_diagnosis.py``: it ends the re-proposal stall once one observation dominates
+the rest; the acquisition option ``front="observed"`` keeps the observed points only).
+``reference="thresholds"`` keeps the earlier rule: Ax's thresholds, the missing ones inferred by Ax
+as the model-predicted Pareto front's nadir pushed back by 10 % of its range (or, with a plain Ax
+``Acquisition``, which does not say which output a threshold belongs to, the same heuristic on the
+*observed* front). All of it lives in Ax's transformed (standardized) outcome space, the space of
+the model.
 
 **A fresh λ per trial, seedable.** Each acquisition Ax builds (one per trial) draws
 λ ~ P_λ (paper 000, §5) from a stream keyed by ``(seed, t)``, t = observed + pending points.
@@ -223,10 +223,10 @@ def mtucb_generation_strategy(
         reference: Chebyshev reference point when the user set no objective threshold for
             some objective: ``"data"`` (default) builds
             :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` from the
-            observations (scale-free, non-dominated nadir − 10 % of the range, augmented
-            ρ = 0.05; the front observed and model-predicted); ``"thresholds"`` uses Ax's inferred thresholds (model-predicted nadir)
-            with the plain s_λ (the behaviour before issue 16). Thresholds the user set for
-            every objective are always the reference point (plain s_λ, Ax's units).
+            observations (scale-free, non-dominated nadir − 10 % of the range, augmented ρ = 0.05;
+            the front observed and model-predicted); ``"thresholds"`` uses Ax's inferred thresholds
+            (model-predicted nadir) with the plain s_λ (the behaviour before issue 16). Thresholds
+            the user set for every objective are always the reference point (plain s_λ, Ax's units).
 
     Returns:
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
