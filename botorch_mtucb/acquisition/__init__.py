@@ -30,6 +30,7 @@ from botorch_mtucb.acquisition.scalarization import (
     ScalarizationSampler,
     sample_scalarization_weights,
 )
+from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors
 
 __all__ = [
     "BetaSchedule",
@@ -47,5 +48,6 @@ __all__ = [
     "gp_bucb_inflation",
     "hallucinate_mean",
     "log_det_information",
+    "predicted_anchors",
     "sample_scalarization_weights",
 ]
