@@ -44,6 +44,7 @@ from botorch.models.model import Model, ModelList
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.dedup import DedupOptimizer
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimizer
 from botorch_mtucb.acquisition.pending import PendingInflation, condition_model, resolve_inflation
@@ -69,6 +70,7 @@ from botorch_mtucb.utils.validation import check_finite
 
 __all__ = [
     "BoxOptimizer",
+    "DedupOptimizer",
     "FiniteArmOptimizer",
     "LoopHistory",
     "RefitSchedule",

@@ -37,7 +37,6 @@ from torch import Tensor
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.acquisition.scalarization_sampling import ScalarizationSampler
-from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
 from botorch_mtucb.models.practical_fit import WarmStartPracticalFactory
 from botorch_mtucb.utils.initial_design import check_bounds, sobol_initial_design
 
@@ -138,9 +137,9 @@ def practical_model_factory(bounds: Tensor) -> Callable[[Tensor, Tensor], Model]
 def resolve_box(
     bounds: Tensor | None, optimizer: object, initial_X: Tensor | None
 ) -> Tensor | None:
-    """The loop's box: ``bounds``, else a ``BoxOptimizer``'s (or ``TrustRegionOptimizer``'s);
-    checked against each other."""
-    box = optimizer.bounds if isinstance(optimizer, (BoxOptimizer, TrustRegionOptimizer)) else None
+    """The loop's box: ``bounds``, else a ``BoxOptimizer``'s (or a subclass's, e.g. the
+    trust region's); checked against each other."""
+    box = optimizer.bounds if isinstance(optimizer, BoxOptimizer) else None  # or a subclass's
     d = None if initial_X is None else initial_X.shape[-1]
     if bounds is None:
         return box

@@ -21,40 +21,37 @@ from typing import Any
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.models.model import ModelList
 from botorch.optim import optimize_acqf
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.acquisition.optimizers import BoxOptimizer
+from botorch_mtucb.utils.model_data import original_train_inputs
 
 __all__ = ["DedupOptimizer", "evaluated_inputs"]
 
 
 def evaluated_inputs(model: Any) -> Tensor:
-    """The ``N x d`` training inputs of a BoTorch model in the problem's (raw) units.
-
-    An eval-mode model with an ``input_transform`` stores transformed ``train_inputs``; they
-    are untransformed here. A ``ModelListGP`` (``models``) gives the union of its models'.
+    """The ``N x d`` training inputs of a BoTorch model in the problem's (raw) units
+    (:func:`~botorch_mtucb.utils.model_data.original_train_inputs`); a ``ModelListGP``
+    (``models``) gives the union of its models'.
 
     Raises:
         ValueError: If the model has no training inputs.
     """
-    if hasattr(model, "models"):
+    if isinstance(model, ModelList):
         return torch.cat([evaluated_inputs(m) for m in model.models]).unique(dim=0)
-    inputs = getattr(model, "train_inputs", None)
-    if not inputs:
+    try:
+        return original_train_inputs(model)
+    except TypeError as err:
         raise ValueError(
             f"`model` ({type(model).__name__}) has no `train_inputs`; pass `evaluated` to "
             "DedupOptimizer."
-        )
-    X = inputs[0]
-    tf = getattr(model, "input_transform", None)
-    if tf is not None:
-        X = tf.untransform(X)
-    return X.detach()
+        ) from err
 
 
-class DedupOptimizer:
+class DedupOptimizer(BoxOptimizer):
     """x_t = the best point of a multi-start L-BFGS-B that is not an evaluated point.
 
     A candidate x duplicates an evaluated x' when max_j |x_j − x'_j| / (u_j − l_j) ≤ ``tol``
@@ -88,11 +85,7 @@ class DedupOptimizer:
                 (default) reads them from ``acqf.model`` (:func:`evaluated_inputs`).
             options: Extra ``optimize_acqf`` options.
         """
-        check_finite(bounds, "bounds")
-        if bounds.dim() != 2 or bounds.shape[0] != 2 or (bounds[0] >= bounds[1]).any():
-            raise ValueError(
-                f"`bounds` must be 2 x d with lower < upper, got shape {tuple(bounds.shape)}."
-            )
+        super().__init__(bounds, int(num_restarts), int(raw_samples), seed, options)
         if int(num_restarts) < 1 or int(raw_samples) < int(num_restarts):
             raise ValueError(
                 f"`num_restarts` must be >= 1 and `raw_samples` >= `num_restarts`, got "
@@ -100,11 +93,7 @@ class DedupOptimizer:
             )
         if not (isinstance(tol, (int, float)) and tol >= 0):
             raise ValueError(f"`tol` must be a number >= 0, got {tol!r}.")
-        self.bounds = bounds.clone()
-        self.num_restarts, self.raw_samples = int(num_restarts), int(raw_samples)
-        self.seed, self.tol, self.evaluated = seed, float(tol), evaluated
-        self.options = dict(options or {})
-        self._calls = 0
+        self.tol, self.evaluated = float(tol), evaluated
         #: Per call: ``"best"`` (the optimum was new), ``"restart"`` or ``"raw"``.
         self.sources: list[str] = []
 
@@ -124,10 +113,7 @@ class DedupOptimizer:
 
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
         """Return the ``1 x d`` best new point."""
-        options = dict(self.options)
-        if self.seed is not None:
-            options["seed"] = self.seed + self._calls
-        self._calls += 1
+        options = self._next_options()
         bounds = self.bounds
         cands, vals = optimize_acqf(
             acqf, bounds=bounds, q=1, num_restarts=self.num_restarts,

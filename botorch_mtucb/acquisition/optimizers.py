@@ -56,17 +56,25 @@ class BoxOptimizer:
 
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
         """Return the ``1 x d`` maximiser found."""
+        return self._maximise(acqf, self.bounds)
+
+    def _next_options(self) -> dict[str, Any]:
+        """The ``optimize_acqf`` options of the next call (seed ``seed + calls so far``)."""
         options = dict(self.options)
         if self.seed is not None:
             options["seed"] = self.seed + self._calls
         self._calls += 1
+        return options
+
+    def _maximise(self, acqf: AcquisitionFunction, bounds: Tensor) -> Tensor:
+        """``optimize_acqf`` (q = 1) over ``bounds`` (``2 x d``, within the box); ``1 x d``."""
         cand, _ = optimize_acqf(
             acqf,
-            bounds=self.bounds,
+            bounds=bounds,
             q=1,
             num_restarts=self.num_restarts,
             raw_samples=self.raw_samples,
-            options=options,
+            options=self._next_options(),
         )
         return cand.detach()
 

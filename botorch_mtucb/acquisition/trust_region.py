@@ -38,19 +38,19 @@ from typing import Any, Literal
 import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.models.model import Model
-from botorch.optim import optimize_acqf
 from torch import Tensor
 
+from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.protocols import ScalarizedAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils.model_data import training_data
 
-__all__ = ["TrustRegionOptimizer", "lengthscale_weights", "training_data"]
+__all__ = ["TrustRegionOptimizer", "lengthscale_weights"]
 
 SHAPES = ("isotropic", "lengthscale")
 
 
-class TrustRegionOptimizer:
+class TrustRegionOptimizer(BoxOptimizer):
     """x_t = argmax of the acquisition over TuRBO's trust region around the incumbent.
 
     Keeps ``length`` (L), ``success_count`` and ``failure_count`` between calls (one instance
@@ -88,11 +88,7 @@ class TrustRegionOptimizer:
             failure_tolerance: τ_fail, consecutive failures that halve L; ``None`` is TuRBO's
                 ``max(4, d)`` (q = 1).
         """
-        check_finite(bounds, "bounds")
-        if bounds.dim() != 2 or bounds.shape[0] != 2 or (bounds[0] >= bounds[1]).any():
-            raise ValueError(
-                f"`bounds` must be 2 x d with lower < upper, got shape {tuple(bounds.shape)}."
-            )
+        super().__init__(bounds, num_restarts, raw_samples, seed, options)
         if shape not in SHAPES:
             raise ValueError(f"`shape` must be one of {SHAPES}, got {shape!r}.")
         lengths = {"length_init": length_init, "length_min": length_min,
@@ -113,11 +109,6 @@ class TrustRegionOptimizer:
                             ("num_restarts", num_restarts), ("raw_samples", raw_samples)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-        self.bounds = bounds.clone()
-        self.num_restarts = num_restarts
-        self.raw_samples = raw_samples
-        self.seed = seed
-        self.options = dict(options or {})
         self.shape = shape
         self.length_init = float(length_init)
         self.length_min = float(length_min)
@@ -129,7 +120,6 @@ class TrustRegionOptimizer:
         self.failure_count = 0
         self.restarts = 0
         self.regions: list[Tensor] = []
-        self._calls = 0
         self._previous: tuple[int, Scalarization] | None = None
 
     # ------------------------------------------------------------------ state
@@ -210,45 +200,6 @@ class TrustRegionOptimizer:
         self.regions.append(region)
         self._previous = (Y.shape[-2], scal)
         return self._maximise(acqf, region)
-
-    def _maximise(self, acqf: AcquisitionFunction, region: Tensor) -> Tensor:
-        options = dict(self.options)
-        if self.seed is not None:
-            options["seed"] = self.seed + self._calls
-        self._calls += 1
-        cand, _ = optimize_acqf(
-            acqf,
-            bounds=region,
-            q=1,
-            num_restarts=self.num_restarts,
-            raw_samples=self.raw_samples,
-            options=options,
-        )
-        return cand.detach()
-
-
-def training_data(model: Model) -> tuple[Tensor, Tensor]:
-    """The model's training inputs and outcomes in original units, ``N x d`` and ``N x n``.
-
-    Undoes the model's ``input_transform`` (an eval-mode BoTorch model holds transformed
-    inputs) and ``outcome_transform``; copies, never views of the model's tensors.
-    """
-    inputs = getattr(model, "train_inputs", None)
-    targets = getattr(model, "train_targets", None)
-    if not inputs or not isinstance(targets, Tensor) or targets.dim() != 2:
-        raise TypeError(
-            "TrustRegionOptimizer needs an unbatched exact GP model with `train_inputs` and "
-            f"N x n `train_targets`, got {type(model).__name__}."
-        )
-    X = inputs[0].detach()
-    transform = getattr(model, "input_transform", None)
-    if transform is not None and not model.training:
-        X = transform.untransform(X)
-    Y = targets.detach()
-    outcome = getattr(model, "outcome_transform", None)
-    if outcome is not None:
-        Y, _ = outcome.untransform(Y)
-    return X.clone(), Y.clone()
 
 
 def lengthscale_weights(model: Model, bounds: Tensor) -> Tensor:

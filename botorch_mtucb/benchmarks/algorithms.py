@@ -97,6 +97,7 @@ from botorch_mtucb.models.exact_multitask import ExactMultiTaskGP
 from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
 from botorch_mtucb.models.practical import practical_multitask_gp
 from botorch_mtucb.models.practical_fit import WarmStartPracticalFactory
+from botorch_mtucb.utils.model_data import training_data
 
 __all__ = [
     "ALGORITHMS",
@@ -178,14 +179,6 @@ def _nystrom(independent: bool, radius: str) -> _Builder:
 PRACTICAL_BETA = 1.0
 
 
-def _model_data(model: ExactMultiTaskGP) -> tuple[Tensor, Tensor]:
-    """All training data of a (conditioned) model, in the original units."""
-    X = getattr(model, "_original_train_inputs", None)
-    X = model.train_inputs[0] if X is None else X
-    Y = model.outcome_transform.untransform(model.train_targets)[0]
-    return X.detach(), Y.detach()
-
-
 def _practical(independent: bool, every_round: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
@@ -201,7 +194,7 @@ def _practical(independent: bool, every_round: bool = False) -> _Builder:
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             if isinstance(scal, ChebyshevScalarization):
-                _, Y = _model_data(model)
+                _, Y = training_data(model)
                 front = "observed" if bounds is None else "predicted"  # finite arms: observed
                 data = ScalarizationSampler(Y.shape[-1], "chebyshev", ref_point="data",
                                             minimize=scal.minimize, front=front)

@@ -36,6 +36,7 @@ from botorch_mtucb.acquisition.multi_task_ucb import task_mean_and_covariance
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.benchmarks.algorithm_types import AlgorithmSetup, RunConfig
 from botorch_mtucb.benchmarks.problems import MultiTaskProblem
+from botorch_mtucb.utils.model_data import original_train_inputs
 
 __all__ = [
     "MAX_NEHVI_OBJECTIVES",
@@ -234,9 +235,7 @@ def _baseline_inputs(model: ModelListGP) -> Tensor:
     """The observed inputs in the problem's units, for ``X_baseline``: an eval-mode BoTorch
     model with an input transform holds *transformed* ``train_inputs`` (BoTorch keeps the
     originals in ``_original_train_inputs``); the acquisition transforms ``X_baseline`` again."""
-    sub = model.models[0]
-    X = getattr(sub, "_original_train_inputs", None)
-    return (sub.train_inputs[0] if X is None else X).detach()
+    return original_train_inputs(model.models[0])
 
 
 def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:

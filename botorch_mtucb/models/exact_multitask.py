@@ -19,6 +19,7 @@ from botorch_mtucb.models.solvers import (
     MultiTaskSolver,
     extend_solver,
 )
+from botorch_mtucb.utils.model_data import original_train_inputs
 
 __all__ = ["ExactMultiTaskGP", "ZeroMultitaskMean"]
 
@@ -140,8 +141,7 @@ class ExactMultiTaskGP(MultiTaskGPBase):
                 "`posterior(X, output_indices=...)`."
             )
         self.eval()
-        X = getattr(self, "_original_train_inputs", None)
-        X = self.train_inputs[0] if X is None else X
+        X = original_train_inputs(self)
         Y, Yvar = self.train_targets, self.likelihood.noise if self.known_noise else None
         tf = getattr(self, "outcome_transform", None)
         if tf is not None:

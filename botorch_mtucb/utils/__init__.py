@@ -1,10 +1,12 @@
-"""Shared helpers: input validation, space-filling initial designs, the local polish of x*_λ."""
+"""Shared helpers: input validation, space-filling initial designs, the local polish of x*_λ,
+a fitted model's training data in the problem's units."""
 
 from botorch_mtucb.utils.initial_design import (
     check_bounds,
     initial_design_size,
     sobol_initial_design,
 )
+from botorch_mtucb.utils.model_data import original_train_inputs, training_data
 from botorch_mtucb.utils.optimum import polish_maxima
 from botorch_mtucb.utils.validation import check_finite, check_psd_matrix
 
@@ -13,6 +15,8 @@ __all__ = [
     "check_finite",
     "check_psd_matrix",
     "initial_design_size",
+    "original_train_inputs",
     "polish_maxima",
     "sobol_initial_design",
+    "training_data",
 ]
