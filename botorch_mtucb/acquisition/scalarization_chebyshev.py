@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import (
@@ -246,17 +247,16 @@ def predicted_anchors(
         bounds: ``2 x d`` search box.
         Y: ``N x n`` observed outcomes (for the ranges r_i).
         eps: Tie-break weight ε ≥ 0.
-        num_restarts: L-BFGS-B starts of each ``optimize_acqf``.
-        raw_samples: Raw samples of each ``optimize_acqf``.
-        seed: Base seed (objective i uses ``seed + i``); ``None``: torch's global RNG.
+        num_restarts: L-BFGS-B starts per objective (its best raw samples).
+        raw_samples: Scrambled-Sobol raw samples (shared by the objectives).
+        seed: Seed of the raw samples; ``None``: a random scramble.
         minimize: Optional ``n`` booleans marking minimised objectives (as ``from_data``'s).
 
     Returns:
         ``n x n`` tensor, row i = μ(x_i*), in the original units (signs not applied).
     """
-    from botorch.acquisition import PosteriorMean
-    from botorch.acquisition.objective import ScalarizedPosteriorTransform
-    from botorch.optim import optimize_acqf
+    from botorch.generation.gen import gen_candidates_scipy
+    from torch.quasirandom import SobolEngine
 
     if Y.dim() != 2 or Y.shape[0] == 0 or Y.shape[-1] != model.num_outputs:
         raise ValueError(
@@ -276,15 +276,35 @@ def predicted_anchors(
             )
         signs = 1.0 - 2.0 * m.to(signs)
     r = (Y.detach().max(dim=0).values - Y.detach().min(dim=0).values).clamp_min(1e-12)
-    X = []
-    for i in range(n):
-        w = float(eps) / r
-        w[i] = w[i] + 1.0 / r[i]
-        w = w * signs  # maximise the sign-corrected means
-        acqf = PosteriorMean(model, posterior_transform=ScalarizedPosteriorTransform(w))
-        options = {} if seed is None else {"seed": int(seed) + i}
-        x, _ = optimize_acqf(acqf, bounds=bounds, q=1, num_restarts=num_restarts,
-                             raw_samples=raw_samples, options=options)
-        X.append(x.detach())
+    W = (float(eps) / r).expand(n, n).clone()
+    W.diagonal().add_(1.0 / r)
+    W = W * signs  # row i: objective i's weights on the sign-corrected means
+    b = bounds.to(Y)
+    engine = SobolEngine(b.shape[-1], scramble=True, seed=seed)
+    R = b[0] + (b[1] - b[0]) * engine.draw(raw_samples).to(Y)  # raw x d
     with torch.no_grad():
-        return model.posterior(torch.cat(X)).mean
+        values = model.posterior(R.unsqueeze(-2)).mean.squeeze(-2) @ W.T  # raw x n
+    k = min(int(num_restarts), R.shape[0])
+    starts = R[values.topk(k, dim=0).indices]  # k x n x d: objective i's best raw points
+    cands, _ = gen_candidates_scipy(
+        starts, _PayoffTableValue(model, W), lower_bounds=b[0], upper_bounds=b[1],
+        options={"maxiter": 200},
+    )
+    with torch.no_grad():
+        mu = model.posterior(cands.detach().reshape(-1, 1, b.shape[-1])).mean
+        mu = mu.reshape(k, n, n)  # restart, objective i's point, outputs
+        best = (mu * W).sum(-1).argmax(dim=0)  # per objective, its best restart
+        return mu[best, torch.arange(n)]
+
+
+class _PayoffTableValue(AcquisitionFunction):
+    """Σ_i w_iᵀ μ(x_i) of a ``batch x n x d`` set (point i: row i of ``W``): the n problems of
+    the payoff table, decoupled, as one L-BFGS-B problem (one optimisation, not n)."""
+
+    def __init__(self, model: Any, W: Tensor) -> None:
+        super().__init__(model)
+        self.W = W
+
+    def forward(self, X: Tensor) -> Tensor:
+        mu = self.model.posterior(X.reshape(-1, 1, X.shape[-1])).mean  # points one by one
+        return (mu.reshape(*X.shape[:-1], -1) * self.W).sum(dim=(-1, -2))

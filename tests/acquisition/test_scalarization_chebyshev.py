@@ -216,3 +216,31 @@ def test_predicted_anchors_minimize_against_grid_search():
     assert float(A[0, 1]) <= float(M[cols, 1].min()) + 1e-2  # (range there: 1.9)
     with pytest.raises(ValueError, match="`minimize` must hold 2 booleans"):
         predicted_anchors(model, bounds, Y, minimize=[True])
+
+
+def test_predicted_anchors_equal_one_botorch_optimisation_per_objective():
+    """The joint L-BFGS-B of the payoff table reaches each objective's own optimum: BoTorch's
+    ``optimize_acqf`` of ``PosteriorMean`` with objective i's weights, one call per objective."""
+    from botorch.acquisition import PosteriorMean
+    from botorch.acquisition.objective import ScalarizedPosteriorTransform
+    from botorch.optim import optimize_acqf
+
+    from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
+    from botorch_mtucb.models import practical_multitask_gp
+
+    p = make_suite_problem("vehicle-safety")  # d = 5, n = 3, a box that is not the unit cube
+    X = _sobol(15, p.bounds, 0)
+    Y = p.f(X)
+    model = practical_multitask_gp(X, Y, p.bounds)
+    minimize = [False, True, False]
+    P = predicted_anchors(model, p.bounds, Y, minimize=minimize, seed=0)
+    signs = torch.tensor([1.0, -1.0, 1.0], dtype=Y.dtype)
+    r = Y.max(0).values - Y.min(0).values
+    for i in range(3):
+        w = 1e-3 / r
+        w[i] += 1.0 / r[i]
+        w = w * signs
+        acqf = PosteriorMean(model, posterior_transform=ScalarizedPosteriorTransform(w))
+        _, best = optimize_acqf(acqf, p.bounds, q=1, num_restarts=8, raw_samples=512,
+                                options={"seed": 1})  # twice the starts of the default
+        assert float((P[i] * w).sum()) >= float(best) - 1e-6 * max(1.0, abs(float(best)))
