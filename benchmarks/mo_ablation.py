@@ -79,6 +79,7 @@ from botorch_mtucb.benchmarks.mo_suite_problems import (
     make_suite_problem,
     run_suite_protocol,
     suite_metrics,
+    trial_sobol_points,
 )
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP
@@ -189,8 +190,7 @@ def run_unit(args: tuple[str, tuple[str, str, str, str], int, int, int, str]) ->
     d, n, bounds = problem.dim, problem.num_objectives, problem.bounds
     n0 = design_size(init_l, d)
     T = initial_design_size(d) + rounds - n0
-    U = SobolEngine(d, scramble=True, seed=s + 1).draw(n0).to(DT)
-    X0 = bounds[0] + (bounds[1] - bounds[0]) * U
+    X0 = trial_sobol_points(problem, s, n0)
     B = None if b_l == "learned" else (
         true_task_correlation(problem) if b_l == "true" else torch.eye(n, dtype=DT))
     beta = FittedNoiseTheoremTwoBeta(problem.b) if beta_l == "thm2" else ConstantBeta(

@@ -65,6 +65,7 @@ from botorch_mtucb.benchmarks.mo_suite_problems import (
     make_suite_problem,
     run_suite_protocol,
     suite_metrics,
+    trial_sobol_points,
 )
 from botorch_mtucb.models.practical import practical_multitask_gp
 from botorch_mtucb.utils.initial_design import initial_design_size
@@ -138,13 +139,11 @@ def run_unit(name: str, arm: str, trial: int, rounds: int, out: Path) -> dict:
     problem = make_suite_problem(name, seed=s)
     d, n, bounds = problem.dim, problem.num_objectives, problem.bounds
     n0 = initial_design_size(d)
-    X0 = bounds[0] + (bounds[1] - bounds[0]) * SobolEngine(d, scramble=True, seed=s + 1).draw(
-        n0).to(DT)
+    X0 = trial_sobol_points(problem, s, n0)
     model_factory, acq, data = arm_setup(arm, problem, s)
     start = time.perf_counter()
     if arm == "sobol":  # the trial's Sobol sequence continued (the suite's Sobol entry)
-        U = SobolEngine(d, scramble=True, seed=s + 1).draw(n0 + rounds).to(DT)[n0:]
-        hist = _SobolHistory(bounds[0] + (bounds[1] - bounds[0]) * U, n)
+        hist = _SobolHistory(trial_sobol_points(problem, s, n0 + rounds)[n0:], n)
     else:
         hist = None
     hist = hist or run_suite_protocol(problem, X0, rounds, model_factory, acq, s)

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
-from torch.quasirandom import SobolEngine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -49,6 +48,7 @@ from botorch_mtucb.benchmarks.mo_suite_problems import (  # noqa: E402
     make_suite_problem,
     run_suite_protocol,
     suite_metrics,
+    trial_sobol_points,
 )
 from botorch_mtucb.utils.initial_design import initial_design_size  # noqa: E402
 
@@ -77,12 +77,12 @@ def run_unit(name: str, arm: str, trial: int, rounds: int, out: Path) -> dict:
     problem = make_suite_problem(name, seed=s)
     d, n, bounds = problem.dim, problem.num_objectives, problem.bounds
     n0 = initial_design_size(d)
-    U0 = SobolEngine(d, scramble=True, seed=s + 1).draw(n0 + rounds).to(DT)
-    X0 = bounds[0] + (bounds[1] - bounds[0]) * U0[:n0]
+    points = trial_sobol_points(problem, s, n0 + rounds)
+    X0 = points[:n0]
     start = time.perf_counter()
     opt = None
     if arm == "sobol":  # the trial's Sobol sequence continued (the suite's Sobol entry)
-        hist = _SobolHistory(bounds[0] + (bounds[1] - bounds[0]) * U0[n0:], n)
+        hist = _SobolHistory(points[n0:], n)
     else:
         model_factory, acq, _ = arm_setup("ucb-icm", problem, s)
         opt = make_optimizer(arm, bounds, s)

@@ -65,6 +65,7 @@ from botorch_mtucb.benchmarks.mo_suite_problems import (
     make_suite_problem,
     run_suite_protocol,
     suite_metrics,
+    trial_sobol_points,
 )
 from botorch_mtucb.models.practical import practical_multitask_gp
 from botorch_mtucb.utils.initial_design import initial_design_size
@@ -78,10 +79,8 @@ ARMS = ("ref", "pred-front", "dedup", "pred-only", "span-front")
 
 def design(problem, trial: int) -> tuple[Tensor, int]:
     """The trial's scrambled-Sobol design (as ``mo_dtlz2_diagnosis``) and its size."""
-    d, bounds = problem.dim, problem.bounds
-    n0 = initial_design_size(d)
-    U = SobolEngine(d, scramble=True, seed=trial + 1).draw(n0).to(DT)
-    return bounds[0] + (bounds[1] - bounds[0]) * U, n0
+    n0 = initial_design_size(problem.dim)
+    return trial_sobol_points(problem, trial, n0), n0
 
 
 def factories(arm: str, problem, trial: int = 0):

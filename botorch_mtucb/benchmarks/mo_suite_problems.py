@@ -41,6 +41,7 @@ from botorch.test_functions.multi_objective import (
     VehicleSafety,
 )
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.benchmarks.metrics import (
     hypervolume_percent,
@@ -137,6 +138,16 @@ def make_suite_problem(
     if name != "corr-rff":
         seed = 0
     return _cached(name, int(seed), units, float(noise_std))
+
+
+def trial_sobol_points(problem: SuiteProblem, seed: int, n: int) -> Tensor:
+    """The first ``n`` points (``n x d``, on the problem's box) of trial ``seed``'s scrambled
+    Sobol sequence (engine seed ``seed + 1``), the one the component-swap scripts share: its
+    first max(5, 2d) points are their initial design, the rest their Sobol arm's proposals
+    (a prefix of a longer draw is the shorter draw)."""
+    b = problem.bounds
+    U = SobolEngine(problem.dim, scramble=True, seed=seed + 1).draw(n).to(b)
+    return b[0] + (b[1] - b[0]) * U
 
 
 def run_suite_protocol(

@@ -258,3 +258,20 @@ def test_run_suite_protocol_is_the_suite_loop_with_the_trial_seeds():
         )
     assert torch.equal(got.rounds[0].weights, ref.rounds[0].weights)
     torch.testing.assert_close(got.X, ref.X, atol=1e-6, rtol=0)
+
+
+def test_trial_sobol_points_are_the_scripts_design_and_its_continuation():
+    """The component-swap scripts' design: scrambled Sobol (seed + 1) on the box; a prefix of
+    a longer draw equals the shorter draw (the Sobol arm continues the design)."""
+    from botorch_mtucb.benchmarks.mo_suite_problems import trial_sobol_points
+    from botorch_mtucb.utils import initial_design_size
+
+    p = make_suite_problem("vehicle-safety", seed=4)
+    n0 = initial_design_size(p.dim)
+    U = SobolEngine(p.dim, scramble=True, seed=5).draw(n0).to(torch.float64)
+    ref = p.bounds[0] + (p.bounds[1] - p.bounds[0]) * U
+    assert torch.equal(trial_sobol_points(p, 4, n0), ref)
+    assert torch.equal(trial_sobol_points(p, 4, n0 + 7)[:n0], ref)
+    X = trial_sobol_points(p, 4, 64)
+    assert bool((X >= p.bounds[0]).all() and (X <= p.bounds[1]).all())
+    assert not torch.equal(trial_sobol_points(p, 5, n0), ref)
