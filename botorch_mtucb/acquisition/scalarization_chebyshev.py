@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -81,7 +81,7 @@ class ChebyshevScalarization(Scalarization):
         augmentation: float = 0.05,
         margin: float = 0.1,
         predicted: Tensor | None = None,
-        span: str = "all",
+        span: Literal["all", "front"] = "all",
     ) -> ChebyshevScalarization:
         """Scale-free s_λ from observed outcomes: λ acts on objectives normalised by their range.
 
