@@ -85,12 +85,7 @@ class DedupOptimizer(BoxOptimizer):
                 (default) reads them from ``acqf.model`` (:func:`evaluated_inputs`).
             options: Extra ``optimize_acqf`` options.
         """
-        super().__init__(bounds, int(num_restarts), int(raw_samples), seed, options)
-        if int(num_restarts) < 1 or int(raw_samples) < int(num_restarts):
-            raise ValueError(
-                f"`num_restarts` must be >= 1 and `raw_samples` >= `num_restarts`, got "
-                f"{num_restarts} and {raw_samples}."
-            )
+        super().__init__(bounds, num_restarts, raw_samples, seed, options)
         if not (isinstance(tol, (int, float)) and tol >= 0):
             raise ValueError(f"`tol` must be a number >= 0, got {tol!r}.")
         self.tol, self.evaluated = float(tol), evaluated

@@ -10,6 +10,7 @@ Both return one point (``q = 1``); the loop builds batches point by point with p
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 import torch
@@ -47,9 +48,17 @@ class BoxOptimizer:
             raise ValueError(
                 f"`bounds` must be 2 x d with lower < upper, got shape {tuple(bounds.shape)}."
             )
+        counts = (num_restarts, raw_samples)
+        if any(isinstance(c, bool) or not isinstance(c, Integral) for c in counts) or not (
+            1 <= num_restarts <= raw_samples
+        ):
+            raise ValueError(
+                "`num_restarts` must be >= 1 and `raw_samples` >= `num_restarts` (integers), "
+                f"got {num_restarts!r} and {raw_samples!r}."
+            )
         self.bounds = bounds.clone()
-        self.num_restarts = num_restarts
-        self.raw_samples = raw_samples
+        self.num_restarts = int(num_restarts)
+        self.raw_samples = int(raw_samples)
         self.seed = seed
         self.options = dict(options or {})
         self._calls = 0

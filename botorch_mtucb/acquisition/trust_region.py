@@ -105,8 +105,7 @@ class TrustRegionOptimizer(BoxOptimizer):
         if failure_tolerance is None:
             failure_tolerance = max(4, d)
         for name, value in (("success_tolerance", success_tolerance),
-                            ("failure_tolerance", failure_tolerance),
-                            ("num_restarts", num_restarts), ("raw_samples", raw_samples)):
+                            ("failure_tolerance", failure_tolerance)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
         self.shape = shape

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -55,5 +56,11 @@ def test_finite_arms_equal_optimize_acqf_discrete(max_batch_size):
 def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="bounds"):
         BoxOptimizer(torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT))
+    box = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    for restarts, raw in ((0, 8), (4, 2), (2.5, 8), (True, 8)):
+        with pytest.raises(ValueError, match="`num_restarts` must be >= 1"):
+            BoxOptimizer(box, num_restarts=restarts, raw_samples=raw)
+    opt = BoxOptimizer(box, num_restarts=np.int64(2), raw_samples=np.int64(8))
+    assert (opt.num_restarts, opt.raw_samples) == (2, 8) and type(opt.num_restarts) is int
     with pytest.raises(ValueError, match="choices"):
         FiniteArmOptimizer(torch.empty(0, 2, dtype=DT))
