@@ -41,7 +41,6 @@ from botorch.test_functions.multi_objective import (
     VehicleSafety,
 )
 from torch import Tensor
-from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.benchmarks.metrics import (
     hypervolume_percent,
@@ -145,9 +144,7 @@ def trial_sobol_points(problem: SuiteProblem, seed: int, n: int) -> Tensor:
     Sobol sequence (engine seed ``seed + 1``), the one the component-swap scripts share: its
     first max(5, 2d) points are their initial design, the rest their Sobol arm's proposals
     (a prefix of a longer draw is the shorter draw)."""
-    b = problem.bounds
-    U = SobolEngine(problem.dim, scramble=True, seed=seed + 1).draw(n).to(b)
-    return b[0] + (b[1] - b[0]) * U
+    return _sobol(n, problem.bounds, seed + 1)
 
 
 def run_suite_protocol(
