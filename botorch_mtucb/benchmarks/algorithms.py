@@ -29,6 +29,9 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
                    points only, as the loop without a box), β = 1.
 ``MT-UCB-refit``   ``MT-UCB`` as it was before: a cold refit of the practical model after every
                    round (``update="refit"``), same acquisition.
+``MT-UCB-TR``      ``MT-UCB`` with its per-round maximiser confined to TuRBO's trust region
+                   (:class:`~botorch_mtucb.acquisition.trust_region.TrustRegionOptimizer`,
+                   isotropic, same restarts / raw samples / seed; continuous domains).
 ``MT-UCB-paper``   the paper's settings (same as ``MT-KB``).
 ``IT-UCB``         ``MT-UCB`` with independent tasks (one Matérn-5/2 per task), same width and
                    schedule (``IT-UCB-refit``: refitted every round).
@@ -79,6 +82,7 @@ from botorch_mtucb.acquisition.scalarization import (
     Scalarization,
     ScalarizationSampler,
 )
+from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
 from botorch_mtucb.benchmarks.algorithm_types import AlgorithmSetup, AlgorithmSpec, RunConfig
 from botorch_mtucb.benchmarks.baselines import (
     MAX_NEHVI_OBJECTIVES,  # noqa: F401 (its old home)
@@ -179,10 +183,12 @@ def _nystrom(independent: bool, radius: str) -> _Builder:
 PRACTICAL_BETA = 1.0
 
 
-def _practical(independent: bool, every_round: bool = False) -> _Builder:
+def _practical(independent: bool, every_round: bool = False,
+               trust_region: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
-    entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``)."""
+    entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
+    ``trust_region``: the maximiser is TuRBO's isotropic trust region, ``MT-UCB-TR``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -205,10 +211,14 @@ def _practical(independent: bool, every_round: bool = False) -> _Builder:
             beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
             return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
+        optimizer = None
+        if trust_region:  # the runner's BoxOptimizer settings, inside the region
+            optimizer = TrustRegionOptimizer(bounds, num_restarts=4, raw_samples=256,
+                                             seed=cfg.seed, shape="isotropic")
         if every_round:
-            return AlgorithmSetup(model_factory, acq, update="refit")
+            return AlgorithmSetup(model_factory, acq, update="refit", optimizer=optimizer)
         return AlgorithmSetup(model_factory, acq, update="condition",
-                              refit_every=RefitSchedule())
+                              refit_every=RefitSchedule(), optimizer=optimizer)
 
     return build
 
@@ -266,6 +276,10 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
     AlgorithmSpec("MT-UCB-refit", "multi_task",
                   "MT-UCB with a cold refit after every round (its behaviour before issue 16's "
                   "refit schedule)", _practical(False, True), practical=True, tunable_width=True),
+    AlgorithmSpec("MT-UCB-TR", "multi_task",
+                  "MT-UCB maximised inside TuRBO's trust region (isotropic; opt-in)",
+                  _practical(False, trust_region=True), _continuous_only, practical=True,
+                  tunable_width=True),
     AlgorithmSpec("MT-UCB-paper", "multi_task",
                   "paper 000 settings: fixed kernel, Theorem-2 radius (= MT-KB)",
                   _exact(False, "theorem2")),
