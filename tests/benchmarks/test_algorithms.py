@@ -104,7 +104,7 @@ def test_every_multi_task_algorithm_runs():
     problem = rkhs_problem(2, 0)
     assert "continuous domain" in get_algorithm("Sobol").available(problem)
     for name, spec in ALGORITHMS.items():
-        if spec.kind != "multi_task" or name == "Sobol":
+        if spec.kind != "multi_task" or name in ("Sobol", "MT-UCB-TR"):
             continue
         T = 1 if name == "qLogNEHVI" else 3
         tr = run_trial(problem, name, T, seed=0)
@@ -120,6 +120,38 @@ def test_every_multi_task_algorithm_runs():
     f = run_trial(problem, "IT-KB-fair", 2, seed=0).history
     assert a.rounds[0].beta > f.rounds[0].beta
     assert "n <= 4" in get_algorithm("qLogNEHVI").available(rkhs_problem(20, 0))
+    assert "continuous domain" in get_algorithm("MT-UCB-TR").available(problem)
+
+
+def test_mt_ucb_tr_entry_is_mt_ucb_inside_the_trust_region():
+    """MT-UCB-TR: MT-UCB's model schedule and acquisition, TuRBO's isotropic region as the
+    maximiser with the runner's restarts / raw samples / seed (the region itself is tested in
+    tests/acquisition/test_trust_region.py); the runner accepts the entry."""
+    from botorch_mtucb.acquisition import ChebyshevScalarization
+    from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
+    from botorch_mtucb.benchmarks.mo_suite_problems import _sobol, make_suite_problem
+
+    p = make_suite_problem("branin-currin")
+    cfg = RunConfig(horizon=3, bound="directional", seed=7)
+    tr_setup = get_algorithm("MT-UCB-TR").build(p, cfg)
+    ref_setup = get_algorithm("MT-UCB").build(p, cfg)
+    opt = tr_setup.optimizer
+    assert isinstance(opt, TrustRegionOptimizer) and ref_setup.optimizer is None
+    assert (opt.shape, opt.num_restarts, opt.raw_samples, opt.seed) == ("isotropic", 4, 256, 7)
+    assert (tr_setup.update, tr_setup.refit_every) == (ref_setup.update, ref_setup.refit_every)
+    X = _sobol(6, p.bounds, 0)
+    Y = p.f(X)
+    lam = torch.tensor([0.4, 0.6], dtype=torch.float64)
+    torch.manual_seed(0)
+    a = tr_setup.acquisition_factory(tr_setup.model_factory(X, Y),
+                                     ChebyshevScalarization(lam, p.ref_point))
+    torch.manual_seed(0)
+    b = ref_setup.acquisition_factory(ref_setup.model_factory(X, Y),
+                                      ChebyshevScalarization(lam, p.ref_point))
+    torch.testing.assert_close(a(X.unsqueeze(-2)), b(X.unsqueeze(-2)))
+    torch.manual_seed(0)
+    trial = run_trial(p, "MT-UCB-TR", 3, seed=0, initial_design="sobol:6")
+    assert trial.history.X.shape == (3, 2)
 
 
 def test_continuous_regrets_use_polished_optima():
