@@ -1,31 +1,26 @@
 """Why RRP-LogEI's *median* beats the heavy-tailed default on Branin gross outliers (issue 16).
 
-Cell ``branin__contaminated_0.02x1000__honest`` (10 trials, common random numbers). The suite's
-records hold the regret ``f* − f(x_s)`` of every evaluation and the recommendation's regret,
-not the inputs. This script
+Cell ``branin__contaminated_0.02x1000__honest`` (10 trials, common random numbers). The records
+hold the regret of every evaluation and of the recommendation after each round, not the inputs.
 
-* from the records alone (every width-1 method with 10 trials): the rewards ``y_s`` are rebuilt
-  from the noise stream (:func:`replay_observations`), the recommended evaluation is found by
-  its regret, and per trial it counts the evaluations with regret below 0.01 / 0.02 / 0.05 /
-  0.1 and the *recommendation loss* (regret of the recommendation − regret of the best
-  evaluated point);
-* ``replay``: re-runs chosen methods' trials exactly (``run_suite_trial`` is deterministic:
-  same seeds, one thread; the replayed regrets must equal the record's to 1e-9) to get the
-  inputs, within a CPU-time budget (RRP-LogEI costs 1–5 CPU-minutes a trial; its trials are
-  taken in increasing order of their recorded run time, a choice that does not look at the
-  outcome);
-* ``analyse``: on the replayed designs, distances to Branin's three global maximisers (unit
-  cube), counts within a radius of each maximiser and of the recommended point, which
-  maximiser the evaluations cluster at; the *resolvability* of each design: an outlier-free GP
-  with one common set of hyperparameters (fitted once on 256 Sobol points with the inlier noise
-  N(0, 0.1²)) ranks the design's inlier points under 2000 fresh inlier-noise draws
-  (posterior mean ``m + K (K + σ²I)⁻¹ (y − m)`` is linear in ``y``); its expected regret is what
-  the design allows an ideal robust model, independently of which model chose it; and on
-  RRP-LogEI's designs the recommendation of the clip model and of ``SingleTaskGP`` (the cross
-  test the decomposition made on TGP-LogEI-clip's designs). Rank correlations (Spearman) of
-  the recommendation regret with the counts over all (method, trial) pairs.
+* Records (every width-1 method with 10 trials): rewards rebuilt from the noise stream
+  (:func:`replay_observations`), the recommended evaluation found by its regret; evaluations
+  with regret below 0.01 / 0.02 / 0.05 / 0.1, the *loss* (regret of the recommendation − that
+  of the best evaluated point), the median over trials after each of the last rounds.
+* ``replay``: chosen methods' trials re-run exactly (``run_suite_trial`` is deterministic; the
+  replayed regrets must equal the record's to 1e-9), cheapest recorded run first, within a
+  CPU budget; cached in the JSON.
+* ``analyse`` on the replayed designs: evaluations near Branin's three maximisers, near the
+  recommended and near the best evaluated point; the regret other rules name on the same points
+  (clip model, its winsorised targets under a reference kernel, ``SingleTaskGP`` on all points
+  and on the inliers only); an outlier-free *reference GP* (hyperparameters fitted once on 256
+  Sobol points with the inlier noise N(0, 0.1²); posterior mean ``m + K (K + σ²I)⁻¹ (y − m)``,
+  checked against BoTorch's ``SingleTaskGP``) for the observed rewards and over fresh
+  inlier-noise draws (what the design allows a model that knows the kernel and the outliers);
+  Spearman correlations of the recommendation's regret and loss with the counts.
 
-Writes ``results/ht_suite/median_gap.{json,md}`` (atomically; the replays are cached in the JSON).
+Writes ``results/ht_suite/median_gap.{json,md}`` (atomically; text below the ``READING`` marker
+of the .md is kept).
 
     OMP_NUM_THREADS=1 python benchmarks/ht_median_gap.py replay --cpu-budget 780
     OMP_NUM_THREADS=1 python benchmarks/ht_median_gap.py analyse
@@ -58,6 +53,8 @@ N_INIT = 10
 #: Methods replayed by default: ours with LogEI / UCB, SingleTaskGP-LogEI (the same acquisition
 #: on a plain GP), RRP-LogEI (the winner of the median).
 REPLAY = ("TGP-LogEI-clip", "TGP-UCB-practical-clip", "STGP-LogEI", "RRP-LogEI")
+#: Methods whose own model is the clip model (a self-check of the replayed rules).
+CLIP_METHODS = ("TGP-LogEI-clip", "TGP-UCB-practical-clip")
 THRESHOLDS = (0.01, 0.02, 0.05, 0.1)
 RADII = (0.02, 0.05)
 INLIER_SD = 0.1
@@ -209,7 +206,6 @@ def trial_stats(problem, method: str, seed: int, X=None, ref=None, draws: int = 
                                      for r in range(1, len(sr)))})
     for t in THRESHOLDS:
         out[f"n_lt_{t:g}"] = int((regret < t).sum())
-        out[f"n_bo_lt_{t:g}"] = int((regret[N_INIT:] < t).sum())
     if X is None:
         return out
     D = torch.cdist(X, branin_maximisers(problem))  # n x 3
@@ -227,19 +223,35 @@ def trial_stats(problem, method: str, seed: int, X=None, ref=None, draws: int = 
     out["opt_best"], out["d_best"] = int(near[i_best]), float(dmin[i_best])
     inl = ~gross
     out.update(resolvability(ref, X[inl], f[inl], y[inl], regret[inl], draws, seed))
+    out["rules"] = rules_on_design(ref, X, y, regret, gross)
+    if method in CLIP_METHODS and abs(out["rules"]["clip"] - rec) > 1e-9:
+        raise RuntimeError(f"{method} t{seed}: the clip rule differs from the run's own pick.")
     return out
 
 
-def cross_models(problem, seed: int, X, Y) -> dict:
-    """Regret of the point the clip model and ``SingleTaskGP`` name on a replayed design."""
-    regret = problem.regret(X)
-    out = {}
-    for name, model in (("clip", practical_truncated_gp(X, Y, clip=True)[0]),
-                        ("stgp", fit_single_task_gp(X, Y))):
-        with torch.no_grad():
-            i = int(model.posterior(X.unsqueeze(-2)).mean.view(-1).argmax())
-        out[name] = float(regret[i])
-    return out
+def _argmax_mean(model, X) -> int:
+    with torch.no_grad():
+        return int(model.posterior(X.unsqueeze(-2)).mean.view(-1).argmax())
+
+
+def rules_on_design(ref: dict, X, y, regret, gross) -> dict:
+    """Regret of the point other rules name on one replayed design: the clip model
+    (``practical_truncated_gp(clip=True)``), the same clipped targets under the reference
+    kernel (zero mean, as the clip model), ``SingleTaskGP`` on all points and on the inliers
+    only (outliers removed by an oracle; kernel fitted on them); and the fitted lengthscales."""
+    clip, _ = practical_truncated_gp(X, y.unsqueeze(-1), clip=True)
+    z = clip.train_targets
+    Zs = X / torch.tensor(ref["lengthscale"], dtype=X.dtype)
+    K = ref["variance"] * torch.exp(-0.5 * torch.cdist(Zs, Zs).square())
+    mu = K @ torch.linalg.solve(K + ref["noise"] * torch.eye(X.shape[0], dtype=X.dtype), z)
+    stgp = fit_single_task_gp(X, y.unsqueeze(-1))
+    inl = (~gross).nonzero().view(-1)
+    stgp_inl = fit_single_task_gp(X[inl], y[inl].unsqueeze(-1))
+    return {"clip": float(regret[_argmax_mean(clip, X)]), "clip_ref_kernel": float(
+        regret[int(mu.argmax())]), "stgp": float(regret[_argmax_mean(stgp, X)]),
+        "stgp_inliers": float(regret[inl[_argmax_mean(stgp_inl, X[inl])]]),
+        "ls_clip": clip.covar_module.base_kernel.lengthscale.view(-1).tolist(),
+        "ls_stgp_inliers": stgp_inl.covar_module.lengthscale.detach().view(-1).tolist()}
 
 
 def spearman(a: list[float], b: list[float]) -> float:
@@ -255,8 +267,8 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 READING = "<!-- reading: text below this line is kept when the tables are regenerated -->"
 #: Correlates of the recommendation's regret (Spearman over (method, trial) pairs).
-CORRELATES = ("n_lt_0.01", "n_lt_0.05", "n_near_rec_0.05", "n_main_0.05", "ideal_mean",
-              "ideal_actual")
+CORRELATES = ("n_lt_0.01", "n_lt_0.05", "n_near_rec_0.05", "n_near_best_0.05", "n_main_0.05",
+              "ideal_mean", "ideal_actual")
 
 
 def _mm(v, fmt: str = ".3f") -> str:
@@ -286,7 +298,7 @@ def _decomposition() -> dict:
     return json.loads(p.read_text()).get(CELL, {}) if p.exists() else {}
 
 
-def report(rows: dict, cross: dict, corr: dict, ref: dict, draws: int) -> list[str]:
+def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
     ls = ", ".join(f"{v:.3f}" for v in ref["lengthscale"])
     L = ["<!-- generated by benchmarks/ht_median_gap.py -->", "",
          f"# Median gap on `{CELL}`", "",
@@ -301,6 +313,14 @@ def report(rows: dict, cross: dict, corr: dict, ref: dict, draws: int) -> list[s
                  f"{_mm(t['loss'] for t in ts)} | "
                  + " | ".join(_mm((t[f"n_lt_{q:g}"] for t in ts), ".1f") for q in THRESHOLDS)
                  + " |")
+    rep_ts = [t for ts in rows.values() for t in ts if "n_near_best_0.05" in t]
+    L.append("")
+    for name, sel in (("isolated (no other evaluation within 0.05)", 0), ("not isolated", 1)):
+        g = [t for t in rep_ts if (t["n_near_best_0.05"] > 0) == bool(sel)]
+        L.append(f"Replayed designs whose best evaluated point is {name}: {len(g)} trials, "
+                 f"loss {_mm(t['loss'] for t in g)}, recommendation below 0.01 in "
+                 f"{sum(t['rec'] < 0.01 for t in g)}, best evaluated below 0.01 in "
+                 f"{sum(t['best'] < 0.01 for t in g)}.")
     L += ["", f"Simple regret of the recommendation after each of the last rounds: median "
           f"over the trials (and for RRP-LogEI the paired wins–losses against TGP-LogEI-clip); "
           f"then per trial the mean / median over the last {LATE} rounds, the number of changes of "
@@ -325,13 +345,15 @@ def report(rows: dict, cross: dict, corr: dict, ref: dict, draws: int) -> list[s
           "(0.124, 0.818), B = (0.543, 0.152), C = (0.962, 0.165) (unit cube); at distance 0.05 "
           "from one the regret is 0.03–0.06 on average, at 0.02 0.006–0.010. *at max.*: "
           "evaluations within r of a maximiser; *main*: at the maximiser with most of them; "
-          "*near rec*: other evaluations within 0.05 of the recommended point; *ideal GP*: the "
+          "*d(rec, max.)*: distance of the recommended point to the nearest maximiser; *near "
+          "rec* / *near best*: other evaluations within 0.05 of the recommended / the best "
+          "evaluated point (trials with none); *ideal GP*: the "
           f"outlier-free GP with fixed hyperparameters (lengthscales {ls}, noise 0.1²) on the "
           f"design's inliers: regret of its pick for the observed rewards, and mean / median / "
           f"P(< 0.01) over {draws} fresh inlier-noise draws.", "",
           "| method | trials | at max. r=0.02 | at max. r=0.05 | main r=0.05 | maximisers "
-          "visited | rec at A/B/C | near rec | ideal GP, observed | ideal GP, fresh draws | "
-          "P(<0.01) |", "|---" * 11 + "|"]
+          "visited | rec at A/B/C | d(rec, max.) | near rec | near best (isolated) | "
+          "ideal GP, observed | ideal GP, fresh draws | P(<0.01) |", "|---" * 13 + "|"]
     for m, ts in rows.items():
         ts = [t for t in ts if "n_main_0.05" in t]
         if not ts:
@@ -341,7 +363,10 @@ def report(rows: dict, cross: dict, corr: dict, ref: dict, draws: int) -> list[s
                  f"{_mm((t['n_opt_0.05'] for t in ts), '.1f')} | "
                  f"{_mm((t['n_main_0.05'] for t in ts), '.1f')} | "
                  f"{_mm((t['optima_visited'] for t in ts), '.1f')} | {at[0]}/{at[1]}/{at[2]} | "
+                 f"{_mm(t['d_rec'] for t in ts)} | "
                  f"{_mm((t['n_near_rec_0.05'] for t in ts), '.1f')} | "
+                 f"{_mm((t['n_near_best_0.05'] for t in ts), '.1f')} "
+                 f"({sum(t['n_near_best_0.05'] == 0 for t in ts)}) | "
                  f"{_mm(t['ideal_actual'] for t in ts)} | {_mm(t['ideal_mean'] for t in ts)} | "
                  f"{statistics.fmean(t['ideal_p01'] for t in ts):.2f} |")
     L += ["", "Per trial (replayed methods): rec / best, evaluations within 0.05 of A/B/C, "
@@ -358,27 +383,40 @@ def report(rows: dict, cross: dict, corr: dict, ref: dict, draws: int) -> list[s
             cells.append(f"{t['rec']:.3f} / {t['best']:.3f}; {t['per_opt_0.05']}; "
                          f"{t['n_near_rec_0.05']}; {t['ideal_mean']:.3f}")
         L.append(f"| {k} (gross {rows[rep[0]][k]['gross']}) | " + " | ".join(cells) + " |")
-    dec = _decomposition().get("TGP-LogEI-clip", [])
-    if cross:
-        seeds = sorted(int(k) for k in cross)
-        own = [rows["RRP-LogEI"][k]["rec"] for k in seeds]
-        L += ["", f"Who recommends from whose design (seeds {seeds}; regret mean / median of "
-              "the point each model names among the same evaluated points):", "",
-              "| design | RRP model | clip model | SingleTaskGP | best evaluated |",
-              "|---|---|---|---|---|",
-              f"| RRP-LogEI's | {_mm(own)} (own) | {_mm(cross[str(k)]['clip'] for k in seeds)} | "
-              f"{_mm(cross[str(k)]['stgp'] for k in seeds)} | "
-              f"{_mm(rows['RRP-LogEI'][k]['best'] for k in seeds)} |"]
-        d = {t["seed"]: t for t in dec}
-        if all(k in d for k in seeds):
-            L.append(f"| TGP-LogEI-clip's (decomposition.json) | "
-                     f"{_mm(d[k]['regret_rrp'] for k in seeds)} | "
-                     f"{_mm(d[k]['regret_own'] for k in seeds)} (own) | "
-                     f"{_mm(d[k]['regret_stgp'] for k in seeds)} | "
-                     f"{_mm(d[k]['regret_oracle'] for k in seeds)} |")
+    dec = _decomposition()
+    rules = ("own", "clip", "clip_ref_kernel", "stgp", "stgp_inliers", "rrp", "ideal_actual",
+             "best")
+    L += ["", "Who recommends what from whose design (replayed designs): regret of the point each "
+          "rule names among the same evaluated points, mean / median [trials below 0.01]. "
+          "*clip_ref_kernel*: the clip model's winsorised targets under the reference kernel; "
+          "*stgp_inliers*: SingleTaskGP fitted on the inliers only; *rrp*: RRP refitted "
+          "(decomposition.json; RRP-LogEI: its own); *ideal_actual*: the reference GP on the "
+          "inliers; median fitted lengthscales (clip model; SingleTaskGP on the inliers):", "",
+          "| design | " + " | ".join(rules) + " | lengthscales clip | lengthscales stgp inl. |",
+          "|---" * (3 + len(rules)) + "|"]
+    for m, ts in rows.items():
+        ts = [t for t in ts if "rules" in t]
+        if not ts:
+            continue
+        d = {t["seed"]: t for t in dec.get(m, [])}
+        cols = []
+        for r in rules:
+            if r == "rrp" and m == "RRP-LogEI":
+                v = [t["rec"] for t in ts]
+            elif r == "rrp":
+                if not all(t["seed"] in d for t in ts):
+                    cols.append("–")
+                    continue
+                v = [d[t["seed"]]["regret_rrp"] for t in ts]
+            else:
+                v = [t["rec"] if r == "own" else t[r] if r in t else t["rules"][r] for t in ts]
+            cols.append(f"{_mm(v)} [{sum(x < 0.01 for x in v)}]")
+        ls = [", ".join(f"{statistics.median(t['rules'][key][i] for t in ts):.2f}"
+                        for i in range(2)) for key in ("ls_clip", "ls_stgp_inliers")]
+        L.append(f"| {m}'s | " + " | ".join(cols) + f" | {ls[0]} | {ls[1]} |")
     L += ["", "Spearman rank correlation of the recommendation's regret (and of the loss) with "
           "each count, pooled over (method, trial) pairs (records: every method above; "
-          "replayed: the replayed designs):", "",
+          "replayed: the replayed designs; the spatial counts exist for those only):", "",
           "| correlate | rec, records | rec, replayed | loss, records | loss, replayed |",
           "|---|---|---|---|---|"]
     for key in CORRELATES:
@@ -393,19 +431,16 @@ def cmd_analyse(ns) -> None:
     start = time.process_time()
     problem = ht_suite_problem(FUNCTION, NOISE)
     path = ns.out / "median_gap.json"
-    cache = _load_cache(path)
-    replays = cache.get("replays", {})
+    cache = {"replays": _load_cache(path).get("replays", {})}  # drop stale analysis keys
+    replays = cache["replays"]
     ref = reference_gp(problem)
-    rows, cross = {}, {}
+    rows = {}
     for m in record_methods():
         rows[m] = []
         for k in range(TRIALS):
             rp = replays.get(m, {}).get(str(k))
             X = torch.tensor(rp["inputs"], dtype=torch.float64) if rp and rp["exact"] else None
             rows[m].append(trial_stats(problem, m, k, X, ref, ns.draws))
-            if X is not None and m == "RRP-LogEI":
-                Y = torch.tensor(rp["observations"], dtype=torch.float64).unsqueeze(-1)
-                cross[str(k)] = cross_models(problem, k, X, Y)
     corr = correlations(rows)
     X0 = torch.tensor(replays["TGP-LogEI-clip"]["0"]["inputs"], dtype=torch.float64)
     y0 = torch.tensor(replays["TGP-LogEI-clip"]["0"]["observations"], dtype=torch.float64)
@@ -413,14 +448,14 @@ def cmd_analyse(ns) -> None:
     if err > 1e-8:
         raise RuntimeError(f"ideal-GP closed form differs from SingleTaskGP by {err:.1e}.")
     cache.update({"cell": CELL, "reference_gp": ref, "draws": ns.draws, "trials": rows,
-                  "cross_rrp_logei_designs": cross, "spearman": corr, "ideal_check_err": err,
+                  "spearman": corr, "ideal_check_err": err,
                   "analyse_cpu_s": time.process_time() - start})
     _atomic_write(path, json.dumps(cache))
     md = ns.out / "median_gap.md"
     keep = ""
     if md.exists() and READING in md.read_text():
         keep = md.read_text().split(READING, 1)[1]
-    _atomic_write(md, "\n".join(report(rows, cross, corr, ref, ns.draws)) + "\n\n" + READING
+    _atomic_write(md, "\n".join(report(rows, corr, ref, ns.draws)) + "\n\n" + READING
                   + keep)
     print(md.read_text())
 
