@@ -39,6 +39,7 @@ import torch
 
 from botorch_mtucb.benchmarks.ht_suite_problems import ht_suite_problem, sobol_unit_design
 from botorch_mtucb.benchmarks.robust_baselines import (
+    fit_rrp_gp,
     fit_single_task_gp,
     practical_truncated_gp,
     replay_observations,
@@ -254,6 +255,17 @@ def rules_on_design(ref: dict, X, y, regret, gross) -> dict:
         "ls_stgp_inliers": stgp_inl.covar_module.lengthscale.detach().view(-1).tolist()}
 
 
+def rrp_fit(X, Y, regret) -> dict:
+    """RobustRelevancePursuit refitted on a design: its pick, lengthscales, outliers flagged."""
+    start = time.process_time()
+    model = fit_rrp_gp(X, Y)
+    noise = model.likelihood.noise_covar
+    return {"rec": float(regret[_argmax_mean(model, X)]),
+            "ls": model.covar_module.lengthscale.detach().view(-1).tolist(),
+            "support": len(getattr(noise, "support", noise._support)),
+            "cpu_s": time.process_time() - start}
+
+
 def spearman(a: list[float], b: list[float]) -> float:
     """Spearman's rank correlation (average ranks for ties)."""
     def ranks(v):
@@ -390,10 +402,11 @@ def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
           "rule names among the same evaluated points, mean / median [trials below 0.01]. "
           "*clip_ref_kernel*: the clip model's winsorised targets under the reference kernel; "
           "*stgp_inliers*: SingleTaskGP fitted on the inliers only; *rrp*: RRP refitted "
-          "(decomposition.json; RRP-LogEI: its own); *ideal_actual*: the reference GP on the "
-          "inliers; median fitted lengthscales (clip model; SingleTaskGP on the inliers):", "",
-          "| design | " + " | ".join(rules) + " | lengthscales clip | lengthscales stgp inl. |",
-          "|---" * (3 + len(rules)) + "|"]
+          "(for RRP-LogEI its own pick); *ideal_actual*: the reference GP on the "
+          "inliers; median fitted lengthscales; RRP's outlier support size, mean / median (gross "
+          "outliers per trial: the per-trial table):", "",
+          "| design | " + " | ".join(rules) + " | lengthscales clip | lengthscales stgp inl. | "
+          "lengthscales rrp | rrp outliers flagged |", "|---" * (5 + len(rules)) + "|"]
     for m, ts in rows.items():
         ts = [t for t in ts if "rules" in t]
         if not ts:
@@ -401,8 +414,8 @@ def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
         d = {t["seed"]: t for t in dec.get(m, [])}
         cols = []
         for r in rules:
-            if r == "rrp" and m == "RRP-LogEI":
-                v = [t["rec"] for t in ts]
+            if r == "rrp" and all("rrp_refit" in t["rules"] for t in ts):
+                v = [t["rules"]["rrp_refit"] for t in ts]
             elif r == "rrp":
                 if not all(t["seed"] in d for t in ts):
                     cols.append("–")
@@ -412,8 +425,11 @@ def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
                 v = [t["rec"] if r == "own" else t[r] if r in t else t["rules"][r] for t in ts]
             cols.append(f"{_mm(v)} [{sum(x < 0.01 for x in v)}]")
         ls = [", ".join(f"{statistics.median(t['rules'][key][i] for t in ts):.2f}"
-                        for i in range(2)) for key in ("ls_clip", "ls_stgp_inliers")]
-        L.append(f"| {m}'s | " + " | ".join(cols) + f" | {ls[0]} | {ls[1]} |")
+                        for i in range(2)) if all(key in t["rules"] for t in ts) else "–"
+              for key in ("ls_clip", "ls_stgp_inliers", "ls_rrp")]
+        sup = (f"{_mm((t['rrp_support'] for t in ts), '.1f')}" if all(
+            "rrp_support" in t for t in ts) else "–")
+        L.append(f"| {m}'s | " + " | ".join(cols) + f" | {' | '.join(ls)} | {sup} |")
     L += ["", "Spearman rank correlation of the recommendation's regret (and of the loss) with "
           "each count, pooled over (method, trial) pairs (records: every method above; "
           "replayed: the replayed designs; the spatial counts exist for those only):", "",
@@ -431,8 +447,9 @@ def cmd_analyse(ns) -> None:
     start = time.process_time()
     problem = ht_suite_problem(FUNCTION, NOISE)
     path = ns.out / "median_gap.json"
-    cache = {"replays": _load_cache(path).get("replays", {})}  # drop stale analysis keys
-    replays = cache["replays"]
+    old = _load_cache(path)
+    cache = {"replays": old.get("replays", {}), "rrp_fits": old.get("rrp_fits", {})}
+    replays, fits = cache["replays"], cache["rrp_fits"]
     ref = reference_gp(problem)
     rows = {}
     for m in record_methods():
@@ -441,6 +458,17 @@ def cmd_analyse(ns) -> None:
             rp = replays.get(m, {}).get(str(k))
             X = torch.tensor(rp["inputs"], dtype=torch.float64) if rp and rp["exact"] else None
             rows[m].append(trial_stats(problem, m, k, X, ref, ns.draws))
+            if X is not None and ns.rrp_fits and str(k) not in fits.get(m, {}):
+                Y = torch.tensor(rp["observations"], dtype=torch.float64).unsqueeze(-1)
+                fits.setdefault(m, {})[str(k)] = rrp_fit(X, Y, problem.regret(X))
+                _atomic_write(path, json.dumps({**old, **cache}))
+            if str(k) in fits.get(m, {}):
+                rows[m][-1]["rules"]["rrp_refit"] = fits[m][str(k)]["rec"]
+                rows[m][-1]["rules"]["ls_rrp"] = fits[m][str(k)]["ls"]
+                rows[m][-1]["rrp_support"] = fits[m][str(k)]["support"]
+            if m == "RRP-LogEI" and str(k) in fits.get(m, {}) and abs(
+                    fits[m][str(k)]["rec"] - rows[m][-1]["rec"]) > 1e-9:
+                raise RuntimeError(f"RRP refitted on RRP-LogEI t{k} names another point.")
     corr = correlations(rows)
     X0 = torch.tensor(replays["TGP-LogEI-clip"]["0"]["inputs"], dtype=torch.float64)
     y0 = torch.tensor(replays["TGP-LogEI-clip"]["0"]["observations"], dtype=torch.float64)
@@ -469,6 +497,8 @@ def main() -> None:
                    help="CPU seconds for all replays together, cached ones included")
     a = sub.add_parser("analyse")
     a.add_argument("--draws", type=int, default=DRAWS)
+    a.add_argument("--rrp-fits", action="store_true",
+                   help="refit RobustRelevancePursuit on every replayed design (cached)")
     for q in (r, a):
         q.add_argument("--out", type=Path, default=OUT)
     ns = p.parse_args()
