@@ -325,14 +325,6 @@ def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
                  f"{_mm(t['loss'] for t in ts)} | "
                  + " | ".join(_mm((t[f"n_lt_{q:g}"] for t in ts), ".1f") for q in THRESHOLDS)
                  + " |")
-    rep_ts = [t for ts in rows.values() for t in ts if "n_near_best_0.05" in t]
-    L.append("")
-    for name, sel in (("isolated (no other evaluation within 0.05)", 0), ("not isolated", 1)):
-        g = [t for t in rep_ts if (t["n_near_best_0.05"] > 0) == bool(sel)]
-        L.append(f"Replayed designs whose best evaluated point is {name}: {len(g)} trials, "
-                 f"loss {_mm(t['loss'] for t in g)}, recommendation below 0.01 in "
-                 f"{sum(t['rec'] < 0.01 for t in g)}, best evaluated below 0.01 in "
-                 f"{sum(t['best'] < 0.01 for t in g)}.")
     L += ["", f"Simple regret of the recommendation after each of the last rounds: median "
           f"over the trials (and for RRP-LogEI the paired wins–losses against TGP-LogEI-clip); "
           f"then per trial the mean / median over the last {LATE} rounds, the number of changes of "
@@ -381,6 +373,14 @@ def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
                  f"({sum(t['n_near_best_0.05'] == 0 for t in ts)}) | "
                  f"{_mm(t['ideal_actual'] for t in ts)} | {_mm(t['ideal_mean'] for t in ts)} | "
                  f"{statistics.fmean(t['ideal_p01'] for t in ts):.2f} |")
+    rep_ts = [t for ts in rows.values() for t in ts if "n_near_best_0.05" in t]
+    L.append("")
+    for name, sel in (("isolated (no other evaluation within 0.05)", 0), ("not isolated", 1)):
+        g = [t for t in rep_ts if (t["n_near_best_0.05"] > 0) == bool(sel)]
+        L.append(f"Replayed designs whose best evaluated point is {name}: {len(g)} trials, "
+                 f"loss {_mm(t['loss'] for t in g)}, recommendation below 0.01 in "
+                 f"{sum(t['rec'] < 0.01 for t in g)}, best evaluated below 0.01 in "
+                 f"{sum(t['best'] < 0.01 for t in g)}.")
     L += ["", "Per trial (replayed methods): rec / best, evaluations within 0.05 of A/B/C, "
           "evaluations near the recommendation, ideal-GP mean regret over fresh draws:", ""]
     rep = [m for m in REPLAY if m in rows]
