@@ -143,14 +143,18 @@ def reference_gp(problem) -> dict:
             "noise": INLIER_SD**2}
 
 
+def _ref_smoother(ref: dict, X) -> torch.Tensor:
+    """``A = K (K + σ²I)⁻¹`` of the reference GP at ``n x d`` points (``n x n``; A symmetric)."""
+    Z = X / torch.tensor(ref["lengthscale"], dtype=X.dtype)
+    K = ref["variance"] * torch.exp(-0.5 * torch.cdist(Z, Z).square())
+    return torch.linalg.solve(K + ref["noise"] * torch.eye(X.shape[0], dtype=X.dtype), K).T
+
+
 def resolvability(ref: dict, X, f, y, regret, draws: int, seed: int) -> dict:
     """Regret of the posterior-mean argmax of the fixed outlier-free GP over the design's
     inlier points: for the observed rewards, and over ``draws`` fresh N(0, 0.1²) noise draws
     (``μ = m + A (y − m)``, ``A = K (K + σ²I)⁻¹``, linear in ``y``: one solve per design)."""
-    ls = torch.tensor(ref["lengthscale"], dtype=X.dtype)
-    Z = X / ls
-    K = ref["variance"] * torch.exp(-0.5 * torch.cdist(Z, Z).square())
-    A = torch.linalg.solve(K + ref["noise"] * torch.eye(X.shape[0], dtype=X.dtype), K).T
+    A = _ref_smoother(ref, X)
     gen = torch.Generator().manual_seed(seed)
     Yd = f + INLIER_SD * torch.randn(draws, X.shape[0], generator=gen, dtype=X.dtype)
     picks = regret[((Yd - ref["mean"]) @ A.T).argmax(-1)]
@@ -176,10 +180,7 @@ def check_ideal_mean(ref: dict, X, y) -> float:
     gp.eval()
     with torch.no_grad():
         mu = gp.posterior(X).mean.view(-1)
-    Z = X / torch.tensor(ref["lengthscale"], dtype=X.dtype)
-    K = ref["variance"] * torch.exp(-0.5 * torch.cdist(Z, Z).square())
-    A = torch.linalg.solve(K + ref["noise"] * torch.eye(X.shape[0], dtype=X.dtype), K).T
-    return float((ref["mean"] + (y - ref["mean"]) @ A.T - mu).abs().max())
+    return float((ref["mean"] + (y - ref["mean"]) @ _ref_smoother(ref, X).T - mu).abs().max())
 
 
 def trial_stats(problem, method: str, seed: int, X=None, ref=None, draws: int = DRAWS) -> dict:
@@ -241,10 +242,7 @@ def rules_on_design(ref: dict, X, y, regret, gross) -> dict:
     kernel (zero mean, as the clip model), ``SingleTaskGP`` on all points and on the inliers
     only (outliers removed by an oracle; kernel fitted on them); and the fitted lengthscales."""
     clip, _ = practical_truncated_gp(X, y.unsqueeze(-1), clip=True)
-    z = clip.train_targets
-    Zs = X / torch.tensor(ref["lengthscale"], dtype=X.dtype)
-    K = ref["variance"] * torch.exp(-0.5 * torch.cdist(Zs, Zs).square())
-    mu = K @ torch.linalg.solve(K + ref["noise"] * torch.eye(X.shape[0], dtype=X.dtype), z)
+    mu = _ref_smoother(ref, X) @ clip.train_targets
     stgp = fit_single_task_gp(X, y.unsqueeze(-1))
     inl = (~gross).nonzero().view(-1)
     stgp_inl = fit_single_task_gp(X[inl], y[inl].unsqueeze(-1))
@@ -303,11 +301,6 @@ def correlations(rows: dict) -> dict:
                         "rho": spearman([t[target] for t in ts], [t[key] for t in ts]),
                         "n": len(ts)}
     return out
-
-
-def _decomposition() -> dict:
-    p = OUT / "decomposition.json"
-    return json.loads(p.read_text()).get(CELL, {}) if p.exists() else {}
 
 
 def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
@@ -395,7 +388,6 @@ def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
             cells.append(f"{t['rec']:.3f} / {t['best']:.3f}; {t['per_opt_0.05']}; "
                          f"{t['n_near_rec_0.05']}; {t['ideal_mean']:.3f}")
         L.append(f"| {k} (gross {rows[rep[0]][k]['gross']}) | " + " | ".join(cells) + " |")
-    dec = _decomposition()
     rules = ("own", "clip", "clip_ref_kernel", "stgp", "stgp_inliers", "rrp", "ideal_actual",
              "best")
     L += ["", "Who recommends what from whose design (replayed designs): regret of the point each "
@@ -411,16 +403,13 @@ def report(rows: dict, corr: dict, ref: dict, draws: int) -> list[str]:
         ts = [t for t in ts if "rules" in t]
         if not ts:
             continue
-        d = {t["seed"]: t for t in dec.get(m, [])}
         cols = []
         for r in rules:
-            if r == "rrp" and all("rrp_refit" in t["rules"] for t in ts):
+            if r == "rrp" and not all("rrp_refit" in t["rules"] for t in ts):
+                cols.append("–")
+                continue
+            if r == "rrp":
                 v = [t["rules"]["rrp_refit"] for t in ts]
-            elif r == "rrp":
-                if not all(t["seed"] in d for t in ts):
-                    cols.append("–")
-                    continue
-                v = [d[t["seed"]]["regret_rrp"] for t in ts]
             else:
                 v = [t["rec"] if r == "own" else t[r] if r in t else t["rules"][r] for t in ts]
             cols.append(f"{_mm(v)} [{sum(x < 0.01 for x in v)}]")
