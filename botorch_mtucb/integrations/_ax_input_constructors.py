@@ -88,6 +88,22 @@ def _search_box(model: Model, d: int | None) -> Tensor | None:
     return None
 
 
+def _given_box(bounds: list[tuple[float, float]] | Tensor, d: int) -> Tensor:
+    """``2 x d`` box from Ax's ``d`` pairs ``(lower, upper)`` or a ``2 x d`` tensor."""
+    msg = (f"`bounds` must be {d} finite (lower, upper) pairs with lower <= upper (or a "
+           f"2 x {d} tensor), got {bounds!r}.")
+    if isinstance(bounds, Tensor):
+        box = bounds.detach().to(torch.float64)
+    else:  # Ax's list of (lower, upper) pairs, one per input
+        try:
+            box = torch.as_tensor(bounds, dtype=torch.float64).reshape(-1, 2).T
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(msg) from err
+    if box.shape != (2, d) or not torch.isfinite(box).all() or (box[0] > box[1]).any():
+        raise ValueError(msg)
+    return box
+
+
 def _input_dim(stacked: tuple[Tensor, Tensor] | None, model: Model) -> int | None:
     if stacked is not None:
         return stacked[0].shape[-1]
@@ -161,6 +177,7 @@ def construct_inputs_scalarized_mtucb(
     reference: Literal["data", "thresholds"] = "data",
     user_ref_point: Tensor | None = None,
     front: Literal["observed", "predicted"] = "predicted",
+    bounds: list[tuple[float, float]] | Tensor | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of :class:`ScalarizedMultiTaskUCB` for one Ax trial.
 
@@ -195,10 +212,14 @@ def construct_inputs_scalarized_mtucb(
             :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`).
         front: For the scale-free reference: ``"predicted"`` (default, the loop's
             default) — z and the ranges from the observed non-dominated points and the
-            model's payoff table on the box of its ``Normalize`` input transform (Ax's
-            search space; the observed points only when the model has none), as
-            ``ScalarizationSampler(..., front="predicted")``; ``"observed"`` — the observed
-            points only.
+            model's payoff table on the search box (``bounds``, else the box of the model's
+            fixed-bounds ``Normalize`` input transform; the observed points only when there
+            is neither), as ``ScalarizationSampler(..., front="predicted")``;
+            ``"observed"`` — the observed points only.
+        bounds: The search box in the model's input space: ``d`` pairs ``(lower, upper)``
+            (Ax passes its search-space digest's ``bounds``, in the transformed space its
+            models are fitted in) or a ``2 x d`` tensor. Used for the payoff table of
+            ``front="predicted"``.
 
     Returns:
         ``{"model", "scalarization", "beta", "bound", "X_pending"}`` (``beta`` only when
@@ -242,7 +263,10 @@ def construct_inputs_scalarized_mtucb(
         if front not in ("observed", "predicted"):
             raise ValueError(f"`front` must be 'observed' or 'predicted', got {front!r}.")
         Y = stacked[1].to(lam)
-        box = _search_box(model, stacked[0].shape[-1]) if front == "predicted" else None
+        box = None
+        if front == "predicted":
+            d = stacked[0].shape[-1]
+            box = _search_box(model, d) if bounds is None else _given_box(bounds, d)
         data = ScalarizationSampler(n, "chebyshev", ref_point="data", minimize=info.minimize,
                                     front="observed" if box is None else "predicted")
         predicted = None if box is None else data.anchors(

@@ -50,7 +50,8 @@ of the observations: z at the observed non-dominated nadir minus 10 % of each ob
 acting on range-normalised objectives, ρ = 0.05 (issue 16: the augmented scalarization at the
 non-dominated nadir raised BraninCurrin's hypervolume from 80 % to 87–90 % in ``run_bo_loop``), with
 the nadir and the ranges taken from the observed non-dominated points together with the model's
-payoff table on the search box (its per-objective optima; the loop's default ``front="predicted"``,
+payoff table on the search box (Ax's search-space digest, in the model's input space; its
+per-objective optima; the loop's default ``front="predicted"``,
 ``benchmarks/mo_zdt2_diagnosis.py``: it ends the re-proposal stall once one observation dominates
 the rest; the acquisition option ``front="observed"`` keeps the observed points only).
 ``reference="thresholds"`` keeps the earlier rule: Ax's thresholds, the missing ones inferred by Ax

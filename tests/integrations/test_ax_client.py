@@ -29,10 +29,14 @@ from botorch.test_functions.multi_objective import BraninCurrin  # noqa: E402
 from gpytorch.kernels import MaternKernel  # noqa: E402
 
 from botorch_mtucb.acquisition import (  # noqa: E402
+    ChebyshevScalarization,
     HeavyTailedUCB,
     ScalarizedMultiTaskUCB,
+    sample_scalarization_weights,
 )
+from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors  # noqa: E402
 from botorch_mtucb.features import QuadratureFourierFeatures  # noqa: E402
+from botorch_mtucb.integrations._ax_objective import trial_generator  # noqa: E402
 from botorch_mtucb.integrations.ax import (  # noqa: E402
     AxExactMultiTaskGP,
     AxPracticalMultiTaskGP,
@@ -56,9 +60,19 @@ DT = torch.float64
 
 
 # ----------------------------------------------------------------------------- Ax loops
-def test_client_loop_branin_currin_mtucb() -> None:
+def test_client_loop_branin_currin_mtucb(monkeypatch) -> None:
     """8 trials of "-a, -b" on BraninCurrin: 4 Sobol, then MT-UCB (two of them generated
     together, so the second sees the first as pending)."""
+    from botorch_mtucb.acquisition import ScalarizationSampler
+
+    boxes = []
+    real_anchors = ScalarizationSampler.anchors
+
+    def spy(self, model, bounds, Y, **kwargs):
+        boxes.append(bounds)
+        return real_anchors(self, model, bounds, Y, **kwargs)
+
+    monkeypatch.setattr(ScalarizationSampler, "anchors", spy)
     problem = BraninCurrin()
     client = Client(random_seed=0)
     client.configure_experiment(parameters=_unit_box())
@@ -68,6 +82,7 @@ def test_client_loop_branin_currin_mtucb() -> None:
     )
     observed: dict[int, torch.Tensor] = {}
     weights, batch = [], []
+    box = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)  # _unit_box(), Ax's digest
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k in (4, 1, 2, 1):
@@ -84,16 +99,18 @@ def test_client_loop_branin_currin_mtucb() -> None:
                 assert model.learn_noise and hasattr(model.likelihood, "noise_prior")
                 sc = acq.acqf.scalarization
                 assert sc.minimize.tolist() == [True, True]  # "-a, -b"
-                # No user thresholds: the scale-free s_λ from the data in Ax's units
-                # (non-dominated nadir − 10 % of the range, augmented), not Ax's inferred z.
+                # No user thresholds: the scale-free s_λ from the data in Ax's units and the
+                # model's payoff table on Ax's search box (the unit square here), with the
+                # trial's λ and anchor seed (t = observations + pending), not Ax's inferred z.
                 Y_ax = gen.surrogate.training_data[0].Y
-                signs = -torch.ones(2, dtype=DT)
-                span = (Y_ax * signs).max(0).values - (Y_ax * signs).min(0).values
-                A = Y_ax * signs
-                front = torch.stack([A[i] for i in range(len(A)) if not any(
-                    bool((A[j] >= A[i]).all() and (A[j] > A[i]).any()) for j in range(len(A)))])
-                z = (front.min(0).values - 0.1 * span) * signs
-                torch.testing.assert_close(sc.ref_point, z.to(sc.ref_point))
+                t = Y_ax.shape[0] + (k - 1 if k == 2 else 0)
+                lam = sample_scalarization_weights(2, 1, generator=trial_generator(0, t))[0]
+                P = predicted_anchors(model, box, Y_ax, minimize=[True, True], seed=0 + t)
+                ref = ChebyshevScalarization.from_data(lam, Y_ax, minimize=[True, True],
+                                                       predicted=P, span="front")
+                tol = {"atol": 1e-6, "rtol": 1e-4}  # L-BFGS-B is not bitwise reproducible
+                torch.testing.assert_close(sc.ref_point, ref.ref_point.to(sc.ref_point), **tol)
+                torch.testing.assert_close(sc.weights, ref.weights.to(sc.weights), **tol)
                 assert sc.augmentation == 0.05
                 assert acq.acqf.beta == ScalarizedMultiTaskUCB.__init__.__defaults__[0]
                 weights.append(sc.weights)
@@ -110,6 +127,8 @@ def test_client_loop_branin_currin_mtucb() -> None:
                 )
         front = client.get_pareto_frontier(use_model_predictions=False)
     assert len(observed) == 8
+    # the payoff table was computed on Ax's search box for every BO trial (4 of them)
+    assert len(boxes) == 4 and all(torch.equal(b.cpu(), box) for b in boxes)
     assert not torch.allclose(batch[0], batch[1])  # pending point not proposed again
     W = torch.stack(weights)
     assert torch.cdist(W, W)[~torch.eye(len(W), dtype=torch.bool)].min() > 1e-6  # fresh λ

@@ -128,3 +128,37 @@ def test_mtucb_default_reference_uses_the_predicted_front_on_the_normalize_box()
     torch.testing.assert_close(sc.ref_point, observed.ref_point)
     with pytest.raises(ValueError, match="`front` must be"):
         _mtucb_inputs(model, ds, objective_weights=W, front="model")
+
+
+def test_mtucb_reference_uses_ax_search_space_bounds() -> None:
+    """Ax passes its search-space digest's ``bounds`` (``d`` pairs in the model's input space):
+    the payoff table is computed on that box even when the model has no ``Normalize`` (Ax's
+    UnitX transform already maps the inputs), and bad bounds are refused by name."""
+    from botorch_mtucb.acquisition import ChebyshevScalarization, sample_scalarization_weights
+    from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors
+    from botorch_mtucb.integrations._ax_objective import trial_generator
+    from botorch_mtucb.models import ExactMultiTaskGP
+
+    _, ds = _mt_model()
+    model = ExactMultiTaskGP(ds.X, ds.Y)  # no input transform: the box must come from Ax
+    box = torch.tensor([[-1.0, 0.0], [2.0, 3.0]], dtype=DT)
+    W = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=DT)
+    minimize = [False, True]
+    lam = sample_scalarization_weights(2, 1, generator=trial_generator(0, 7))[0]
+    P = predicted_anchors(model, box, ds.Y, minimize=minimize, seed=0 + 7)
+    ref = ChebyshevScalarization.from_data(lam, ds.Y, minimize=minimize, predicted=P,
+                                           span="front")
+    tol = {"atol": 1e-6, "rtol": 1e-4}
+    for bounds in ([(-1.0, 2.0), (0.0, 3.0)], box):  # Ax's pairs, or a 2 x d tensor
+        sc = _mtucb_inputs(model, ds, objective_weights=W, seed=0,
+                           bounds=bounds)["scalarization"]
+        torch.testing.assert_close(sc.ref_point, ref.ref_point, **tol)
+        torch.testing.assert_close(sc.weights, ref.weights, **tol)
+    observed = ChebyshevScalarization.from_data(lam, ds.Y, minimize=minimize)
+    sc = _mtucb_inputs(model, ds, objective_weights=W, seed=0)["scalarization"]  # no box
+    torch.testing.assert_close(sc.ref_point, observed.ref_point)
+    assert not torch.allclose(ref.ref_point, observed.ref_point, atol=1e-3)
+    for bad in ([(0.0, 1.0)], [(1.0, 0.0), (0.0, 1.0)], [(0.0, float("inf")), (0.0, 1.0)],
+                [(0.0, 1.0, 2.0)], "box"):
+        with pytest.raises(ValueError, match="`bounds` must be 2 finite"):
+            _mtucb_inputs(model, ds, objective_weights=W, seed=0, bounds=bad)
