@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from pathlib import Path
@@ -47,6 +46,7 @@ from ht_median_gap_rules import (  # noqa: E402 (benchmarks/, next to this scrip
     spearman,
 )
 
+from botorch_mtucb.benchmarks.fileio import write_text
 from botorch_mtucb.benchmarks.ht_suite_problems import ht_suite_problem
 from botorch_mtucb.benchmarks.robust_baselines import (
     replay_observations,
@@ -68,12 +68,6 @@ RADII = (0.02, 0.05)
 DRAWS = 2000
 #: The last LATE rounds: a recommendation averaged over them is less of a single snapshot.
 LATE = 10
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def load_record(method: str, seed: int) -> dict | None:
@@ -124,7 +118,7 @@ def cmd_replay(ns) -> None:
             spent += r["cpu_s"]
             ratio.append(r["cpu_s"] / sum(recs[k]["seconds"]))
             done[str(k)] = r
-            _atomic_write(path, json.dumps(cache))
+            write_text(path, json.dumps(cache))
             print(f"{method} t{k}: {r['cpu_s']:.1f} CPU-s (total {spent:.0f}), exact "
                   f"{r['exact']} ({r['max_abs_diff']:.1e})", flush=True)
 
@@ -352,7 +346,7 @@ def cmd_analyse(ns) -> None:
             if X is not None and ns.rrp_fits and str(k) not in fits.get(m, {}):
                 Y = torch.tensor(rp["observations"], dtype=torch.float64).unsqueeze(-1)
                 fits.setdefault(m, {})[str(k)] = rrp_fit(X, Y, problem.regret(X))
-                _atomic_write(path, json.dumps({**old, **cache}))
+                write_text(path, json.dumps({**old, **cache}))
             if str(k) in fits.get(m, {}):
                 rows[m][-1]["rules"]["rrp_refit"] = fits[m][str(k)]["rec"]
                 rows[m][-1]["rules"]["ls_rrp"] = fits[m][str(k)]["ls"]
@@ -369,12 +363,12 @@ def cmd_analyse(ns) -> None:
     cache.update({"cell": CELL, "reference_gp": ref, "draws": ns.draws, "trials": rows,
                   "spearman": corr, "ideal_check_err": err,
                   "analyse_cpu_s": time.process_time() - start})
-    _atomic_write(path, json.dumps(cache))
+    write_text(path, json.dumps(cache))
     md = ns.out / "median_gap.md"
     keep = ""
     if md.exists() and READING in md.read_text():
         keep = md.read_text().split(READING, 1)[1]
-    _atomic_write(md, "\n".join(report(rows, corr, ref, ns.draws)) + "\n\n" + READING
+    write_text(md, "\n".join(report(rows, corr, ref, ns.draws)) + "\n\n" + READING
                   + keep)
     print(md.read_text())
 

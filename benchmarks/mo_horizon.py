@@ -5,8 +5,9 @@ protocol with ``--horizon 40``; folders ``<problem>+<tag>`` are pooled as ``summ
 pools them) and reports, for each problem and each k in ``--rounds``, the hypervolume of the
 evaluated points (initial design + the first k rounds) as % of the maximum, mean ± std over
 trials, and paired comparisons (same trials; HV higher/lower, two-sided sign test) for the
-``--pairs`` ``A:B``. A T = 40 trial's first 20 rounds are the T = 20 trial's (same seeds), so
-k = 20 reproduces the suite's T = 20 table.
+``--pairs`` ``A:B`` (``mo_suite.py``'s pooling and paired statistics). A T = 40 trial's
+first 20 rounds are the T = 20 trial's (same seeds), so k = 20 reproduces the suite's T = 20
+table.
 
     PYTHONPATH=. python benchmarks/mo_suite.py run --problems dtlz2 --trials 10 --horizon 40 \\
         --workers 1 --algorithms MT-UCB MT-UCB-TR Sobol --out benchmarks/results/mo_suite_T40
@@ -23,13 +24,11 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mo_suite import load_problem_runs  # noqa: E402
+from mo_suite import _paired, _stats, pooled_runs  # noqa: E402
 
-from botorch_mtucb.benchmarks.measure import sign_test_p  # noqa: E402
+from botorch_mtucb.benchmarks.fileio import write_json, write_text  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parent / "results" / "mo_suite_T40"
 
@@ -39,21 +38,6 @@ def hv_after(trial: dict, k: int) -> float | None:
     i = trial["n0"] + k - 1
     curve = trial["hv_pct_curve"]
     return float(curve[i]) if i < len(curve) else None
-
-
-def pooled_runs(folder: Path, cache: dict | None = None) -> dict[str, dict[str, dict]]:
-    """problem → algorithm → trial → metrics, pooling ``<problem>+<tag>`` folders (a trial
-    found twice is refused, as in ``mo_suite.py summarize``)."""
-    out: dict[str, dict[str, dict]] = {}
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
-        prob = sub.name.split("+")[0]
-        for alg, trials in load_problem_runs(sub, cache).items():
-            have = out.setdefault(prob, {}).setdefault(alg, {})
-            twice = set(have) & set(trials)
-            if twice:
-                raise ValueError(f"{prob}: {alg} trials {sorted(twice)} found in two folders")
-            have.update(trials)
-    return out
 
 
 def table(runs: dict[str, dict[str, dict]], rounds: list[int],
@@ -66,41 +50,33 @@ def table(runs: dict[str, dict[str, dict]], rounds: list[int],
              "|---" * (2 + len(algs) + len(pairs)) + "|"]
     for prob, by_alg in sorted(runs.items()):
         for k in rounds:
+            at_k = {a: {i: {"hv": x} for i, t in trials.items()
+                        if (x := hv_after(t, k)) is not None}
+                    for a, trials in by_alg.items()}
             row: dict = {"hv_pct": {}, "paired": {}}
             cells = []
             for a in algs:
-                v = [x for t in by_alg.get(a, {}).values() if (x := hv_after(t, k)) is not None]
+                v = [t["hv"] for t in at_k.get(a, {}).values()]
                 if not v:
                     cells.append("—")
                     continue
-                t = torch.tensor(v, dtype=torch.float64)
-                sd = float(t.std()) if len(v) > 1 else 0.0
-                row["hv_pct"][a] = {"mean": float(t.mean()), "std": sd, "trials": len(v)}
-                cells.append(f"{float(t.mean()):.1f} ± {sd:.1f}"
-                             + (f" [{len(v)}]" if len(v) < 10 else ""))
+                m, sd = _stats(v)
+                row["hv_pct"][a] = {"mean": m, "std": sd, "trials": len(v)}
+                cells.append(f"{m:.1f} ± {sd:.1f}" + (f" [{len(v)}]" if len(v) < 10 else ""))
             for a, b in pairs:
-                A, B = by_alg.get(a, {}), by_alg.get(b, {})
-                common = [i for i in sorted(set(A) & set(B))
-                          if hv_after(A[i], k) is not None and hv_after(B[i], k) is not None]
-                if not common:
+                pr = _paired(at_k.get(a, {}), at_k.get(b, {}), "hv", True)
+                if not pr["trials"]:
                     cells.append("—")
                     continue
-                d = [hv_after(A[i], k) - hv_after(B[i], k) for i in common]
-                w, lo = sum(x > 1e-9 for x in d), sum(x < -1e-9 for x in d)
-                p = sign_test_p(w, lo)
-                row["paired"][f"{a}:{b}"] = {"trials": len(common), "higher": w, "lower": lo,
-                                             "mean_diff": sum(d) / len(d), "sign_p": p}
-                cells.append(f"{w}/{lo} ({sum(d) / len(d):+.1f}"
+                row["paired"][f"{a}:{b}"] = {"trials": pr["trials"], "higher": pr["wins"],
+                                             "lower": pr["losses"],
+                                             "mean_diff": pr["mean_diff"], "sign_p": pr["sign_p"]}
+                p = pr["sign_p"]
+                cells.append(f"{pr['wins']}/{pr['losses']} ({pr['mean_diff']:+.1f}"
                              + (f", p = {p:.3f})" if p < 0.2 else ")"))
             summary.setdefault(prob, {})[str(k)] = row
             lines.append(f"| {prob} | {k} | " + " | ".join(cells) + " |")
     return summary, lines
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def main() -> None:
@@ -119,12 +95,13 @@ def main() -> None:
             raise SystemExit(f"--pairs: expected A:B, got {p!r}")
         pairs.append((a, b))
     cache = json.loads(ns.cache.read_text()) if ns.cache and ns.cache.is_file() else None
-    summary, lines = table(pooled_runs(ns.folder, cache), ns.rounds, pairs)
+    runs = {name: pooled for name, (_, pooled) in pooled_runs(ns.folder, cache).items()}
+    summary, lines = table(runs, ns.rounds, pairs)
     text = ("HV % after the initial design and k rounds, mean ± std over trials; paired: "
             "trials A higher/lower than B (mean difference; p: two-sided sign test, shown "
             "when < 0.2).\n\n" + "\n".join(lines) + "\n")
-    _write(ns.folder / "horizon.json", json.dumps(summary, indent=1))
-    _write(ns.folder / "horizon.md", text)
+    write_json(ns.folder / "horizon.json", summary, indent=1)
+    write_text(ns.folder / "horizon.md", text)
     print(text)
 
 

@@ -105,6 +105,39 @@ def load_problem_runs(folder: Path, cache: dict | None = None) -> dict[str, dict
     return out
 
 
+def pooled_runs(
+    out: Path, cache: dict | None = None
+) -> dict[str, tuple[list[dict], dict[str, dict[int, dict]]]]:
+    """problem → (manifests of its folders, algorithm → trial → metrics), pooling the folders
+    ``<problem>`` and ``<problem>+<tag>`` of ``out``.
+
+    Raises:
+        ValueError: If a problem's folders disagree on experiment, horizon, seed, initial
+            design or bound, or one algorithm's trial appears in two of them (trials split
+            over folders with ``--first-trial`` pool; a repeat does not).
+    """
+    groups: dict[str, list[Path]] = {}
+    for folder in sorted(p for p in out.iterdir() if p.is_dir()):
+        groups.setdefault(folder.name.split("+")[0], []).append(folder)
+    pooled = {}
+    for name, folders in groups.items():
+        runs: dict[str, dict[int, dict]] = {}
+        manifests = [json.loads((f / "manifest.json").read_text()) for f in folders
+                     if (f / "manifest.json").is_file()]
+        for key in ("experiment", "horizon", "seed", "initial_design", "bound"):
+            if len({json.dumps(m.get(key)) for m in manifests}) > 1:
+                raise ValueError(f"{[str(f) for f in folders]} disagree on {key!r}: not pooled")
+        for f in folders:
+            for alg, trials in load_problem_runs(f, cache).items():
+                twice = sorted(set(runs.get(alg, {})) & set(trials))
+                if twice:
+                    raise ValueError(f"{alg} trial(s) {twice} appear in more than one of "
+                                     f"{[str(x) for x in folders]}")
+                runs.setdefault(alg, {}).update(trials)
+        pooled[name] = (manifests, runs)
+    return pooled
+
+
 def _paired(a: dict[int, dict], b: dict[int, dict], key: str, higher_better: bool) -> dict:
     common = sorted(set(a) & set(b))
     diff = [a[k][key] - b[k][key] for k in common]
@@ -132,23 +165,7 @@ def summarize(ns: argparse.Namespace) -> None:
     cache = None
     if ns.cache is not None:
         cache = json.loads(ns.cache.read_text()) if ns.cache.is_file() else {}
-    groups: dict[str, list[Path]] = {}
-    for folder in sorted(p for p in ns.out.iterdir() if p.is_dir()):
-        groups.setdefault(folder.name.split("+")[0], []).append(folder)
-    for name, folders in groups.items():
-        runs: dict[str, dict[int, dict]] = {}
-        manifests = [json.loads((f / "manifest.json").read_text()) for f in folders
-                     if (f / "manifest.json").is_file()]
-        for key in ("experiment", "horizon", "seed", "initial_design", "bound"):
-            if len({json.dumps(m.get(key)) for m in manifests}) > 1:
-                raise ValueError(f"{[str(f) for f in folders]} disagree on {key!r}: not pooled")
-        for f in folders:
-            for alg, trials in load_problem_runs(f, cache).items():
-                twice = sorted(set(runs.get(alg, {})) & set(trials))
-                if twice:  # trials split over folders (--first-trial) pool; a repeat does not
-                    raise ValueError(f"{alg} trial(s) {twice} appear in more than one of "
-                                     f"{[str(x) for x in folders]}")
-                runs.setdefault(alg, {}).update(trials)
+    for name, (manifests, runs) in pooled_runs(ns.out, cache).items():
         if not runs:
             continue
         folder = ns.out / name
