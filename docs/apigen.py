@@ -3,7 +3,7 @@
 Every public module of ``botorch_mtucb`` (no path component starting with ``_``) gets one page:
 its docstring, a summary table of its ``__all__``, and the autodoc directives of the names it
 *owns*. A name re-exported by several modules (``botorch_mtucb.models.ExactMultiTaskGP`` is the
-same class as ``botorch_mtucb.models.exact_multitask.ExactMultiTaskGP``) is documented once,
+same class as ``botorch_mtucb.multitask.exact.ExactMultiTaskGP``) is documented once,
 under the shallowest public module whose ``__all__`` lists it (the import path users write),
 and the other pages link there. New subpackages and modules are picked up by walking the
 package, so nothing here lists them by hand.
@@ -205,7 +205,7 @@ def _index(package: str) -> str:
             "Generated from the docstrings. One page per public module; each name of a",
             "module's ``__all__`` is documented once, under the shortest import path that",
             "exports it (``botorch_mtucb.models.ExactMultiTaskGP``, not",
-            "``botorch_mtucb.models.exact_multitask.ExactMultiTaskGP``); the implementation",
+            "``botorch_mtucb.multitask.exact.ExactMultiTaskGP``); the implementation",
             "modules' pages carry their docstrings (often the derivations) and link there.",
             "Everything is a BoTorch / GPyTorch component; shapes follow BoTorch's",
             "conventions (``batch_shape x q x d`` inputs).",

@@ -212,7 +212,7 @@ print(f"learned task correlation = {B[0, 1] / (B[0, 0] * B[1, 1]).sqrt():.2f}")
 
 # %%
 from botorch_mtucb.acquisition import sample_scalarization_weights
-from botorch_mtucb.benchmarks import bayes_regret
+from mtucb_bench import bayes_regret
 
 W_mc = sample_scalarization_weights(2, 256, "chebyshev", torch.Generator().manual_seed(7))
 
@@ -251,7 +251,7 @@ for name, hs in histories.items():
 # (reference point z) as a function of t.
 
 # %%
-from botorch_mtucb.benchmarks import hypervolume_curve
+from mtucb_bench import hypervolume_curve
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
 ax1.scatter(*F_grid.T, s=2, c="lightgray", label="f(grid)")

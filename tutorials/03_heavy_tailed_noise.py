@@ -71,7 +71,7 @@ import math
 import time
 
 from botorch_mtucb.acquisition import HeavyTailedUCB
-from botorch_mtucb.benchmarks.heavy_tailed_problems import synthetic_heavy_tailed_problem
+from mtucb_bench.heavy_tailed_problems import synthetic_heavy_tailed_problem
 from botorch_mtucb.loop import FiniteArmOptimizer, run_bo_loop
 from botorch_mtucb.models import TruncatedGP
 
@@ -191,7 +191,7 @@ for truncate in (False, True):
 # Arms are stocks, the kernel is the correlation matrix of the standardised prices
 # (`PrecomputedKernel`), a reward is the raw price on a uniformly random day, α = 1 and
 # v = the mean squared price; regret is measured on f = mean price / max mean price. All of
-# this comes from `botorch_mtucb.benchmarks.heavy_tailed_problems.stock_problem`, which reads
+# this comes from `mtucb_bench.heavy_tailed_problems.stock_problem`, which reads
 # the file from the folder given by the environment variable `BOTORCH_MTUCB_DATA` (default:
 # `../shared/data` next to the repository). If the file is not there, this part is skipped.
 #
@@ -206,9 +206,9 @@ for truncate in (False, True):
 #   of truncation from that of the confidence width.
 
 # %%
-from botorch_mtucb.benchmarks.baselines import gp_ucb_width
-from botorch_mtucb.benchmarks.data import DATA_ENV_VAR, default_data_dir
-from botorch_mtucb.benchmarks.heavy_tailed_problems import stock_problem
+from mtucb_bench.baselines import gp_ucb_width
+from mtucb_bench.data import DATA_ENV_VAR, default_data_dir
+from mtucb_bench.heavy_tailed_problems import stock_problem
 from botorch_mtucb.features import NystromFeatures
 from botorch_mtucb.models import AdaptiveTruncationGP
 

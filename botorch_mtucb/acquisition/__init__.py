@@ -30,7 +30,7 @@ from botorch_mtucb.acquisition.scalarization import (
     ScalarizationSampler,
     sample_scalarization_weights,
 )
-from botorch_mtucb.acquisition.scalarization_chebyshev import predicted_anchors
+from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
 
 __all__ = [
     "BetaSchedule",

@@ -30,7 +30,7 @@ from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihoo
 from gpytorch.models import ExactGP
 from torch import Tensor
 
-from botorch_mtucb.models.protocols import InformationGainModel, RegularisedModel
+from botorch_mtucb.protocols import InformationGainModel, RegularisedModel
 from botorch_mtucb.theory.multi_task import theorem2_beta
 
 __all__ = [
@@ -149,7 +149,7 @@ def resolve_eta(model: Model, eta: float | None, owner: str, what: str) -> Tenso
 def model_noise(model: Model) -> Tensor | None:
     """The model's regulariser η as a 0-dim tensor, or ``None`` when it is not one scalar.
 
-    Reads ``model.noise`` of a :class:`~botorch_mtucb.models.protocols.RegularisedModel` (the
+    Reads ``model.noise`` of a :class:`~botorch_mtucb.protocols.RegularisedModel` (the
     package's models), else the homoskedastic Gaussian likelihood noise of a GPyTorch model; a
     ``ModelListGP`` qualifies when all its sub-models share one noise value.
     """
@@ -176,7 +176,7 @@ def log_det_information(model: Model) -> Tensor:
 
     Equal to twice the information gain of the data held by ``model``.
 
-    * :class:`~botorch_mtucb.models.protocols.InformationGainModel` models
+    * :class:`~botorch_mtucb.protocols.InformationGainModel` models
       (``information_gain()`` = ½ log det(I + G_t/η)): ``2 * information_gain()``.
     * ``ModelListGP``: the sum over its sub-models (independent tasks: G_t is block diagonal).
     * Single-output exact GPyTorch models (e.g. ``SingleTaskGP``):

@@ -18,7 +18,7 @@ from botorch.models.model import Model
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule, log_det_information, resolve_eta
-from botorch_mtucb.models.protocols import NystromRadiusModel
+from botorch_mtucb.protocols import NystromRadiusModel
 from botorch_mtucb.theory.multi_task import theorem3_beta
 
 __all__ = ["TheoremThreeBeta"]
@@ -28,7 +28,7 @@ class TheoremThreeBeta(BetaSchedule):
     """Theorem-3 radius of MT-BKB, evaluated on the current model.
 
     The log-det sum is read from ``model.log_det_variance_sum`` of a
-    :class:`~botorch_mtucb.models.protocols.NystromRadiusModel` (the Nyström model). Any other
+    :class:`~botorch_mtucb.protocols.NystromRadiusModel` (the Nyström model). Any other
     model (e.g. ``ExactMultiTaskGP``) has Γ̃ = Γ, and the sum is the exact Lemma-4 value
     ``log det(I + G_t/η)`` from :func:`~botorch_mtucb.acquisition.log_det_information`.
 

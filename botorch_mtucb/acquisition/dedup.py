@@ -3,7 +3,7 @@
 On a noise-free problem a second evaluation of a point teaches the model nothing, yet a UCB
 can keep choosing it: on ZDT2 the scale-free Chebyshev scalarization's true maximiser is the
 evaluated corner x = 0 for every λ once that corner dominates all other observations
-(``benchmarks/mo_zdt2_diagnosis.py``), and practical MT-UCB re-proposed it in most rounds.
+(``bench/mtucb_bench/studies/mo_zdt2_diagnosis.py``), and practical MT-UCB re-proposed it in most rounds.
 :class:`DedupOptimizer` is :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`'s
 multi-start L-BFGS-B (same seeds, so the same proposal whenever that is new) that returns the
 best *new* point: the best restart that is not within ``tol`` of an evaluated point, else the

@@ -25,7 +25,7 @@ from botorch_mtucb.acquisition.pending import (
     check_pending,
     resolve_inflation,
 )
-from botorch_mtucb.models.protocols import MarginalMomentsModel, WidthScheduleModel
+from botorch_mtucb.protocols import MarginalMomentsModel, WidthScheduleModel
 
 __all__ = ["HeavyTailedUCB"]
 
@@ -44,10 +44,10 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
     """``UCB(x) = μ(x) + β σ(x)`` for a single-output model (``q = 1``).
 
     Works with any single-output BoTorch model; with ``beta=None`` the model must be a
-    :class:`~botorch_mtucb.models.protocols.WidthScheduleModel` (``beta()``, as
+    :class:`~botorch_mtucb.protocols.WidthScheduleModel` (``beta()``, as
     :class:`TruncatedGP` and :class:`AdaptiveTruncationGP` are), evaluated once here: the
     theory (or authors') width ``β_{t+1}`` for the next round. A
-    :class:`~botorch_mtucb.models.protocols.MarginalMomentsModel` is evaluated through
+    :class:`~botorch_mtucb.protocols.MarginalMomentsModel` is evaluated through
     ``mean_and_variance`` (no posterior object); any other model through its posterior.
 
     Example:

@@ -38,7 +38,7 @@ Two upper confidence bounds on s_λ(f(x)), both from the same confidence radius 
   two Chebyshev forms differ as well: max_i λ_i · max_i σ_i versus the per-task λ_i σ_i.
 
 What is maximised: all objectives are maximised unless the scalarization lists them in
-``minimize`` (then they are negated first, see :mod:`botorch_mtucb.acquisition.scalarization`);
+``minimize`` (then they are negated first, see :mod:`botorch_mtucb.acquisition.scalarization.base`);
 u(x) is an *upper* bound on the scalarized value and ``argmax_x u(x)`` is the MT-KB choice. To
 minimise an objective, do not negate the data yourself *and* mark it minimised — do one of the
 two.
@@ -46,7 +46,7 @@ two.
 The acquisition only needs μ(x) ∈ Rⁿ and the n × n block Γ(x, x) at each candidate (the
 directional bound only the variances along λ or the n task axes: it uses
 ``model.projected_task_posterior(X, W)`` of a
-:class:`~botorch_mtucb.models.protocols.ProjectedTaskPosteriorModel` and forms no block). It uses
+:class:`~botorch_mtucb.protocols.ProjectedTaskPosteriorModel` and forms no block). It uses
 ``model.task_posterior(X)`` when the model has it (ExactMultiTaskGP and the Nyström model),
 otherwise the MVN covariance of ``model.posterior(X)`` (for q = 1 the whole covariance is the
 n × n block), or the per-output blocks of a ``PosteriorList``. BoTorch's
@@ -82,7 +82,7 @@ from botorch_mtucb.acquisition.pending import (
     resolve_inflation,
 )
 from botorch_mtucb.acquisition.scalarization import Scalarization, project_covariance
-from botorch_mtucb.models.protocols import (
+from botorch_mtucb.protocols import (
     InformationGainModel,
     ProjectedTaskPosteriorModel,
     TaskPosteriorModel,
@@ -125,7 +125,7 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
                 :class:`BetaSchedule` evaluated once here on ``model`` (β_{t−1}). Default
                 ``1.0``, the practical width (issue 16): with fitted hyperparameters and
                 standardised outcomes β = 1 matched or beat β = 0.5 and 2 on BraninCurrin
-                (``benchmarks/mo_diagnosis.py``: 80 / 79.5 / 78.8 % of the maximum
+                (``bench/mtucb_bench/studies/mo_diagnosis.py``: 80 / 79.5 / 78.8 % of the maximum
                 hypervolume after 10 + 30 evaluations, 3 seeds) and on 3 of the 4 paper-000
                 problems (issue 16); β = 0 (the mean) lost (73 %). Not settled: with the
                 augmented nadir scalarization (``ChebyshevScalarization.from_data``) β = 0
@@ -302,7 +302,7 @@ def task_mean_and_covariance(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
     """Posterior mean and per-point n × n task covariance at ``batch_shape x q x d`` inputs.
 
     Uses ``model.task_posterior`` for a
-    :class:`~botorch_mtucb.models.protocols.TaskPosteriorModel`, otherwise the MVN of
+    :class:`~botorch_mtucb.protocols.TaskPosteriorModel`, otherwise the MVN of
     ``model.posterior(X)`` (only for q = 1, where the whole covariance is the task block).
 
     Returns:

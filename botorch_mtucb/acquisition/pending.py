@@ -51,11 +51,11 @@ from botorch.models.model import Model, ModelList
 from torch import Tensor
 
 from botorch_mtucb.features.nystrom import NystromFeatures
-from botorch_mtucb.models.adaptive_truncation_gp import AdaptiveTruncationGP
-from botorch_mtucb.models.heavy_tailed_batch import HeavyTailedBatch
-from botorch_mtucb.models.nystrom_multitask import NystromMultiTaskGP
-from botorch_mtucb.models.nystrom_multitask_batch import NystromMultiTaskBatch
-from botorch_mtucb.models.protocols import (
+from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
+from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch
+from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
+from botorch_mtucb.multitask.nystrom_batch import NystromMultiTaskBatch
+from botorch_mtucb.protocols import (
     InformationGainModel,
     MarginalMomentsModel,
     TaskPosteriorModel,

@@ -27,7 +27,7 @@ The acquisition must declare its model and scalarization
 e.g. :class:`~botorch_mtucb.acquisition.multi_task_ucb.ScalarizedMultiTaskUCB`); the model must
 be a GPyTorch exact GP with BoTorch transforms (``train_inputs``, ``train_targets`` of shape
 ``N x n``, an optional ``input_transform`` and ``outcome_transform``), such as
-:func:`~botorch_mtucb.models.practical.practical_multitask_gp`'s model.
+:func:`~botorch_mtucb.multitask.practical.practical_multitask_gp`'s model.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One place per formula; :class:`~botorch_mtucb.models.TruncatedGP` and
 :class:`~botorch_mtucb.models.AdaptiveTruncationGP` read every schedule from here (the module
-``botorch_mtucb.models.heavy_tailed_schedules`` re-exports these names for old imports).
+``botorch_mtucb.heavy_tailed.schedules`` re-exports these names for old imports).
 ρ = (1+ε)/(1−ε) is :func:`botorch_mtucb.theory.multi_task.rho` (the same ρ as paper 000).
 
 Two sets of constants (paper 001 and ``../shared/papers/README.md``):

@@ -32,7 +32,7 @@ def initial_design_size(d: int, budget: int | None = None) -> int:
     per input dimension the marginal likelihood cannot tell a short lengthscale from noise,
     and the first rounds are spent fitting rather than optimising. Measured (issue 16): one
     initial point left an rkhs-n20 trial on its first arm for all 100 rounds, 5 points gave
-    R_C(T)/T = 0.0003; the hypervolume figures of ``benchmarks/mo_diagnosis.py`` used 10
+    R_C(T)/T = 0.0003; the hypervolume figures of ``bench/mtucb_bench/studies/mo_diagnosis.py`` used 10
     Sobol points (2·d on VehicleSafety, d = 5). More than 2·d spends budget on random
     points that the model-based rounds place better.
 

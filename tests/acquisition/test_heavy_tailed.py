@@ -10,10 +10,10 @@ from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from gpytorch.kernels import RBFKernel
 
 from botorch_mtucb.acquisition import HeavyTailedUCB
-from botorch_mtucb.benchmarks.heavy_tailed_problems import authors_code_synthetic, sample_student_t
 from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
 from botorch_mtucb.kernels import PrecomputedKernel
 from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
+from mtucb_bench.heavy_tailed_problems import authors_code_synthetic, sample_student_t
 
 DT = torch.float64
 

@@ -20,15 +20,15 @@ from botorch_mtucb.acquisition import (
     TheoremThreeBeta,
     TheoremTwoBeta,
 )
-from botorch_mtucb.benchmarks.baselines import ScalarizedIndependentUCB
 from botorch_mtucb.loop import _dictionary_size
 from botorch_mtucb.models import TruncatedGP
-from botorch_mtucb.models.protocols import (
+from botorch_mtucb.protocols import (
     DictionaryModel,
     InformationGainModel,
     NystromRadiusModel,
     RegularisedModel,
 )
+from mtucb_bench.baselines import ScalarizedIndependentUCB
 
 DT = torch.float64
 

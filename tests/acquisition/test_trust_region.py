@@ -15,7 +15,7 @@ from botorch_mtucb.acquisition.trust_region import (
     lengthscale_weights,
     training_data,
 )
-from botorch_mtucb.models.practical import practical_multitask_gp
+from botorch_mtucb.multitask.practical import practical_multitask_gp
 
 DT = torch.float64
 BOUNDS = torch.tensor([[-1.0, 0.0, 2.0], [1.0, 5.0, 3.0]], dtype=DT)

@@ -9,13 +9,13 @@ import pytest
 import torch
 from linear_operator.utils.warnings import NumericalWarning
 
+from botorch_mtucb.heavy_tailed.base import check_float_conditioning as old_path
 from botorch_mtucb.linalg.precision import (
     PRECISION_BUDGET,
     check_float_conditioning,
     regularised_condition,
     working_dtype,
 )
-from botorch_mtucb.models.heavy_tailed_base import check_float_conditioning as old_path
 
 EPS32 = torch.finfo(torch.float32).eps
 

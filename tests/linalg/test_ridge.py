@@ -7,9 +7,9 @@ import pytest
 import torch
 from linear_operator.utils.warnings import NumericalWarning
 
+from botorch_mtucb.heavy_tailed.base import spectral_ridge as old_path
 from botorch_mtucb.linalg import spectral_ridge
-from botorch_mtucb.models.heavy_tailed_base import spectral_ridge as old_path
-from tests.models.test_adaptive_truncation_gp import DT, F32, _r, _tol
+from tests.heavy_tailed.test_adaptive import DT, F32, _r, _tol
 
 
 def test_old_import_path_is_the_same_function() -> None:

@@ -1,0 +1,6 @@
+"""``python -m mtucb_bench``: see :mod:`mtucb_bench.cli`."""
+
+from mtucb_bench.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

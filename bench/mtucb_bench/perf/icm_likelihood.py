@@ -1,0 +1,167 @@
+"""Exact MLL of ICM kernels: ExactMultiTaskGP (eigen identity) vs KroneckerMultiTaskGP vs dense.
+
+For each (n, t): one forward + backward of
+``ExactMarginalLogLikelihood(model.likelihood, model)(model(X), Y)`` (what every iteration of
+``fit_gpytorch_mll`` costs), on the same data (X uniform in [0, 1]^2, Y standard normal):
+
+* ``ours``: ``ExactMultiTaskGP`` (ICM, RBF kernel with BoTorch's priors, learnable full-rank
+  B, learnable η): the closed-form ICM likelihood (``botorch_mtucb.linalg.icm_likelihood``).
+* ``old``: the same model under ``use_icm_likelihood(False)``, i.e. GPyTorch's generic path
+  (the behaviour before the ICM likelihood; with BoTorch's settings a dense Cholesky).
+* ``kronecker``: BoTorch's ``KroneckerMultiTaskGP`` and its own MLL (same data).
+* ``dense``: the dense formula by hand: Cholesky of K ⊗ B + ηI (same hyperparameters as
+  ours), skipped above ``--dense-max-nt``.
+* ``eigh``: one bare ``torch.linalg.eigh`` of the t x t kernel matrix (the floor).
+
+Then a whole ``fit_gpytorch_mll`` of ``ExactMultiTaskGP`` at ``--fit-size`` with the old and
+the new path from the same initial hyperparameters. Ratios are against ``ours`` in the same
+process. Single-threaded by default.
+
+Run: ``python bench/mtucb_bench/perf/icm_likelihood.py [--out benchmarks/results/icm_likelihood.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import KroneckerMultiTaskGP
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_mtucb.linalg import use_icm_likelihood
+from botorch_mtucb.models import ExactMultiTaskGP
+from mtucb_bench.measure import best_time
+
+DT = torch.float64
+LOG_2PI = math.log(2 * math.pi)
+
+
+def make_data(n: int, t: int, d: int = 2, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(t, d, generator=g, dtype=DT), torch.randn(t, n, generator=g, dtype=DT)
+
+
+def our_model(X, Y) -> ExactMultiTaskGP:
+    model = ExactMultiTaskGP(X, Y, learn_noise=True)
+    with torch.no_grad():  # a non-trivial B
+        F = model.covar_module.covar_factor
+        F.copy_(torch.randn(F.shape, generator=torch.Generator().manual_seed(1), dtype=DT))
+    return model
+
+
+def mll_step(model, enabled: bool = True) -> float:
+    """One MLL forward + backward; returns the MLL value."""
+    model.train()
+    model.zero_grad()
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    with use_icm_likelihood(enabled):
+        value = mll(model(*model.train_inputs), model.train_targets)
+        value.backward()
+    return value.item()
+
+
+def dense_step(model) -> float:
+    """The dense formula with the model's hyperparameters: log N(vec Y; 0, K ⊗ B + ηI) + priors."""
+    model.zero_grad()
+    k, B = model.covar_module.icm_components()
+    X = model.transform_inputs(model.train_inputs[0])
+    Y = model.train_targets
+    S = torch.kron(k(X).to_dense(), B)
+    S = S + model.likelihood.noise * torch.eye(S.shape[-1], dtype=DT)
+    L = torch.linalg.cholesky(S)
+    y = Y.reshape(-1, 1)
+    a = torch.linalg.solve_triangular(L, y, upper=False)
+    logp = -0.5 * (a.square().sum() + 2 * L.diagonal().log().sum() + y.numel() * LOG_2PI)
+    for _, module, prior, closure, _ in model.named_priors():  # as ExactMarginalLogLikelihood
+        logp = logp + prior.log_prob(closure(module)).sum()
+    value = logp / y.numel()
+    value.backward()
+    return value.item()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", nargs="+", default=["2,100", "9,100", "20,100", "20,500"],
+                        help="(n,t) pairs as n,t")
+    parser.add_argument("--dense-max-nt", type=int, default=4000,
+                        help="skip the dense formula and the old path above this n·t")
+    parser.add_argument("--kron-max-nt", type=int, default=10000,
+                        help="skip KroneckerMultiTaskGP above this n·t")
+    parser.add_argument("--fit-size", default="9,100", help="n,t of the whole-fit comparison")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/icm_likelihood.json"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    rows = []
+    for sz in args.sizes:
+        n, t = (int(v) for v in sz.split(","))
+        X, Y = make_data(n, t)
+        nt = n * t
+        row = {"n": n, "t": t, "nt": nt}
+        model = our_model(X, Y)
+        row["mll_ours"] = mll_step(model)
+        row["ours_s"] = best_time(lambda m=model: mll_step(m), args.repeats)
+        K = model.covar_module.data_covar_module(model.train_inputs[0]).to_dense().detach()
+        row["eigh_s"] = best_time(lambda K=K: torch.linalg.eigh(K), args.repeats)
+        if nt <= args.dense_max_nt:
+            row["mll_old"] = mll_step(model, enabled=False)
+            row["old_s"] = best_time(lambda m=model: mll_step(m, False), 2)
+            row["mll_dense"] = dense_step(model)
+            row["dense_s"] = best_time(lambda m=model: dense_step(m), 2)
+            row["abs_diff_ours_vs_dense"] = abs(row["mll_ours"] - row["mll_dense"])
+            row["old_over_ours"] = row["old_s"] / row["ours_s"]
+            row["dense_over_ours"] = row["dense_s"] / row["ours_s"]
+        if nt <= args.kron_max_nt:
+            kr = KroneckerMultiTaskGP(X, Y)
+            mll_step(kr)
+            row["kronecker_s"] = best_time(lambda m=kr: mll_step(m), 1 if nt > 4000 else 2)
+            row["kronecker_over_ours"] = row["kronecker_s"] / row["ours_s"]
+        row["ours_over_eigh"] = row["ours_s"] / row["eigh_s"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    n, t = (int(v) for v in args.fit_size.split(","))
+    X, Y = make_data(n, t, seed=2)
+    fit = {"n": n, "t": t}
+    for name, enabled in (("new", True), ("old", False)):
+        model = our_model(X, Y)
+        mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        with use_icm_likelihood(enabled):
+            t0 = time.perf_counter()
+            fit_gpytorch_mll(mll)
+            fit[f"{name}_s"] = time.perf_counter() - t0
+            fit[f"{name}_mll"] = mll_step(model, enabled)
+        fit[f"{name}_noise"] = model.noise.item()
+    fit["old_over_new"] = fit["old_s"] / fit["new_s"]
+    print(json.dumps(fit), flush=True)
+
+    print(f"\nMLL forward+backward (s), {args.threads} thread(s); ratios against ours")
+    print(f"{'n':>3} {'t':>4} | {'ours':>8} {'eigh':>8} {'old':>8} {'dense':>8} {'Kron':>8} | "
+          f"{'old/ours':>8} {'dense/ours':>10} {'Kron/ours':>9} {'ours/eigh':>9}")
+
+    def fmt(r, key, spec):
+        return format(r[key], spec) if key in r else f"{'skip':>{spec.split('.')[0]}}"
+
+    for r in rows:
+        print(f"{r['n']:>3} {r['t']:>4} | {r['ours_s']:8.4f} {r['eigh_s']:8.4f} "
+              f"{fmt(r, 'old_s', '8.4f')} {fmt(r, 'dense_s', '8.4f')} "
+              f"{fmt(r, 'kronecker_s', '8.3f')} | {fmt(r, 'old_over_ours', '8.0f')} "
+              f"{fmt(r, 'dense_over_ours', '10.0f')} {fmt(r, 'kronecker_over_ours', '9.0f')} "
+              f"{r['ours_over_eigh']:9.1f}")
+    print(f"\nfit_gpytorch_mll at n = {fit['n']}, t = {fit['t']}: old {fit['old_s']:.2f} s, "
+          f"new {fit['new_s']:.2f} s ({fit['old_over_new']:.0f}x); final MLL old "
+          f"{fit['old_mll']:.6f}, new {fit['new_mll']:.6f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
+                                    "rows": rows, "fit": fit}, indent=2))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Scalarizations s_λ of n objectives and the random weight distributions P_λ (paper 000, §2, §5).
+
+Sign convention (one rule everywhere): **every scalarization is maximised, and so is every
+objective** unless it is listed in ``minimize``. An objective ``i`` listed in ``minimize`` is
+negated before scalarizing (``y_i → −y_i``, and likewise ``z_i → −z_i`` for the Chebyshev
+reference point), so the caller keeps data, models and the reference point in their original
+units. With this rule a larger scalarized value is always better, both scalarizations stay
+monotone (better in every objective ⇒ larger s_λ) and their Lipschitz constants are unchanged.
+
+* Linear:    s_λ(y) = Σ_i λ_i y_i,                 L_λ = ‖λ‖₂.
+* Chebyshev: s_λ(y) = min_i λ_i (y_i − z_i),       L_λ = max_i λ_i;
+  augmented (``augmentation=ρ``): + ρ Σ_i λ_i (y_i − z_i), L_λ = max_i λ_i + ρ ‖λ‖₂.
+  :meth:`ChebyshevScalarization.from_data` builds the scale-free version from observed data
+  (weights and reference point in units of the observed range; the practical default).
+
+For Chebyshev, ``z`` (``ref_point``) should be a point that every interesting outcome improves
+on, i.e. a lower bound on each maximised objective (and an upper bound on each minimised one,
+in original units). Then all terms λ_i (y_i − z_i) are ≥ 0 and s_λ rewards the *worst*
+weighted improvement over z, which is what steers a random λ to different parts of the Pareto
+front.
+
+Weights lie on the simplex Λ = {λ ≥ 0, ‖λ‖₁ = 1} (the paper asks λ ≻ 0; zero weights are
+accepted but make s_λ only weakly monotone in the corresponding objective).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["LinearScalarization", "Scalarization", "project_covariance"]
+
+_SIMPLEX_ATOL = 1e-6
+
+
+def _as_vector(value: Tensor | Sequence[float], name: str) -> Tensor:
+    """Return ``value`` as a fresh 1-d floating tensor (float64 unless already floating)."""
+    t = torch.as_tensor(value)
+    if not t.is_floating_point():
+        t = t.to(torch.float64)
+    check_finite(t, name)
+    if t.dim() != 1 or t.numel() == 0:
+        raise ValueError(f"`{name}` must be a non-empty 1-d tensor, got shape {tuple(t.shape)}.")
+    return t.detach().clone()
+
+
+class Scalarization(ABC):
+    """Base class: a monotone, L_λ-Lipschitz map s_λ: Rⁿ → R (maximised).
+
+    Attributes:
+        weights: ``n`` weight vector λ on the simplex.
+        minimize: ``n`` boolean tensor; objectives negated before scalarizing.
+        lipschitz: L_λ, a 0-dim tensor (ℓ2-Lipschitz constant of s_λ, paper 000 §2).
+    """
+
+    def __init__(
+        self, weights: Tensor | Sequence[float], minimize: Sequence[bool] | Tensor | None = None
+    ) -> None:
+        """
+        Args:
+            weights: ``n`` nonnegative weights summing to one.
+            minimize: Optional ``n`` booleans; ``True`` marks an objective to be minimised.
+        """
+        w = _as_vector(weights, "weights")
+        if (w < 0).any() or abs(float(w.sum()) - 1.0) > _SIMPLEX_ATOL:
+            raise ValueError(
+                "`weights` must lie on the simplex (nonnegative, summing to 1), got "
+                f"{w.tolist()} (sum {float(w.sum()):.6g})."
+            )
+        self.weights = w
+        n = w.numel()
+        if minimize is None:
+            mins = torch.zeros(n, dtype=torch.bool)
+        else:
+            mins = torch.as_tensor(minimize, dtype=torch.bool).detach().clone()
+            if mins.shape != (n,):
+                raise ValueError(
+                    f"`minimize` must hold {n} booleans (one per objective), got shape "
+                    f"{tuple(mins.shape)}."
+                )
+        self.minimize = mins
+
+    @property
+    def num_objectives(self) -> int:
+        """Number of objectives ``n``."""
+        return self.weights.numel()
+
+    def signs(self, like: Tensor) -> Tensor:
+        """``n`` vector of ±1 (−1 for minimised objectives) with ``like``'s dtype/device."""
+        return self._constants(like)["signs"]
+
+    def _constants(self, like: Tensor) -> dict[str, Tensor]:
+        """Weights, signs (and the Chebyshev reference point) on ``like``'s dtype and device.
+
+        Converted once per (dtype, device) and cached, so the acquisition's hot path does no
+        conversions; the weights, ``minimize`` and reference point are therefore fixed once a
+        scalarization has been used (build a new one for new weights).
+        """
+        key = (like.dtype, like.device)
+        cache = self.__dict__.setdefault("_constant_cache", {})
+        consts = cache.get(key)
+        if consts is None:
+            signs = (1.0 - 2.0 * self.minimize.to(torch.float64)).to(like)
+            consts = {"signs": signs, "weights": self.weights.to(like)}
+            consts.update(self._extra_constants(like, signs))
+            cache[key] = consts
+        return consts
+
+    def _extra_constants(self, like: Tensor, signs: Tensor) -> dict[str, Tensor]:
+        """Subclass constants for :meth:`_constants` (none by default)."""
+        return {}
+
+    @property
+    @abstractmethod
+    def lipschitz(self) -> Tensor:
+        """L_λ, the ℓ2-Lipschitz constant of s_λ."""
+
+    def _check_last_dim(self, Y: Tensor, name: str) -> None:
+        if Y.dim() < 1 or Y.shape[-1] != self.num_objectives:
+            raise ValueError(
+                f"`{name}` must have a last dimension of size {self.num_objectives} (one entry "
+                f"per objective), got shape {tuple(Y.shape)}."
+            )
+
+    def __call__(self, Y: Tensor) -> Tensor:
+        """s_λ(Y) on ``... x n`` outcomes (original units); returns ``...``."""
+        self._check_last_dim(Y, "Y")
+        return self._scalarize(Y * self.signs(Y))
+
+    def pieces(self, Y: Tensor) -> Tensor:
+        """``... x P`` smooth pieces of s_λ: s_λ(Y) = their minimum over the last dimension.
+
+        ``P = 1`` (λᵀy) for the linear scalarization and ``P = n`` (λ_i (y_i − z_i)) for the
+        Chebyshev one; what an exact maximiser of a non-smooth s_λ needs (epigraph form, see
+        :func:`~botorch_mtucb.utils.optimum.polish_maxima`).
+        """
+        self._check_last_dim(Y, "Y")
+        return self._pieces(Y * self.signs(Y))
+
+    def _scalarize(self, Y: Tensor) -> Tensor:
+        """s_λ on sign-corrected (all-maximised) ``... x n`` outcomes."""
+        return self._pieces(Y).min(dim=-1).values
+
+    @abstractmethod
+    def _pieces(self, Y: Tensor) -> Tensor:
+        """The ``... x P`` pieces on sign-corrected (all-maximised) ``... x n`` outcomes."""
+
+    @abstractmethod
+    def directions(self, like: Tensor) -> Tensor | None:
+        """The ``n x k`` directions W whose variances wᵀΓ(x, x)w the directional bound needs.
+
+        ``None`` stands for the identity (the ``n`` marginal variances Γ_ii, Chebyshev); the
+        linear scalarization needs one direction (the signed weights, ``k = 1``). See
+        :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` (paper 000, App. B.1).
+        """
+
+    @abstractmethod
+    def directional_ucb_from_variances(self, mean: Tensor, var: Tensor, beta: Tensor) -> Tensor:
+        """The directional upper bound from the variances along :meth:`directions`.
+
+        Args:
+            mean: ``batch x n`` posterior mean μ(x) (original units).
+            var: ``batch x k`` variances wⱼᵀ Γ(x, x) wⱼ along the ``k`` directions
+                (``batch x n`` marginal variances when :meth:`directions` is ``None``).
+            beta: Confidence radius β (0-dim tensor, or a number).
+
+        Returns:
+            ``batch`` upper bounds.
+        """
+
+    def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
+        """The tighter (directional) upper bound on s_λ(f(x)); see ScalarizedMultiTaskUCB.
+
+        Args:
+            mean: ``batch x n`` posterior mean μ(x) (original units).
+            task_covar: ``batch x n x n`` posterior task covariance Γ(x, x).
+            beta: Confidence radius β (0-dim tensor).
+
+        Returns:
+            ``batch`` upper bounds.
+        """
+        return self.directional_ucb_from_variances(
+            mean, project_covariance(task_covar, self.directions(mean)), beta
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(weights={self.weights.tolist()})"
+
+
+class LinearScalarization(Scalarization):
+    """s_λ(y) = Σ_i λ_i y_i (maximised), L_λ = ‖λ‖₂ (paper 000 §2).
+
+    Example:
+        >>> s = LinearScalarization(torch.tensor([0.25, 0.75], dtype=torch.float64))
+        >>> s(torch.tensor([[1.0, 2.0]], dtype=torch.float64))
+        tensor([1.7500], dtype=torch.float64)
+    """
+
+    @property
+    def lipschitz(self) -> Tensor:
+        return torch.linalg.vector_norm(self.weights)
+
+    def _scalarize(self, Y: Tensor) -> Tensor:
+        return Y @ self._constants(Y)["weights"]
+
+    def _pieces(self, Y: Tensor) -> Tensor:
+        return self._scalarize(Y).unsqueeze(-1)
+
+    def _extra_constants(self, like: Tensor, signs: Tensor) -> dict[str, Tensor]:
+        w = self.weights.to(like) * signs
+        return {"signed_weights": w, "directions": w.unsqueeze(-1)}
+
+    def directions(self, like: Tensor) -> Tensor:
+        """``n x 1``: w = λ with the signs of minimised objectives flipped."""
+        return self._constants(like)["directions"]
+
+    def directional_ucb_from_variances(
+        self, mean: Tensor, var: Tensor, beta: Tensor | float
+    ) -> Tensor:
+        """λᵀμ + β √(wᵀΓw) (signed w), from ``var = wᵀΓw`` of shape ``batch x 1``."""
+        w = self._constants(mean)["signed_weights"]
+        if torch.is_tensor(beta):
+            return mean @ w + beta * _safe_sqrt(var[..., 0])
+        return torch.add(mean @ w, _safe_sqrt(var[..., 0]), alpha=beta)
+
+
+def project_covariance(task_covar: Tensor, directions: Tensor | None) -> Tensor:
+    """Variances wⱼᵀ Γ wⱼ along the columns of ``directions`` (``n x k``), ``batch x k``.
+
+    ``directions=None`` gives the diagonal Γ_ii (``batch x n``), read without copying.
+    """
+    if directions is None:
+        return torch.diagonal(task_covar, dim1=-2, dim2=-1)
+    return ((task_covar @ directions) * directions).sum(dim=-2)
+
+
+def _scaled(consts: dict, name: str, factor: float) -> Tensor:
+    """``consts[name] * factor``, cached in ``consts`` (a Python-number factor)."""
+    key = (name, factor)
+    out = consts.get(key)
+    if out is None:
+        out = consts[key] = consts[name] * factor
+    return out
+
+
+def _safe_sqrt(var: Tensor) -> Tensor:
+    """√var with var clamped at a tiny floor, so the gradient stays finite at zero variance."""
+    return var.clamp_min(1e-30).sqrt()

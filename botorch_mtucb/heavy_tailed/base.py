@@ -1,0 +1,388 @@
+"""Shared plumbing of :class:`TruncatedGP` and :class:`AdaptiveTruncationGP`.
+
+Input validation, finite arm sets (index lookup and kernel matrix), append-only row storage,
+cheap model copies, the primary state behind ``state_dict`` / ``.to`` and the BoTorch
+posterior wrapper (``check_float_conditioning`` and ``spectral_ridge`` are re-exported from
+:mod:`botorch_mtucb.linalg`, where they live now). The
+algorithms themselves live in ``truncated_gp.py`` and ``adaptive_truncation_gp.py``.
+
+Hot-path rules: posterior evaluations do no validation and no host synchronisation (inputs are
+validated at construction and at ``condition_on_observations``); the arm lookup of a candidate
+tensor is cached (by storage, shape, strides and version counter), so evaluating the same
+candidate set every round costs a few attribute reads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from botorch.models.model import FantasizeMixin, Model
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.distributions import MultivariateNormal
+from gpytorch.kernels import Kernel
+from linear_operator import to_linear_operator
+from torch import Tensor
+
+from botorch_mtucb.heavy_tailed.arms import (
+    ArmSet,
+    RowBuffer,
+    _exact_buffer,
+    _map_tensors,
+    _needs_grad,
+    check_training_data,
+    shallow_copy_model,
+)
+from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch, fantasize
+from botorch_mtucb.linalg.precision import MAX_EPS_KAPPA, check_float_conditioning  # noqa: F401
+from botorch_mtucb.linalg.ridge import spectral_ridge
+from botorch_mtucb.utils.batched_data import has_batched_training_data
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = [
+    "ArmSet",
+    "HeavyTailedBatch",
+    "HeavyTailedModel",
+    "RowBuffer",
+    "check_float_conditioning",
+    "check_training_data",
+    "shallow_copy_model",
+    "spectral_ridge",
+]
+
+class HeavyTailedModel(Model, FantasizeMixin):
+    """Common base: single output, posterior built from a mean and a covariance.
+
+    A model holds one ``t x d`` history. Batched training data (``train_X`` ``batch x N x d``,
+    ``train_Y`` ``batch x N x 1``) makes the constructor (:meth:`__new__`) return a
+    :class:`HeavyTailedBatch` of ``batch`` members, member ``i`` built, fitted and truncated on
+    its own slice ``(train_X[i], train_Y[i])`` with every other argument as given (a loop over
+    the members, not over observations): ``batch_shape == batch``, but not an instance of the
+    model class.
+
+    State shared by both models: the regulariser ``lam``, the number of observations ``_t``,
+    raw rewards in a :class:`RowBuffer` and either inputs (``_X_buf``) or arm indices
+    (``_idx_buf``) in another. The *primary* state (scalars named in ``_STATE``, the training
+    data, the arm set and what a subclass adds in :meth:`_extra_primary`) is what
+    ``state_dict()`` holds (as ``_extra_state``) and what ``.to()`` moves; everything else
+    (factors, caches) is rebuilt from it by :meth:`_build`. Factors live in the working dtype
+    ``_cdtype`` (:func:`~botorch_mtucb.linalg.working_dtype`: the data's, or float64 where the
+    data's would be inaccurate); results are returned in the data's dtype ``_dtype``.
+    """
+
+    _num_outputs = 1
+    fantasize = fantasize
+    _STATE: tuple[str, ...] = ("alpha", "v", "lam", "delta", "B", "constants", "truncate")
+    #: Per-observation keywords that batched training data may batch too (``batch x N``).
+    _PER_MEMBER_KWARGS: tuple[str, ...] = ("dictionary_variances",)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Batched ``train_X`` / ``train_Y`` (either with more than 2 dimensions): a
+        :class:`HeavyTailedBatch` of per-slice members
+        (:meth:`HeavyTailedBatch.from_batched_data`); otherwise a plain instance."""
+        if has_batched_training_data(args, kwargs):
+            return HeavyTailedBatch.from_batched_data(cls, args, kwargs)
+        return super().__new__(cls)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_load_state_dict_post_hook(_apply_loaded_state)
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    # ------------------------------------------------------------------ state
+    def get_extra_state(self) -> dict[str, Any]:
+        """The primary state (copies): scalars, ``X``, raw ``y``, arms, subclass extras."""
+        arms = self._arms
+        return {
+            "scalars": {k: getattr(self, k) for k in self._STATE},
+            "X": self.train_X.detach().clone(),
+            "y": self._y_buf.view(self._t).detach().clone(),
+            "arms": None if arms is None else arms.points.clone(),
+            "by_index": None if arms is None else arms.by_index,
+            **self._extra_primary(),
+        }
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        """Keep ``state`` until the sub-modules are loaded too (then :meth:`_import_state`)."""
+        self.__dict__["_pending_state"] = state
+
+    def _extra_primary(self) -> dict[str, Any]:
+        return {}
+
+    def _import_state(self, state: dict[str, Any]) -> None:
+        """Replace the whole model state by ``state`` and rebuild factors and caches."""
+        self._check_state(state)  # before anything changes
+        self.__dict__.update(state["scalars"])
+        arms = None if state["arms"] is None else ArmSet(state["arms"], state["by_index"])
+        X, y = state["X"], state["y"]
+        self.__dict__.pop("_kern64", None)
+        self._init_data(X, y, arms, self._arm_kernel())
+        self._import_extra(state)
+        with torch.no_grad():
+            self._build()
+
+    def _import_extra(self, state: dict[str, Any]) -> None:
+        pass
+
+    def _check_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def _arm_kernel(self) -> Kernel | None:
+        raise NotImplementedError  # pragma: no cover
+
+    def _build(self) -> None:
+        """Factors and caches from the primary state."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _apply(self, fn, *args, **kwargs):
+        """``.to`` / ``.float()`` / ``.cuda()``: sub-modules move, the primary state is moved
+        with ``fn`` and the factors are rebuilt in the new dtype / on the new device (under
+        the float32 policy of :func:`~botorch_mtucb.linalg.working_dtype`)."""
+        if "_t" not in self.__dict__:  # not built yet
+            return super()._apply(fn, *args, **kwargs)
+        probe = self._y_buf.data[:1]
+        moved = fn(probe)
+        if moved.dtype == probe.dtype and moved.device == probe.device:  # e.g. acqf.to(X)
+            return super()._apply(fn, *args, **kwargs)  # nothing to rebuild (no copy, no sync)
+        state = self.get_extra_state()
+        super()._apply(fn, *args, **kwargs)
+        self._import_state(_map_tensors(state, fn))
+        return self
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """Always ``torch.Size([])`` (batched data gives a :class:`HeavyTailedBatch`)."""
+        return torch.Size([])
+
+    @property
+    def noise(self) -> Tensor:
+        """The regulariser ``λ`` as a 0-dim tensor (:class:`RegularisedModel`; do not modify)."""
+        return self._lam_t
+
+    @property
+    def num_observations(self) -> int:
+        """Number of observations ``t``."""
+        return self._t
+
+    @property
+    def train_X(self) -> Tensor:
+        """``t x d`` inputs in round order (arm coordinates on a finite arm set)."""
+        if self._arms is not None:
+            return self._arms.points[self._idx_buf.view(self._t)]
+        return self._X_buf.view(self._t)
+
+    @property
+    def train_Y(self) -> Tensor:
+        """``t x 1`` raw rewards in round order (the centre ``loc`` added back)."""
+        return self._y_buf.view(self._t).unsqueeze(-1) + self._loc
+
+    @property
+    def location(self) -> float:
+        """The centre ``loc`` subtracted from the rewards (0 without centring)."""
+        return self._loc
+
+    def _init_data(self, X: Tensor, y: Tensor, arms: ArmSet | None, kernel: Kernel | None) -> None:
+        """Store the training data (copied into :class:`RowBuffer` s) and the arm set."""
+        self._arms, self._t, self._dtype = arms, X.shape[0], X.dtype
+        self._cdtype = X.dtype  # the working dtype; a subclass's _build may raise it
+        self._lam_t = torch.tensor(self.lam, dtype=X.dtype, device=X.device)
+        self._y_buf = RowBuffer(y)
+        if arms is not None:
+            self._idx_buf = RowBuffer(arms.index(X, "train_X", kernel))
+            self._X_buf = None
+        else:
+            self._X_buf, self._idx_buf = RowBuffer(X), None
+
+    _loc = 0.0  # the data-driven modes centre the rewards: stored ``y − loc``
+
+    def _moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """:meth:`_centred_moments` with the centre ``loc`` added back to the mean."""
+        mean, var = self._centred_moments(X, full)
+        return (mean, var) if self._loc == 0.0 else (mean + self._loc, var)
+
+    def _centred_moments(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """Mean ``... x q`` and covariance ``... x q x q`` (``full``) or variance ``... x q``
+        of the centred rewards."""
+        raise NotImplementedError  # pragma: no cover
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform=None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        """Joint posterior at ``batch_shape x q x d`` inputs (mean ``batch_shape x q x 1``).
+
+        Args:
+            X: ``batch_shape x q x d`` test points (cast to the model's dtype).
+            output_indices: Only ``None`` or ``[0]`` (single output).
+            observation_noise: If ``True``, add ``λ`` to the diagonal.
+            posterior_transform: Optional BoTorch posterior transform.
+        """
+        if output_indices not in (None, [0]):
+            raise ValueError(f"This model has a single output; got {output_indices}.")
+        mean, cov = self._moments_out(X, full=True)
+        post = self._make_posterior(mean, cov, self.lam, observation_noise)
+        return post if posterior_transform is None else posterior_transform(post)
+
+    def mean_and_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Marginal posterior mean and variance at ``batch_shape x q x d`` inputs.
+
+        The fast path of :class:`HeavyTailedUCB` (no joint covariance, no posterior object,
+        no host synchronisation). On the whole arm set in order the results may be views of
+        the model's state: do not modify them in place.
+
+        Returns:
+            ``(mean, variance)``, each ``batch_shape x q``.
+        """
+        return self._moments_out(X, full=False)
+
+    def _moments_out(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:
+        """:meth:`_moments` at checked inputs, returned in the data's dtype."""
+        mean, cov = self._moments(self._check_test_inputs(X), full)
+        if self._cdtype != self._dtype:
+            return mean.to(self._dtype), cov.to(self._dtype)
+        return mean, cov
+
+    def _check_test_inputs(self, X: Tensor) -> Tensor:
+        """Shape check (no data-dependent check: this is the hot path) and dtype cast."""
+        d = self._arms.points.shape[-1] if self._arms is not None else self._X_buf.data.shape[-1]
+        if X.dim() < 2 or X.shape[-1] != d:
+            raise ValueError(
+                f"`X` must have shape batch_shape x q x d with d = {d}, got {tuple(X.shape)}."
+            )
+        return X if X.dtype == self._cdtype else X.to(self._cdtype)
+
+    def _arm_index(self, X: Tensor) -> tuple[Tensor, bool]:
+        """Arm indices of test inputs and whether they are all arms in order (no sync when the
+        candidate tensor was seen before; a first sight validates it)."""
+        idx, whole, valid = self._arms.lookup(X)
+        if not valid:
+            raise ValueError(self._arms._message("X"))
+        return idx, whole
+
+    @staticmethod
+    def _make_posterior(
+        mean: Tensor, cov: Tensor, noise: float, observation_noise: bool | Tensor
+    ) -> GPyTorchPosterior:
+        """``GPyTorchPosterior`` from ``... x q`` mean and ``... x q x q`` covariance.
+
+        ``observation_noise=True`` adds the regulariser ``λ`` (the Gaussian noise variance of
+        the GP interpretation) to the diagonal.
+        """
+        if isinstance(observation_noise, Tensor):
+            raise ValueError("`observation_noise` must be a bool for this model.")
+        if observation_noise:
+            cov = cov + noise * torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
+        # Lazy covariance: no eager Cholesky (joint covariances over arms are often singular).
+        return GPyTorchPosterior(MultivariateNormal(mean, to_linear_operator(cov)))
+
+    def _check_condition_inputs(self, X: Tensor, Y: Tensor) -> tuple[Tensor, Tensor]:
+        """Shapes and the cast to the model's dtype (finiteness is checked by the caller)."""
+        d = self._arms.points.shape[-1] if self._arms is not None else self._X_buf.data.shape[-1]
+        if X.dim() != 2 or X.shape[-1] != d:
+            raise ValueError(f"`X` must be an n x d matrix with d = {d}, got {tuple(X.shape)}.")
+        if Y.dim() != 2 or Y.shape != (X.shape[0], 1):
+            raise ValueError(
+                f"`Y` must have shape ({X.shape[0]}, 1) to match `X`, got {tuple(Y.shape)}."
+            )
+        dt = self._dtype
+        return (X if X.dtype == dt else X.to(dt)), (Y if Y.dtype == dt else Y.to(dt))
+
+    def _appended_copy(
+        self, X: Tensor, Y: Tensor, arm_kernel: Kernel | None = None
+    ) -> tuple[HeavyTailedModel, Tensor, Tensor, Tensor | None, tuple | None]:
+        """Checked shallow copy with ``(X, Y)`` appended (the start of every conditioning).
+
+        Validation costs one host sync. On a finite arm set with a few rows, ``X`` and ``Y``
+        are read to the host in that sync and the arms are found by exact match (a tolerance
+        search only for rows that are not bit-identical to an arm).
+
+        Returns:
+            ``(new, X, y, idx, host)``: the copy, ``X`` in the model's dtype, the ``n``
+            rewards as a vector, the arm indices of ``X`` (``None`` without arms, and for the
+            host path) and, for the host path, ``(arm indices, rewards)`` as Python lists.
+        """
+        X, Y = self._check_condition_inputs(X, Y)
+        if _needs_grad(X, Y) and not self._differentiable_conditioning():
+            raise NotImplementedError(
+                f"{type(self).__name__} cannot propagate gradients through "
+                "`condition_on_observations` here (finite arms or per-direction truncation). "
+                "Evaluate look-ahead acquisitions (qKnowledgeGradient, ...) under torch.no_grad() "
+                "(optimize_acqf_discrete does), or use TruncatedGP on a continuous domain."
+            )
+        n, y, t = X.shape[0], Y[:, 0], self._t
+        idx = host = None
+        if self._arms is not None and n <= 64:
+            rows = torch.cat([X, Y], dim=-1).tolist()  # the one sync
+            if not all(math.isfinite(v) for row in rows for v in row):
+                check_finite(X, "X")
+                check_finite(Y, "Y")
+            idx_list = self._arms.index_rows([row[:-1] for row in rows])
+            y_list = [row[-1] for row in rows]
+            host = (idx_list, y_list)
+            if n == 1:
+                state = {
+                    "_y_buf": self._y_buf.appended_value(t, y_list[0]),
+                    "_idx_buf": self._idx_buf.appended_value(t, idx_list[0]),
+                }
+            else:
+                idx_t = torch.tensor(idx_list, dtype=torch.long, device=X.device)
+                state = {"_y_buf": self._y_buf.appended(t, y),
+                         "_idx_buf": self._idx_buf.appended(t, idx_t)}
+        elif self._arms is None and _needs_grad(X, Y):  # fresh buffers: autograd-safe
+            check_finite(X, "X")
+            check_finite(Y, "Y")
+            state = {"_y_buf": _exact_buffer(self._y_buf.view(t), y),
+                     "_X_buf": _exact_buffer(self._X_buf.view(t), X)}
+        else:
+            check_finite(Y, "Y")
+            state = {"_y_buf": self._y_buf.appended(t, y)}
+            if self._arms is not None:
+                idx = self._arms.index(X, "X", arm_kernel)
+                state["_idx_buf"] = self._idx_buf.appended(t, idx)
+            else:
+                check_finite(X, "X")
+                state["_X_buf"] = self._X_buf.appended(t, X)
+        state["_t"] = t + n
+        new = shallow_copy_model(self)
+        new.__dict__.update(state)
+        return new, X, y, idx, host
+
+    def _differentiable_conditioning(self) -> bool:
+        return False
+
+    def _condition_batched(self, X: Tensor, Y: Tensor, kwargs: dict) -> HeavyTailedBatch | None:
+        """Batched ``condition_on_observations`` (``None`` for plain ``n x d`` / ``n x 1``).
+
+        ``X`` is ``batch x q x d`` and ``Y`` ``num_fantasies x batch x q x 1`` (any shapes
+        that broadcast): every batch member is the model conditioned on its own slice.
+        """
+        if kwargs.get("noise") is not None:
+            raise ValueError(
+                f"{type(self).__name__} has no per-observation noise: `noise` must be None."
+            )
+        if X.dim() <= 2 and Y.dim() <= 2:
+            return None
+        return HeavyTailedBatch([self], torch.Size([])).condition_on_observations(X, Y, **kwargs)
+
+    def subset_output(self, idcs: list[int]) -> Model:
+        if list(idcs) != [0]:
+            raise ValueError(f"This model has a single output; got output indices {idcs}.")
+        return self
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - not used
+        raise NotImplementedError("Use `posterior`.")
+
+
+def _apply_loaded_state(module: HeavyTailedModel, incompatible_keys: Any) -> None:
+    """``load_state_dict`` post-hook: rebuild from the loaded primary state."""
+    state = module.__dict__.pop("_pending_state", None)
+    if state is not None:
+        module._import_state(state)

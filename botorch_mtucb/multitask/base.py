@@ -1,0 +1,394 @@
+"""The shared base of the multi-task GPs: BoTorch plumbing around a posterior solver."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from botorch.acquisition.objective import PosteriorTransform
+from botorch.exceptions.errors import BotorchTensorDimensionError
+from botorch.models.gpytorch import BatchedMultiOutputGPyTorchModel
+from botorch.models.model import FantasizeMixin
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform
+from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.constraints import GreaterThan
+from gpytorch.distributions import MultitaskMultivariateNormal
+from gpytorch.likelihoods import MultitaskGaussianLikelihood
+from gpytorch.means import Mean, MultitaskMean
+from gpytorch.models import ExactGP
+from torch import Tensor
+
+from botorch_mtucb.kernels.base import MultiTaskKernel
+from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.linalg.icm_likelihood import ICMMultitaskMultivariateNormal
+from botorch_mtucb.linalg.precision import working_dtype
+from botorch_mtucb.multitask.conditioning import MultiTaskConditioningMixin
+from botorch_mtucb.multitask.likelihoods import FixedNoiseMultitaskGaussianLikelihood
+from botorch_mtucb.multitask.solver_cache import SolverCacheMixin
+from botorch_mtucb.multitask.solvers.exact import (
+    MultiTaskSolver,
+    dense,
+)
+from botorch_mtucb.multitask.utils import (
+    ZeroMultitaskMean,
+    joint_task_mvn,
+    validate_train_data,
+)
+from botorch_mtucb.settings import check_test_inputs
+from botorch_mtucb.utils.validation import check_finite
+
+__all__ = ["MultiTaskGPBase", "ZeroMultitaskMean"]
+
+
+class MultiTaskGPBase(
+    SolverCacheMixin,
+    MultiTaskConditioningMixin, BatchedMultiOutputGPyTorchModel, ExactGP, FantasizeMixin
+):
+    """BoTorch plumbing shared by the exact (MT-KB) and Nyström (MT-BKB) multi-task GPs.
+
+    Training data, noise η, transforms, the prior (used by ``ExactMarginalLogLikelihood``), the
+    cached posterior solver, ``posterior`` / ``task_posterior`` / ``projected_task_posterior``
+    and ``condition_on_observations``. A subclass declares how its posterior is computed by
+    implementing two methods:
+
+    * :meth:`_build_solver` — the :class:`~botorch_mtucb.multitask.solvers.exact.MultiTaskSolver` for
+      the current training data and hyperparameters;
+    * :meth:`_after_conditioning` — what a conditioned copy inherits from this model (e.g. an
+      extended factorisation, or the variances its dictionary is drawn from).
+
+    and may refine :meth:`_working_dtype` (the precision of the factorisation) and
+    :meth:`_deepcopy_memo` (objects that conditioned copies share).
+    """
+
+    _supports_batched_models = True
+    _supports_cache_root = False  # the tasks are coupled (as BoTorch's MultiTaskGP)
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        covar_module: MultiTaskKernel | None = None,
+        noise: float | Tensor = 0.1,
+        learn_noise: bool = False,
+        input_transform: InputTransform | None = None,
+        outcome_transform: OutcomeTransform | None = None,
+        mean_module: Mean | None = None,
+        train_Yvar: Tensor | None = None,
+    ) -> None:
+        """Validate the data and build the GPyTorch parts (see the subclasses' arguments)."""
+        validate_train_data(train_X, train_Y, allow_batch=True)
+        if train_Yvar is not None:
+            check_finite(train_Yvar, "train_Yvar")
+            if train_Yvar.shape != train_Y.shape or not bool((train_Yvar > 0).all()):
+                raise ValueError(
+                    "`train_Yvar` must hold positive noise variances of the shape of `train_Y` "
+                    f"{tuple(train_Y.shape)}, got shape {tuple(train_Yvar.shape)}."
+                )
+            if learn_noise:
+                raise ValueError("`learn_noise=True` contradicts a known `train_Yvar`.")
+        noise_t = torch.as_tensor(noise, dtype=train_X.dtype, device=train_X.device)
+        if noise_t.numel() != 1 or not torch.isfinite(noise_t) or noise_t.item() <= 0:
+            raise ValueError(f"`noise` (η) must be a positive finite scalar, got {noise!r}.")
+        n = train_Y.shape[-1]
+        d = train_X.shape[-1]
+        with torch.no_grad():
+            transformed_X = self.transform_inputs(X=train_X, input_transform=input_transform)
+        if outcome_transform is not None:
+            outcome_transform.train()
+            train_Y, train_Yvar = outcome_transform(train_Y, train_Yvar, X=transformed_X)
+        if covar_module is None:
+            covar_module = ICMKernel(
+                get_covar_module_with_dim_scaled_prior(ard_num_dims=transformed_X.shape[-1]),
+                num_tasks=n,
+                rank=n,
+            )
+        if not isinstance(covar_module, MultiTaskKernel):
+            raise ValueError(
+                "`covar_module` must be a botorch_mtucb multi-task kernel (e.g. ICMKernel), "
+                f"got {type(covar_module).__name__}."
+            )
+        if covar_module.num_tasks != n:
+            raise ValueError(
+                f"`covar_module` has num_tasks={covar_module.num_tasks} but `train_Y` has "
+                f"{n} columns."
+            )
+        self._num_outputs = n
+        self._input_batch_shape = train_X.shape[:-2]
+        self._aug_batch_shape = train_X.shape[:-2]
+        if train_Yvar is None:
+            likelihood = MultitaskGaussianLikelihood(
+                num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
+                noise_constraint=GreaterThan(1e-9),
+            )
+        else:
+            likelihood = FixedNoiseMultitaskGaussianLikelihood(train_Yvar)
+        ExactGP.__init__(self, train_X, train_Y, likelihood)
+        if train_Yvar is None:
+            self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
+            self.likelihood.raw_noise.requires_grad_(learn_noise)
+        self.learn_noise = learn_noise
+        self._zero_mean = mean_module is None  # the paper's estimator: skip adding zeros
+        if mean_module is None:
+            mean_module = ZeroMultitaskMean(num_tasks=n)
+        elif not isinstance(mean_module, MultitaskMean):
+            mean_module = MultitaskMean(mean_module, num_tasks=n)
+        self.mean_module = mean_module
+        self.covar_module = covar_module
+        if input_transform is not None:
+            self.input_transform = input_transform
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        self._solver_cache: tuple[tuple, MultiTaskSolver] | None = None
+        # batched blocks (fantasies) this model was conditioned on: (X, Y, noise), transformed
+        self._conditioned_blocks: list[tuple[Tensor, Tensor, Tensor | None]] = []
+        self._d = d
+        self._base_batch_shape = train_X.shape[:-2]  # of the data the model was built with
+        self._validate_batch(train_X)
+        self.to(train_X)
+        if train_Yvar is None:
+            self.likelihood.noise = noise_t.reshape(1)
+
+    def _validate_batch(self, train_X: Tensor) -> None:
+        """Hook: refuse batched training data where a subclass cannot handle it."""
+
+    # ------------------------------------------------------------------ GPyTorch
+    def forward(self, x: Tensor) -> MultitaskMultivariateNormal:
+        """Prior ``MultitaskMultivariateNormal`` at ``x: batch x N x d`` (used for fitting).
+
+        An ``ICMMultitaskMultivariateNormal``: for ICM kernels with the homoscedastic noise its
+        ``log_prob`` (the exact MLL) costs one ``eigh`` of the ``N x N`` kernel matrix.
+        """
+        if self.training:
+            x = self.transform_inputs(x)
+        return ICMMultitaskMultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def known_noise(self) -> bool:
+        """Whether the noise variances are given per observation (``train_Yvar``)."""
+        return isinstance(self.likelihood, FixedNoiseMultitaskGaussianLikelihood)
+
+    @property
+    def noise(self) -> Tensor:
+        """The regulariser η (a scalar tensor, in the outcome-transformed space).
+
+        With known noise (``train_Yvar``) the average of the noise variances.
+        """
+        if self.known_noise:
+            return self.likelihood.noise.mean()
+        return self.likelihood.noise.reshape(())
+
+    def _noise_diagonal(self, rows: int) -> Tensor:
+        """The noise of the first ``rows`` training rows: η (0-dim) when homoscedastic, else
+        the interleaved ``rows·n`` variances (constant known noise keeps the fast path)."""
+        if not self.known_noise:
+            return self.noise
+        Yvar = self.likelihood.noise
+        Yvar = Yvar[(0,) * (Yvar.dim() - 2)][:rows]
+        if bool((Yvar == Yvar.reshape(-1)[0]).all()):
+            return Yvar.reshape(-1)[0]
+        return Yvar.reshape(-1)
+
+    def _observation_noise(self, mean: Tensor, observation_noise: bool | Tensor) -> bool | Tensor:
+        """``observation_noise=True`` of a known-noise model: each task's average variance."""
+        if observation_noise is True and self.known_noise:
+            Yvar = self.likelihood.noise
+            return Yvar.reshape(-1, Yvar.shape[-1]).mean(0).expand(mean.shape)
+        return observation_noise
+
+    @property
+    def num_tasks(self) -> int:
+        return self._num_outputs
+
+    @property
+    def uses_icm_fast_path(self) -> bool:
+        """Whether the posterior uses the ICM eigen identity (no ``nt x nt`` system)."""
+        return self.covar_module.icm_components() is not None
+
+    def _train_resid(self) -> Tensor:
+        X = self.train_inputs[0]
+        if self._zero_mean:
+            return self.train_targets
+        return self.train_targets - self.mean_module(X)
+
+    def _prior_mean(self, X: Tensor, mean: Tensor) -> Tensor:
+        """``mean`` plus the prior mean at ``X`` (nothing to add for the zero prior)."""
+        return mean if self._zero_mean else mean + self.mean_module(X)
+
+    def _working_dtype(self, X: Tensor) -> torch.dtype:
+        """Dtype of the factorisation (:func:`~botorch_mtucb.linalg.working_dtype`).
+
+        κ ≤ (tr Γ(X, X) + η)/η bounds the condition number of ``G_t + ηI``.
+        """
+        if X.dtype == torch.float64:
+            return X.dtype
+        with torch.no_grad():
+            trace = dense(self.covar_module.forward(X, X, diag=True)).sum(-1).max()
+            eta = self._noise_diagonal(X.shape[-2]).min()
+            kappa = float((trace + eta) / eta)
+        return working_dtype(X.dtype, kappa, f"{type(self).__name__}'s posterior")
+
+    def _solver_inputs(
+        self, X: Tensor, resid: Tensor | None = None
+    ) -> tuple[MultiTaskKernel, Tensor, Tensor, Tensor]:
+        """Kernel, training inputs, residuals and η in the working dtype of the factorisation."""
+        resid = self._train_resid() if resid is None else resid
+        noise = self._noise_diagonal(X.shape[-2])
+        cdt = self._working_dtype(X)
+        kernel = self.covar_module
+        if cdt != X.dtype:  # a float64 copy of the kernel: accurate, no hyperparameter grads
+            kernel = copy.deepcopy(kernel).to(cdt)
+            X, resid, noise = X.to(cdt), resid.detach().to(cdt), noise.detach().to(cdt)
+        return kernel, X, resid, noise
+
+    # ------------------------------------------------------------------ state
+    def _extract_targets_and_noise(self) -> tuple[Tensor, Tensor | None]:
+        """Targets ``batch_shape x N x n`` (this model stores them so) for BoTorch's
+        ``load_state_dict(keep_transforms=True)``, which assumes another layout by default."""
+        return self.train_targets, None
+
+    def _restore_targets_and_noise(self, Y: Tensor, Yvar: Tensor | None, strict: bool) -> None:
+        self.set_train_data(targets=Y, strict=strict)
+        self._solver_cache = None
+
+    def load_state_dict(self, state_dict, strict: bool = True, keep_transforms: bool = True,
+                        assign: bool = False) -> None:
+        """BoTorch's ``load_state_dict`` (transforms kept by default); drops the solver cache."""
+        super().load_state_dict(state_dict, strict=strict, keep_transforms=keep_transforms,
+                                assign=assign)
+        self._solver_cache = None
+
+    # ------------------------------------------------------------------ posterior
+    def _check_X(self, X: Tensor) -> Tensor:
+        """Shape check of test inputs, returned in the model's dtype.
+
+        NaN / inf are checked only under :class:`botorch_mtucb.settings.check_test_inputs`
+        (the check reads the tensor on the host, so it stays off the acquisition hot path).
+        """
+        if X.dim() < 2 or X.shape[-1] != self._d:
+            raise BotorchTensorDimensionError(
+                f"`X` must have shape `batch_shape x q x {self._d}`, got {tuple(X.shape)}."
+            )
+        if check_test_inputs.on():
+            check_finite(X, "X")
+        if self.training:  # before any input transform: in train mode they may learn bounds
+            self.eval()
+        return X.to(self.train_targets.dtype)
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        """Exact joint posterior over ``q`` points and ``n`` tasks.
+
+        Args:
+            X: ``batch_shape x q x d`` inputs.
+            output_indices: Tasks to keep (all by default).
+            observation_noise: If ``True``, add η to the diagonal; if a tensor of shape
+                ``batch_shape x q x n``, add it as (outcome-transformed) noise variances.
+            posterior_transform: Applied last (e.g. ``ScalarizedPosteriorTransform``).
+
+        Returns:
+            ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
+            ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
+        """
+        X = self.transform_inputs(self._check_X(X))
+        mean, cov = self._predict(X, full_cov=True)
+        mean = self._prior_mean(X, mean)
+        observation_noise = self._observation_noise(mean, observation_noise)
+        mvn = joint_task_mvn(mean, cov, self.noise, observation_noise, output_indices)
+        posterior = GPyTorchPosterior(distribution=mvn)
+        if hasattr(self, "outcome_transform"):
+            if output_indices is not None:
+                raise NotImplementedError(
+                    "`output_indices` together with an outcome transform is not supported."
+                )
+            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
+        if posterior_transform is not None:
+            posterior = posterior_transform(posterior)
+        return posterior
+
+    def task_posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and per-point ``n x n`` task covariance Γ_t(x, x).
+
+        The fast path used by :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`: for
+        ``q = 1`` this is the whole posterior, and no cross-point covariance is formed.
+
+        Args:
+            X: ``batch_shape x q x d`` inputs.
+
+        Returns:
+            ``(mean, task_covar)`` of shapes ``batch_shape x q x n`` and
+            ``batch_shape x q x n x n``, in the original outcome scale.
+        """
+        X = self._check_X(X)
+        tf = self._standardize_or_none(X)
+        if tf is False:
+            post = self.posterior(X.unsqueeze(-2))
+            n = self.num_tasks
+            return post.mean.squeeze(-2), post.mvn.covariance_matrix.reshape(
+                *X.shape[:-1], n, n
+            )
+        Xt = self.transform_inputs(X)
+        mean, blocks = self._predict(Xt, full_cov=False)
+        mean = self._prior_mean(Xt, mean)
+        if tf is not None:
+            std = tf.stdvs  # [batch_shape x] 1 x n
+            mean = mean * std + tf.means
+            blocks = blocks * std.unsqueeze(-1) * std.unsqueeze(-2)
+        return mean, blocks
+
+    def projected_task_posterior(self, X: Tensor, directions: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and the variances ``wᵀ Γ_t(x, x) w`` along given task directions.
+
+        What the directional UCBs need (paper 000, App. B.1: Chebyshev takes ``W = I``, the
+        per-task variances σ_i²; linear takes ``W = λ``), without forming the ``n x n`` blocks:
+        on the ICM path ``wᵀΓ_t(x, x)w = Σ_i s_i(x) (u_iᵀ w)²``.
+
+        Args:
+            X: ``batch_shape x q x d`` inputs.
+            directions: ``n x k`` matrix ``W`` of directions, in the original outcome scale.
+
+        Returns:
+            ``(mean, quad)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x k``.
+        """
+        X = self._check_X(X)
+        fast = self._projected_predictor(directions)  # frozen ICM path, cached per solver
+        if fast is not None:
+            return fast(X)
+        tf = self._standardize_or_none(X)
+        if tf is False:
+            mean, blocks = self.task_posterior(X)
+            return mean, torch.einsum("...ab,ak,bk->...k", blocks, directions, directions)
+        Xt = self.transform_inputs(X)
+        W = directions.to(X)
+        if tf is not None:
+            W = tf.stdvs.transpose(-1, -2) * W  # [batch_shape x] n x k
+        solver = self.solver()
+        mean, quad = solver.projected_variances(Xt.to(solver.dtype), W.to(solver.dtype))
+        mean, quad = mean.to(X.dtype), quad.to(X.dtype)
+        mean = self._prior_mean(Xt, mean)
+        if tf is not None:
+            mean = mean * tf.stdvs + tf.means
+        return mean, quad
+
+    def information_gain(self) -> Tensor:
+        """½ log det(I_{nt} + η⁻¹ G_t): the information gain of the training data.
+
+        By Lemma 4 of paper 000, twice this equals Σ_s log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)).
+        Computed on the outcome-transformed scale (where η lives).
+        """
+        return self.solver().information_gain()
+
+    def subset_output(self, idcs: list[int]) -> MultiTaskGPBase:
+        """Not supported: the tasks are coupled, so a subset model would lose information."""
+        raise NotImplementedError(
+            f"{type(self).__name__} couples its tasks; use `posterior(X, output_indices=...)`."
+        )

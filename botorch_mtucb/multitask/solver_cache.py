@@ -1,0 +1,205 @@
+"""The cached posterior solver of the multi-task GPs (mixed into ``MultiTaskGPBase``).
+
+A solver (:mod:`botorch_mtucb.multitask.solvers.exact`) holds the factorisation for one training set
+and one set of hyperparameters. It is built on the first posterior call and reused while
+nothing it depends on changed: the training tensors (identity, storage, version counter) and
+the values of every parameter and buffer, compared in one flattened comparison per dtype. The
+list of those tensors (and flat views of them) is itself reused until some module (re)assigns a
+parameter, buffer or submodule (PyTorch's global registration hooks bump :data:`_STATE_EPOCH`),
+a tensor's storage is swapped or the model is moved (``_apply``), so a posterior call does not
+walk the module tree.
+
+The acquisition hot path's frozen predictors
+(:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, see :meth:`_projected_predictor`)
+are cached on the solver, so they are invalidated exactly when it is. On a GPU the value
+comparison is one host synchronisation per posterior call (no version counter sees GPyTorch's
+``.data`` writes, so values are the only reliable key).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Any, Self
+
+import torch
+from botorch.models.transforms.input import AffineInputTransform
+from botorch.models.transforms.outcome import Standardize
+from gpytorch import settings as gpt_settings
+from gpytorch.means import ConstantMean
+from torch import Tensor
+from torch.nn.modules import module as module_hooks
+
+from botorch_mtucb.linalg.icm import ProjectedICMPredictor
+from botorch_mtucb.multitask.solvers.exact import MultiTaskSolver
+
+__all__ = ["SolverCacheMixin"]
+
+#: Bumped whenever any module (re)assigns a parameter, buffer or submodule: the models' list of
+#: state tensors (for the solver cache key) is then collected again, and otherwise reused
+#: instead of walking the module tree on every posterior call.
+_STATE_EPOCH = [0]
+
+
+def _bump_state_epoch(*args: Any) -> None:
+    _STATE_EPOCH[0] += 1
+
+
+for _register in (
+    module_hooks.register_module_buffer_registration_hook,
+    module_hooks.register_module_parameter_registration_hook,
+    module_hooks.register_module_module_registration_hook,
+):
+    _register(_bump_state_epoch)
+
+
+def _flat_view(v: Tensor) -> Tensor | Callable[[], Tensor]:
+    """A flat detached view of ``v`` sharing its storage, or (not contiguous) a reader."""
+    if v.is_contiguous():
+        return v.detach().view(-1)
+    return lambda: v.detach().reshape(-1)
+
+
+def _plain_affine(tf: AffineInputTransform, d: int) -> bool:
+    """Whether ``tf`` applies ``(x − offset)/coefficient`` to all ``d`` inputs in eval mode."""
+    return (
+        getattr(tf, "indices", None) is None and not tf.reverse and tf.transform_on_eval
+        and tf.transform_on_fantasize and tf.coefficient.numel() == d and tf.offset.numel() == d
+    )
+
+
+class SolverCacheMixin:
+    """``solver()`` with its cache; subclasses implement :meth:`_build_solver`."""
+
+    def _cache_key(self) -> tuple[tuple, tuple[Tensor, ...]]:
+        """What the solver depends on: the training data and every parameter and buffer.
+
+        The training tensors are identified by identity, storage and version counter (no
+        device work); the hyperparameters by value, flattened into one tensor per dtype so
+        that the check is one comparison per dtype (GPyTorch's setters write through
+        ``.data``, which does not bump version counters). The flat views of the
+        state tensors are kept with the list (they share storage, so they see in-place
+        writes); a tensor whose storage was swapped (``p.data = ...``, a deep copy) makes the
+        list be collected again.
+        """
+        X, Y = self.train_inputs[0], self.train_targets
+        data = (id(X), X._version, X.data_ptr(), X.shape, id(Y), Y._version, Y.data_ptr(), Y.shape)
+        listed = self.__dict__.get("_state_tensors")
+        if listed is None or listed[0] != _STATE_EPOCH[0] or listed[2] != [
+            v.data_ptr() for v in listed[1]
+        ]:  # a module's state was (re)assigned, or a tensor's storage was swapped
+            tensors = [*self.parameters(), *self.buffers()]
+            groups: dict[torch.dtype, list] = {}  # one cat per dtype (a mixed cat is slow)
+            for v in tensors:
+                groups.setdefault(v.dtype, []).append(_flat_view(v))
+            listed = (_STATE_EPOCH[0], tensors, [v.data_ptr() for v in tensors],
+                      list(groups.values()))
+            self.__dict__["_state_tensors"] = listed
+        return data, tuple(
+            torch.cat([v if torch.is_tensor(v) else v() for v in group]) for group in listed[3]
+        )
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Self:
+        """``.to`` / ``.double`` etc.: the solver and the listed state belong to the old tensors."""
+        self.__dict__.pop("_state_tensors", None)
+        self._solver_cache = None
+        return super()._apply(fn, *args, **kwargs)
+
+    def _cache_valid(self, key: tuple[tuple, tuple[Tensor, ...]]) -> bool:
+        if self._solver_cache is None:
+            return False
+        (old_data, old_flats), _ = self._solver_cache
+        return old_data == key[0] and len(old_flats) == len(key[1]) and all(
+            a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+            for a, b in zip(old_flats, key[1], strict=True)
+        )
+
+    @abstractmethod
+    def _build_solver(self) -> MultiTaskSolver:
+        """The posterior solver for the current data and hyperparameters (no caching)."""
+
+    def _predict(self, X: Tensor, full_cov: bool) -> tuple[Tensor, Tensor]:
+        """Solver prediction at input-transformed ``X``, in the model's dtype."""
+        solver = self.solver()
+        mean, cov = solver.predict(X.to(solver.dtype), full_cov=full_cov)
+        return mean.to(X.dtype), cov.to(X.dtype)
+
+    def solver(self) -> MultiTaskSolver:
+        """The (cached) posterior solver for the current data and hyperparameters."""
+        if self.training:
+            self.eval()
+        key = self._cache_key()
+        if not self._cache_valid(key):
+            with torch.no_grad() if gpt_settings.detach_test_caches.on() else nullcontext():
+                solver = self._build_solver()
+            for block in self._conditioned_blocks:  # a fantasy model: replay its updates
+                solver = self._update_solver(solver, *block)
+            self._solver_cache = (key, solver)  # ``key`` holds fresh tensors (torch.cat)
+        return self._solver_cache[1]
+
+    def _standardize_or_none(self, X: Tensor) -> Standardize | None | bool:
+        """The outcome transform if it is a ``Standardize`` (or ``None``); ``False`` for
+        another transform, which needs the generic ``posterior`` path."""
+        tf = getattr(self, "outcome_transform", None)
+        if tf is None or isinstance(tf, Standardize):
+            return tf
+        return False
+
+    def _projected_predictor(self, directions: Tensor) -> ProjectedICMPredictor | None:
+        """The frozen hot-path predictor of ``projected_task_posterior`` for ``directions``.
+
+        Cached on the current solver (so it is rebuilt exactly when the solver is: new data,
+        new hyperparameters or transform statistics, conditioning, ``.to``) and keyed by the
+        directions tensor (identity and version counter). ``None`` where the model has no
+        frozen path (then the general path is used).
+        """
+        solver = self.solver()
+        cache = solver.__dict__.setdefault("_predictors", {})
+        key = (id(directions), directions._version)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is directions:
+            return hit[1]
+        with torch.no_grad():
+            predictor = self._build_predictor(solver, directions)
+        if len(cache) >= 8:
+            cache.clear()
+        cache[key] = (directions, predictor)  # holds ``directions``: its id is not reused
+        return predictor
+
+    def _build_predictor(
+        self, solver: MultiTaskSolver, directions: Tensor
+    ) -> ProjectedICMPredictor | None:
+        """Fold the outcome transform, prior mean and input transform into the solver's
+        predictor; ``None`` for anything without an exact fold (general path instead)."""
+        dtype = self.train_targets.dtype
+        if solver.dtype != dtype or self.train_targets.dim() > 2:
+            return None
+        like = self.train_targets
+        n = like.shape[-1]
+        tf = self._standardize_or_none(like)
+        if tf is None:
+            scale, shift = like.new_ones(n), like.new_zeros(n)
+        elif tf is not False and tf.stdvs.numel() == n:
+            scale, shift = tf.stdvs.reshape(n).to(like), tf.means.reshape(n).to(like)
+        else:
+            return None
+        if not self._zero_mean:
+            means = getattr(self.mean_module, "base_means", None)
+            if means is None or any(
+                type(m) is not ConstantMean or m.constant.numel() != 1 for m in means
+            ):
+                return None
+            const = torch.stack([m.constant.reshape(()) for m in means]).to(like)
+            shift = const * scale + shift
+        in_affine = None
+        it = getattr(self, "input_transform", None)
+        if it is not None:
+            if not (isinstance(it, AffineInputTransform) and _plain_affine(it, self._d)):
+                return None
+            in_affine = (it.offset.reshape(-1).to(like), it.coefficient.reshape(-1).to(like))
+        return solver.projected_predictor(directions.to(like), scale, shift, in_affine)
+
+    def train(self, mode: bool = True) -> Self:
+        self._solver_cache = None
+        return super().train(mode=mode)

@@ -1,0 +1,319 @@
+r"""Posterior solvers for multi-task kernel regression (paper 000, §3.1, §3.3, Appendix A).
+
+A solver holds the factorisation of one training set under one set of hyperparameters and
+answers three questions: the posterior mean, the posterior covariance (joint over ``q``
+points and ``n`` tasks, or only the ``n x n`` block of each point) and the information gain.
+The BoTorch model chooses the solver from the kernel's structure and caches it.
+The interface :class:`MultiTaskSolver` and the helpers :func:`dense` and :func:`cross_kernel`
+are defined in ``models/_solver_base.py`` and re-exported here.
+
+* :class:`DenseSolver` — any multi-task kernel: one :class:`~botorch_mtucb.linalg.CholeskyFactor`
+  of the ``nt x nt`` matrix ``G_t + ηI`` (paper 000, eq. (1) and §3.1); conditioning extends
+  the factor by a block row.
+* :class:`ICMSolver` — Γ = k·B: the ICM rotation (:class:`~botorch_mtucb.linalg.ICMRotation`)
+  of one eigendecomposition ``K_t = W diag(a) Wᵀ``, which serves all ``n`` eigen-directions of
+  ``B`` (§3.3), plus an optional *appended block* of ``m`` points added by conditioning.
+  Direction ``i`` of the appended block is one scalar GP update of the eigen part:
+
+  .. math::
+      S_i = ξ_i K_{11} + ηI − P_1 \mathrm{diag}(w_i) P_1^T, \quad
+      k^{(0)}_i(x, X_1) = ξ_i k(x, X_1) − F(x) \mathrm{diag}(w_i) P_1^T,
+
+      m_i(x) = m^{(0)}_i(x) + k^{(0)}_i(x, X_1) S_i^{-1} (Y_1 u_i − m^{(0)}_i(X_1)), \quad
+      s_i(x) = s^{(0)}_i(x) − k^{(0)}_i(x, X_1) S_i^{-1} k^{(0)}_i(X_1, x),
+
+  with ``P_1 = k(X_1, X_0) W`` and ``w_i = ξ_i² / (ξ_i a + η)``. Each appended point costs
+  O(n t²) (one row of ``P_1`` and a block extension of the ``n`` Cholesky factors of ``S_i``)
+  instead of a new ``t x t`` eigendecomposition; once the block outgrows the eigen part the
+  model rebuilds from scratch (amortised O(t³) per doubling).
+
+All tensors follow GPyTorch's interleaved multi-task order (index ``point·n + task``).
+"""
+
+from __future__ import annotations
+
+import torch
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+from botorch_mtucb.kernels.base import MultiTaskKernel
+from botorch_mtucb.linalg.factor import CholeskyFactor
+from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor, interleave_blocks
+from botorch_mtucb.linalg.stationary import FrozenStationaryCross
+from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, cross_kernel, dense
+
+__all__ = [
+    "DenseSolver",
+    "ICMSolver",
+    "MultiTaskSolver",
+    "cross_kernel",
+    "dense",
+    "extend_solver",
+    "interleave_blocks",
+]
+
+
+class DenseSolver(MultiTaskSolver):
+    """Generic solver: Cholesky of the dense ``nt x nt`` matrix ``G_t + ηI``.
+
+    Costs O(n³t³) to build; used for kernels that are not a single separable term.
+    """
+
+    def __init__(
+        self,
+        kernel: MultiTaskKernel,
+        train_X: Tensor,
+        train_resid: Tensor,
+        noise: Tensor,
+        chol: Tensor | CholeskyFactor | None = None,
+    ) -> None:
+        self.kernel = kernel
+        self.train_X = train_X
+        self.noise = noise
+        self.num_tasks = n = train_resid.shape[-1]
+        t = train_X.shape[-2]
+        if chol is None:
+            G = dense(kernel.forward(train_X, train_X))
+            chol = CholeskyFactor.from_matrix(G + _noise_matrix(noise, n * t, G))
+        elif not isinstance(chol, CholeskyFactor):
+            chol = CholeskyFactor(chol)
+        self.factor = chol
+        self.alpha = chol.solve(train_resid.reshape(*train_resid.shape[:-2], n * t, 1))
+
+    @property
+    def chol(self) -> Tensor:
+        """The lower Cholesky factor of ``G_t + ηI``."""
+        return self.factor.L
+
+    def _solve(self, cross: Tensor) -> Tensor:
+        """``L⁻¹ crossᵀ`` as ``batch x (t·n) x (q·n)``, with one flat triangular solve."""
+        if self.factor.L.dim() > 2:  # batched training data: broadcast
+            return self.factor.solve_lower(cross.transpose(-1, -2))
+        flat = cross.reshape(-1, cross.shape[-1]).transpose(0, 1)
+        v = self.factor.solve_lower(flat)
+        return v.transpose(0, 1).reshape(cross.shape).transpose(-1, -2)
+
+    def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
+        n = self.num_tasks
+        if not full_cov and self.train_X.dim() > 2:  # batched data: blocks of the joint
+            mean, cov = self.predict(X, full_cov=True)
+            q = X.shape[-2]
+            cov = cov.reshape(*cov.shape[:-2], q, n, q, n).diagonal(dim1=-4, dim2=-2)
+            return mean, cov.movedim(-1, -3)
+        if not full_cov:  # one point per block: batch x q x 1 x d
+            mean, cov = self.predict(X.unsqueeze(-2), full_cov=True)
+            return mean.squeeze(-2), cov.reshape(*X.shape[:-1], n, n)
+        cross = cross_kernel(self.kernel, X, self.train_X)  # batch x (q·n) x (t·n)
+        mean = (cross @ self.alpha).reshape(*cross.shape[:-2], X.shape[-2], n)
+        prior = dense(self.kernel.forward(X, X))
+        v = self._solve(cross)
+        return mean, prior - v.transpose(-1, -2) @ v
+
+    def information_gain(self) -> Tensor:
+        """½ log det(I + N^{-1/2} G_t N^{-1/2}) with N = ηI or the known noise diagonal."""
+        nt = self.factor.size
+        log_noise = nt * torch.log(self.noise) if self.noise.dim() == 0 else torch.log(
+            self.noise).sum(-1)
+        return 0.5 * (self.factor.logdet() - log_noise)
+
+    def extend(self, new_X: Tensor, train_X: Tensor, train_resid: Tensor) -> DenseSolver:
+        """Solver with ``new_X`` appended: one block row of the Cholesky factor."""
+        C = dense(self.kernel.forward(self.train_X, new_X))  # tn x mn
+        D = dense(self.kernel.forward(new_X, new_X))
+        if self.noise.dim() > 0:
+            raise NotImplementedError("Extending a known-noise solver needs the new variances.")
+        D = D + _noise_matrix(self.noise, D.shape[-1], D)
+        return DenseSolver(self.kernel, train_X, train_resid, self.noise, self.factor.extend(C, D))
+
+
+def _noise_matrix(noise: Tensor, size: int, like: Tensor) -> Tensor:
+    """``ηI`` for a 0-dim η, ``diag(noise)`` for a vector of ``size`` variances."""
+    if noise.dim() == 0:
+        return noise * torch.eye(size, dtype=like.dtype, device=like.device)
+    return torch.diag_embed(noise)
+
+
+class ICMSolver(MultiTaskSolver):
+    """ICM solver for Γ = k·B (paper 000, §3.3 and Appendix A), see the module docstring.
+
+    One ``t x t`` eigendecomposition of ``K_t`` and one ``n x n`` of ``B``; never forms the
+    ``nt x nt`` system. :meth:`extend` appends points in O(n t²) each.
+    """
+
+    def __init__(
+        self,
+        data_kernel: Kernel,
+        task_covar: Tensor,
+        train_X: Tensor,
+        train_resid: Tensor,
+        noise: Tensor,
+        K: Tensor | None = None,
+    ) -> None:
+        self.data_kernel = data_kernel
+        self.task_covar = task_covar
+        self.train_X = self.base_X = train_X
+        self.noise = noise
+        self.num_tasks = train_resid.shape[-1]
+        if K is None:
+            K = dense(data_kernel.forward(train_X, train_X))
+        # hyperparameters read once for the acquisition hot path, where caches are detached
+        self._frozen = None if torch.is_grad_enabled() else FrozenStationaryCross.maybe(
+            data_kernel, train_X
+        )
+        a, W = torch.linalg.eigh(0.5 * (K + K.transpose(-1, -2)))
+        self.a, self.W = a.clamp_min(0.0), W  # t, t x t
+        self.rotation = ICMRotation(task_covar, self.a, noise, W.transpose(-1, -2), train_resid,
+                                    normalized=False)
+        self.xi, self.U = self.rotation.xi, self.rotation.U
+        # appended block (empty until extend): inputs, P_1 = k(X_1, X_0) W, Cholesky of S_i
+        self.block_X = train_X[:0]
+        self.block_P = train_X.new_zeros(0, train_X.shape[-2])
+        self.block_factor: CholeskyFactor | None = None
+        self.block_coef: Tensor | None = None  # n x m: S_i⁻¹ (Y_1 u_i − m⁰_i(X_1))
+
+    @property
+    def block_size(self) -> int:
+        """Number of points appended by :meth:`extend` since the eigendecomposition."""
+        return self.block_X.shape[-2]
+
+    # ------------------------------------------------------------------ prediction
+    def _features(self, X: Tensor) -> Tensor:
+        """``F(X) = k(X, X_0) W``: ``batch x q x t_0``."""
+        if self._frozen is not None:
+            return self._frozen(X) @ self.W
+        return cross_kernel(self.data_kernel, X, self.base_X) @ self.W
+
+    def _block_cross(self, X: Tensor, F: Tensor) -> Tensor:
+        """``k⁰_i(X, X_1)``: ``batch x n x q x m``."""
+        kx1 = cross_kernel(self.data_kernel, X, self.block_X)  # batch x q x m
+        G = self.rotation.weights.transpose(-1, -2).unsqueeze(-1) * self.block_P.transpose(
+            -1, -2
+        )  # n x t0 x m
+        return self.xi[:, None, None] * kx1.unsqueeze(-3) - F.unsqueeze(-3) @ G
+
+    def eigen_variances(self, X: Tensor) -> Tensor:
+        """Eigenvalues s_i(x) of Γ_t(x, x) along u_i, ``batch x q x n`` (clamped at 0).
+
+        ‖Γ_t(x, x)‖ = max_i s_i(x) (paper 000, §3.3).
+        """
+        return self._moments(X, joint=False)[1]
+
+    def _moments(self, X: Tensor, joint: bool) -> tuple[Tensor, Tensor]:
+        """Rotated mean (``batch x q x n``) and ``s`` (``batch x q x n``) or ``S_i`` (joint)."""
+        rot = self.rotation
+        F = self._features(X)
+        mean = rot.rotated_mean(F)
+        if joint:
+            Kqq = dense(self.data_kernel.forward(X, X))
+            cov = rot.direction_covariances(F, Kqq)
+        else:
+            if self._frozen is not None:
+                kxx = self._frozen.diag(X)
+            else:
+                kxx = dense(self.data_kernel.forward(X, X, diag=True))
+            cov = rot.eigen_variances(F, kxx)
+        if self.block_factor is not None:
+            C = self._block_cross(X, F)  # batch x n x q x m
+            mean = mean + (C @ self.block_coef.unsqueeze(-1)).squeeze(-1).transpose(-1, -2)
+            V = self.block_factor.solve_lower(C.transpose(-1, -2))  # batch x n x m x q
+            if joint:
+                cov = cov - V.transpose(-1, -2) @ V
+            else:
+                cov = cov - V.pow(2).sum(-2).transpose(-1, -2)
+        if not joint:
+            cov = cov.clamp_min(0.0)
+        return mean, cov
+
+    def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
+        rot = self.rotation
+        joint = full_cov and X.shape[-2] > 1  # for q = 1 the joint covariance is the block
+        mean, cov = self._moments(X, joint=joint)
+        mean = rot.to_tasks(mean)
+        if joint:
+            return mean, rot.joint_from_directions(cov)
+        blocks = rot.blocks(cov)
+        return mean, (blocks.squeeze(-3) if full_cov else blocks)
+
+    def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
+        """``Σ_i s_i(x) (u_iᵀ w_j)²``: no ``n x n`` blocks (see the base class)."""
+        rot = self.rotation
+        mean, s = self._moments(X, joint=False)
+        return rot.to_tasks(mean), s @ (rot.U.transpose(-1, -2) @ W).pow(2)
+
+    def projected_predictor(
+        self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
+    ) -> ProjectedICMPredictor | None:
+        """The hot-path predictor (see the base class) for unbatched data, a frozen stationary
+        kernel (a solver built without gradients) and no appended block; else ``None``."""
+        if self._frozen is None or self.block_factor is not None or self.base_X.dim() > 2:
+            return None
+        return ProjectedICMPredictor(self.rotation, self._frozen, self.W, directions, out_scale,
+                                     out_shift, in_affine)
+
+    def information_gain(self) -> Tensor:
+        gain = self.rotation.information_gain()
+        if self.block_factor is not None:
+            m = self.block_size
+            gain = gain + 0.5 * (self.block_factor.logdet() - m * torch.log(self.noise)).sum()
+        return gain
+
+    # ------------------------------------------------------------------ conditioning
+    def extend(self, new_X: Tensor, train_X: Tensor, train_resid: Tensor) -> ICMSolver:
+        """Solver with ``new_X`` appended, in O(n t² m) (module docstring).
+
+        Falls back to a new eigendecomposition when the appended block would outgrow the
+        eigen part (``m > t_0``), reusing the already computed ``K_t``.
+
+        Args:
+            new_X: ``m x d`` appended inputs (input-transformed).
+            train_X: ``(t+m) x d`` all training inputs (the first ``t`` rows are this solver's).
+            train_resid: ``(t+m) x n`` all targets minus the prior mean.
+        """
+        k, t0 = self.data_kernel, self.base_X.shape[-2]
+        if self.base_X.dim() > 2 or new_X.dim() > 2:
+            raise NotImplementedError("The Schur-block extension is for unbatched data.")
+        if self.block_size + new_X.shape[-2] > t0:
+            K = dense(k.forward(train_X, train_X))
+            return ICMSolver(k, self.task_covar, train_X, train_resid, self.noise, K=K)
+        new = ICMSolver.__new__(ICMSolver)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_predictors", None)  # the model's predictors of this solver
+        w = self.rotation.weights.transpose(-1, -2).unsqueeze(-1)  # n x t0 x 1
+        P_new = cross_kernel(k, new_X, self.base_X) @ self.W  # m x t0
+        eye = torch.eye(new_X.shape[-2], dtype=new_X.dtype, device=new_X.device)
+        D = self.xi[:, None, None] * dense(k.forward(new_X, new_X)) - (P_new * w.transpose(
+            -1, -2)) @ P_new.transpose(-1, -2) + self.noise * eye  # n x m x m
+        if self.block_factor is None:
+            factor = CholeskyFactor.from_matrix(D)
+        else:
+            C = self.xi[:, None, None] * dense(k.forward(self.block_X, new_X)) - (
+                self.block_P * w.transpose(-1, -2)
+            ) @ P_new.transpose(-1, -2)  # n x m_old x m
+            factor = self.block_factor.extend(C, D)
+        new.block_X = torch.cat([self.block_X, new_X], dim=-2)
+        new.block_P = torch.cat([self.block_P, P_new], dim=-2)
+        new.block_factor = factor
+        new.train_X = train_X
+        r1 = train_resid[t0:] @ self.U  # m_all x n, rotated targets of the block
+        e = (r1 - self.rotation.rotated_mean(new.block_P)).transpose(-1, -2)  # n x m_all
+        new.block_coef = factor.solve(e.unsqueeze(-1)).squeeze(-1)
+        return new
+
+
+def extend_solver(
+    solver: MultiTaskSolver, new_X: Tensor, train_X: Tensor, train_resid: Tensor
+) -> MultiTaskSolver:
+    """Solver for the training set extended by ``new_X``, reusing the old factorisation.
+
+    The dense solver extends its Cholesky factor by one block row (O(n³t²m) instead of
+    O(n³t³)); the ICM solver appends a Schur block (O(n t² m), see :class:`ICMSolver`).
+
+    Args:
+        solver: Solver of the old training set (its ``train_X`` is the first ``t`` rows).
+        new_X: ``m x d`` appended inputs.
+        train_X: ``(t+m) x d`` full training inputs.
+        train_resid: ``(t+m) x n`` full targets minus the prior mean.
+    """
+    if isinstance(solver, ICMSolver | DenseSolver):
+        return solver.extend(new_X, train_X, train_resid)
+    raise NotImplementedError(f"Cannot extend a {type(solver).__name__}.")

@@ -1,0 +1,255 @@
+"""run_bo_loop's practical defaults: Sobol design, practical model, refit schedule (issue 16)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from botorch.test_functions.multi_objective import BraninCurrin
+from gpytorch.kernels import MaternKernel
+from gpytorch.means import MultitaskMean
+
+import botorch_mtucb.loop as loop_module
+from botorch_mtucb.acquisition import ChebyshevScalarization, ScalarizedMultiTaskUCB
+from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.loop import (
+    BoxOptimizer,
+    FiniteArmOptimizer,
+    RefitSchedule,
+    TrustRegionOptimizer,
+    run_bo_loop,
+    scalarized_ucb_factory,
+)
+from botorch_mtucb.loop.defaults import practical_model_factory
+from botorch_mtucb.models import ExactMultiTaskGP
+from botorch_mtucb.utils import initial_design_size, sobol_initial_design
+
+DT = torch.float64
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.InputDataWarning",
+    "ignore::botorch.exceptions.warnings.OptimizationWarning",
+    "ignore:Optimization failed:RuntimeWarning",
+)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return BraninCurrin(negate=True).to(DT)
+
+
+def _seed(seed: int) -> int:
+    return int(torch.randint(2**31 - 1, (1,), generator=torch.Generator().manual_seed(seed)))
+
+
+class _Spy:
+    """A model factory recording the sizes of the data it was called on."""
+
+    def __init__(self, factory):
+        self.factory, self.sizes = factory, []
+
+    def __call__(self, X, Y):
+        self.sizes.append(X.shape[0])
+        return self.factory(X, Y)
+
+
+def test_defaults_run_mtucb_from_a_sobol_design(problem):
+    bounds = problem.bounds.clone()
+    h = run_bo_loop(problem, num_rounds=3, bounds=bounds,
+                    generator=torch.Generator().manual_seed(0))
+    assert torch.equal(bounds, problem.bounds)
+    N0 = initial_design_size(2)
+    assert h.initial_X.shape == (N0, 2) and h.X.shape == (3, 2)
+    torch.testing.assert_close(h.initial_X, sobol_initial_design(bounds, seed=_seed(0)))
+    torch.testing.assert_close(h.initial_Y, problem(h.initial_X))
+    assert bool((h.X >= bounds[0]).all() and (h.X <= bounds[1]).all())
+    model = h.model
+    assert isinstance(model, ExactMultiTaskGP) and isinstance(model.mean_module, MultitaskMean)
+    assert isinstance(model.covar_module, ICMKernel)
+    assert isinstance(model.covar_module.data_covar_module, MaternKernel)
+    assert model.learn_noise
+    default_beta = ScalarizedMultiTaskUCB.__init__.__defaults__[0]
+    assert all(r.beta == default_beta for r in h.rounds)
+    assert all(r.weights.shape == (2,) and abs(r.weights.sum().item() - 1) < 1e-12
+               for r in h.rounds)
+    other = run_bo_loop(problem, num_rounds=0, bounds=bounds,
+                        generator=torch.Generator().manual_seed(1))
+    assert not torch.equal(other.initial_X, h.initial_X)
+
+
+def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
+    """Each round equals a by-hand build: practical model (refitted every round while N <= 20),
+    scale-free augmented Chebyshev with λ_t from ``generator`` and z / ranges from the observed
+    and the model-predicted front (its payoff table, seeded ``seed + 2 + t``), the default
+    width. Finite arms
+    make the argmax exact (``optimize_acqf``'s L-BFGS-B is not bitwise reproducible run to run,
+    even for BoTorch's own UCB with a fixed seed)."""
+    from botorch_mtucb.acquisition import sample_scalarization_weights
+    from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
+
+    arms = sobol_initial_design(problem.bounds, n=256, seed=9)
+    opt = FiniteArmOptimizer(arms)
+    h = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
+                    generator=torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    seed = int(torch.randint(2**31 - 1, (1,), generator=g))  # the design's seed draw
+    X = sobol_initial_design(problem.bounds, seed=seed)
+    torch.testing.assert_close(h.initial_X, X)
+    Y = problem(X)
+    factory = practical_model_factory(problem.bounds)  # one per run: later fits warm-start
+    for t, r in enumerate(h.rounds, start=1):
+        model = factory(X, Y)
+        lam = sample_scalarization_weights(2, 1, generator=g)[0]
+        P = predicted_anchors(model, problem.bounds, Y, seed=seed + 2 + t)
+        scal = ChebyshevScalarization.from_data(lam, Y, predicted=P, span="front")
+        torch.testing.assert_close(r.weights, scal.weights)  # λ_i / r_i, renormalised
+        x = opt(ScalarizedMultiTaskUCB(model, scal))
+        torch.testing.assert_close(r.x, x[0])
+        X, Y = torch.cat([X, x]), torch.cat([Y, problem(x)])
+    again = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
+                        generator=torch.Generator().manual_seed(5))
+    assert torch.equal(again.X, h.X)
+
+
+def test_default_refit_schedule_with_the_default_model(problem, monkeypatch):
+    spies = []
+
+    def spy_factory(bounds):
+        spies.append(_Spy(practical_model_factory(bounds)))
+        return spies[-1]
+
+    monkeypatch.setattr(loop_module, "practical_model_factory", spy_factory)
+    X0 = sobol_initial_design(problem.bounds, n=18, seed=0)
+    h = run_bo_loop(problem, X0, 6, bounds=problem.bounds,
+                    generator=torch.Generator().manual_seed(0))
+    assert h.X.shape == (6, 2)
+    # every round up to N = 20, then when N >= 1.1 * N_fit (N_fit = 20: at N = 22; then 24.2)
+    assert spies[0].sizes == [18, 19, 20, 22]
+
+
+def test_refit_schedule_by_hand():
+    s = RefitSchedule()
+    N_fit, fits = 5, []
+    for t in range(1, 400):
+        N = 5 + t
+        if s(t, N, N_fit):
+            fits.append(N)
+            N_fit = N
+    assert fits[:16] == list(range(6, 21)) + [22]
+    for a, b in zip(fits[14:], fits[15:], strict=False):  # after N = 20: gap ceil(N_fit / 10)
+        assert b - a == -(-a // 10), (a, b)
+    for N_fit, gap in ((50, 5), (100, 10), (30, 3), (200, 20)):  # 1.1 * 50 = 55.000...01
+        assert s(1, N_fit + gap, N_fit) and not s(1, N_fit + gap - 1, N_fit)
+    assert len(fits) < 60  # log-many fits: 399 rounds, 15 + ~10 ln(404 / 20) fits
+    assert RefitSchedule(every_round_until=0, growth=1.0)(1, 10, 5)
+    assert not RefitSchedule(every_round_until=0, growth=1.0)(1, 9, 5)
+    for bad in ({"growth": 0.0}, {"growth": -1}, {"every_round_until": -1},
+                {"every_round_until": 2.5}):
+        with pytest.raises(ValueError, match="growth|every_round_until"):
+            RefitSchedule(**bad)
+
+
+def test_explicit_calls_keep_their_behaviour(problem):
+    """A given model_factory without update/refit_every: fitted once, then conditioned."""
+    spy = _Spy(lambda X, Y: ExactMultiTaskGP(X, Y))
+    X0 = sobol_initial_design(problem.bounds, n=4, seed=1)
+    opt = BoxOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=0)
+    from botorch_mtucb.acquisition import ScalarizationSampler
+
+    sampler = ScalarizationSampler(2, "chebyshev", ref_point="data")
+    g = torch.Generator().manual_seed(0)
+    state = g.get_state()
+    h = run_bo_loop(problem, X0, 4, spy, scalarized_ucb_factory(2.0), opt, sampler, generator=g)
+    assert spy.sizes == [4] and h.model.train_inputs[0].shape[0] == 8
+    assert all(r.beta == 2.0 for r in h.rounds)
+    g.set_state(state)
+    spy2 = _Spy(lambda X, Y: ExactMultiTaskGP(X, Y))
+    opt2 = BoxOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=0)
+    run_bo_loop(problem, X0, 4, spy2, scalarized_ucb_factory(2.0), opt2, sampler,
+                refit_every=2, generator=g)
+    assert spy2.sizes == [4, 6, 8]
+
+
+def test_bounds_from_a_box_optimizer_and_errors(problem):
+    opt = BoxOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=0)
+    h = run_bo_loop(problem, num_rounds=1, optimizer=opt,
+                    generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(h.initial_X, sobol_initial_design(problem.bounds, seed=_seed(2)))
+    with pytest.raises(ValueError, match="differ from the BoxOptimizer"):
+        run_bo_loop(problem, num_rounds=1, optimizer=opt, bounds=problem.bounds * 2)
+    with pytest.raises(ValueError, match="`initial_X` is required unless"):
+        run_bo_loop(problem, num_rounds=1)
+    tr = TrustRegionOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=0)
+    h = run_bo_loop(problem, num_rounds=1, optimizer=tr,
+                    generator=torch.Generator().manual_seed(2))  # the box is the region's
+    torch.testing.assert_close(h.initial_X, sobol_initial_design(problem.bounds, seed=_seed(2)))
+    assert len(tr.regions) == 1
+    with pytest.raises(ValueError, match="differ from the TrustRegionOptimizer"):
+        run_bo_loop(problem, num_rounds=1, optimizer=tr, bounds=problem.bounds * 2)
+    arms = sobol_initial_design(problem.bounds, n=16, seed=0)
+    with pytest.raises(ValueError, match="`model_factory=None`"):
+        run_bo_loop(problem, arms[:3], 1, optimizer=FiniteArmOptimizer(arms))
+    with pytest.raises(ValueError, match="`num_rounds`"):
+        run_bo_loop(problem, bounds=problem.bounds)
+    with pytest.raises(ValueError, match=r"`bounds` must be a 2 x d = \(2, 2\)"):
+        run_bo_loop(problem, arms[:3], 1, bounds=problem.bounds[:, :1])
+    with pytest.raises(ValueError, match="`refit_every` must be"):
+        run_bo_loop(problem, num_rounds=1, bounds=problem.bounds, refit_every=-1)
+    with pytest.raises(ValueError, match="`initial_X` must be a torch.Tensor"):
+        run_bo_loop(problem, [[0.0, 0.0]], 1, bounds=problem.bounds)
+
+
+def test_finite_arms_with_bounds_and_single_objective_refused(problem):
+    arms = sobol_initial_design(problem.bounds, n=32, seed=3)
+    h = run_bo_loop(problem, num_rounds=2, bounds=problem.bounds,
+                    optimizer=FiniteArmOptimizer(arms), true_f=problem,
+                    generator=torch.Generator().manual_seed(0))
+    assert all(any(torch.equal(r.x, a) for a in arms) for r in h.rounds)
+    assert h.regrets.shape == (2,) and bool((h.regrets >= 0).all())
+    with pytest.raises(ValueError, match="for n >= 2 objectives; `observe` returned n = 1"):
+        run_bo_loop(lambda X: problem(X)[:, :1], num_rounds=2, bounds=problem.bounds)
+
+
+def test_factory_default_beta_is_the_acquisitions():
+    X = torch.rand(6, 2, dtype=DT)
+    model = ExactMultiTaskGP(X, torch.rand(6, 2, dtype=DT))
+    s = ChebyshevScalarization([0.5, 0.5], ref_point=[0.0, 0.0])
+    acqf = scalarized_ucb_factory()(model, s)
+    Xq = torch.rand(3, 1, 2, dtype=DT)
+    torch.testing.assert_close(acqf(Xq), ScalarizedMultiTaskUCB(model, s)(Xq))
+    assert not torch.allclose(acqf(Xq), scalarized_ucb_factory(3.0)(model, s)(Xq))
+
+
+def test_predicted_front_anchors_once_per_round_and_needs_a_box(problem):
+    """A front="predicted" sampler gets the model's payoff table once per round, passed to every
+    draw of the round (q = 2); without a box the loop refuses it, and the default sampler falls
+    back to the observed front."""
+    from botorch_mtucb.acquisition import ScalarizationSampler
+
+    class Spy(ScalarizationSampler):
+        def __init__(self):
+            super().__init__(2, ref_point="data", front="predicted")
+            self.anchor_calls, self.given = [], []
+
+        def anchors(self, model, bounds, Y, seed=None):
+            self.anchor_calls.append(Y.shape[0])
+            return super().anchors(model, bounds, Y, seed)
+
+        def __call__(self, generator=None, Y=None, predicted=None):
+            self.given.append(predicted)
+            return super().__call__(generator, Y, predicted)
+
+    spy = Spy()
+    opt = BoxOptimizer(problem.bounds, num_restarts=2, raw_samples=32, seed=0)
+    h = run_bo_loop(problem, num_rounds=2, scalarization_sampler=spy, optimizer=opt, q=2,
+                    generator=torch.Generator().manual_seed(3))
+    n0 = initial_design_size(2)
+    assert spy.anchor_calls == [n0, n0 + 2] and len(spy.given) == 4
+    assert spy.given[0] is spy.given[1] and spy.given[2] is spy.given[3]
+    assert spy.given[0].shape == (2, 2) and h.X.shape == (4, 2)
+    arms = sobol_initial_design(problem.bounds, n=64, seed=1)
+    X0 = arms[:5]
+    mf = practical_model_factory(problem.bounds)
+    with pytest.raises(ValueError, match="needs the\n?.*search box|search box"):
+        run_bo_loop(problem, X0, 1, mf, optimizer=FiniteArmOptimizer(arms),
+                    scalarization_sampler=Spy())
+    h = run_bo_loop(problem, X0, 1, mf, optimizer=FiniteArmOptimizer(arms))  # observed front
+    assert h.X.shape == (1, 2)
