@@ -27,6 +27,10 @@ WidthScheduleModel             the next round's width β_{t+1}                Tr
 ProjectedTaskPosteriorModel    μ(x) and wᵀ Γ_t(x, x) w along directions W    ExactMultiTaskGP,
                                (no n x n blocks; paper 000 App. B.1)         NystromMultiTaskGP,
                                                                              NystromMultiTaskBatch
+RandomStateModel               the generators its conditioning draws from    NystromMultiTaskGP,
+                               (a resampled Nyström dictionary)              NystromMultiTaskBatch,
+                                                                             AdaptiveTruncationGP,
+                                                                             HeavyTailedBatch
 =============================  ============================================  ======================
 
 ``NystromMultiTaskBatch`` (batched training data) returns batch-shaped tensors where an unbatched
@@ -38,6 +42,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+import torch
+
 from torch import Tensor
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
     "MarginalMomentsModel",
     "NystromRadiusModel",
     "ProjectedTaskPosteriorModel",
+    "RandomStateModel",
     "RegularisedModel",
     "TaskPosteriorModel",
     "WidthScheduleModel",
@@ -134,4 +141,19 @@ class ProjectedTaskPosteriorModel(Protocol):
         ``directions`` is the ``n x k`` matrix W (original outcome scale); no n x n block is
         formed. What the directional UCBs need (paper 000, App. B.1).
         """
+        ...
+
+
+@runtime_checkable
+class RandomStateModel(Protocol):
+    """A model whose ``condition_on_observations`` draws random numbers.
+
+    Nyström models resample their dictionary when conditioned. Code that conditions a model
+    only to look ahead (pending points, fantasies) saves these generators' states and puts
+    them back, so a seeded run draws the same dictionaries as without the look-ahead.
+    """
+
+    def random_generators(self) -> list[torch.Generator]:
+        """The generators conditioning draws from, each once (empty when it uses torch's
+        global generator only)."""
         ...

@@ -308,7 +308,7 @@ def test_mt_ucb_entry_refits_on_the_loop_schedule_warm_and_conditions_between(mo
     and the acquisition's scale-free scalarization then sees all data."""
     from botorch_mtucb.acquisition import ChebyshevScalarization
     from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
-    from botorch_mtucb.models import practical_fit
+    from botorch_mtucb.multitask import practical_fit
     from mtucb_bench.mo_suite_problems import make_suite_problem
 
     fits, starts = [], []

@@ -174,14 +174,9 @@ def test_bad_inputs_are_refused():
 
 
 def _diagnosis_module():
-    import importlib.util
-    from pathlib import Path
+    from mtucb_bench.studies import mo_diagnosis
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "mo_diagnosis.py"
-    spec = importlib.util.spec_from_file_location("mo_diagnosis", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return mo_diagnosis
 
 
 def test_diagnosis_counts_by_hand():

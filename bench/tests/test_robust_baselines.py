@@ -201,14 +201,9 @@ def test_every_method_runs_one_round(method):
 
 
 def _suite_script():
-    import importlib.util
-    from pathlib import Path
+    from mtucb_bench.suites import ht_suite
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "ht_suite.py"
-    spec = importlib.util.spec_from_file_location("ht_suite_script", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return ht_suite
 
 
 @pytest.mark.parametrize("wins, losses", [(0, 0), (1, 0), (2, 8), (5, 5), (9, 1), (0, 10)])

@@ -50,14 +50,10 @@ from botorch.models import ModelListGP
 from botorch.models.model import Model, ModelList
 from torch import Tensor
 
-from botorch_mtucb.features.nystrom import NystromFeatures
-from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
-from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch
-from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
-from botorch_mtucb.multitask.nystrom_batch import NystromMultiTaskBatch
 from botorch_mtucb.protocols import (
     InformationGainModel,
     MarginalMomentsModel,
+    RandomStateModel,
     TaskPosteriorModel,
 )
 from botorch_mtucb.utils.validation import check_finite
@@ -145,17 +141,14 @@ def hallucinate_mean(model: Model, X_pending: Tensor) -> Model:
 
 
 def _model_generators(model: Model) -> list[torch.Generator]:
-    """The generators a model's conditioning draws from (Nyström dictionaries)."""
+    """The generators a model's conditioning draws from (``RandomStateModel``), each once."""
     if isinstance(model, ModelList):
-        return [g for sub in model.models for g in _model_generators(sub)]
-    if isinstance(model, HeavyTailedBatch | NystromMultiTaskBatch):  # members' generators
-        gens = [g for sub in model.members for g in _model_generators(sub)]
-        return list({id(g): g for g in gens}.values())  # a shared generator once
-    if isinstance(model, NystromMultiTaskGP):
-        return [] if model.generator is None else [model.generator]
-    if isinstance(model, AdaptiveTruncationGP) and isinstance(model.features, NystromFeatures):
-        return [] if model.features.generator is None else [model.features.generator]
-    return []
+        gens = [g for sub in model.models for g in _model_generators(sub)]
+    elif isinstance(model, RandomStateModel):
+        gens = model.random_generators()
+    else:
+        return []
+    return list({id(g): g for g in gens}.values())
 
 
 @contextmanager

@@ -195,6 +195,11 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
 
     _STATE = (*HeavyTailedModel._STATE, "horizon", "kind", "_loc", "level")
 
+    def random_generators(self) -> list[torch.Generator]:
+        """The Nyström features' generator, redrawn on conditioning (``RandomStateModel``)."""
+        gen = getattr(self.features, "generator", None)
+        return [] if gen is None else [gen]
+
     def _arm_kernel(self):
         return self.features.base_kernel if self.kind == "nystrom" else None
 

@@ -21,6 +21,7 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_mtucb.protocols import RandomStateModel
 from botorch_mtucb.utils.batched_data import batch_of_training_data
 
 __all__ = ["HeavyTailedBatch", "fantasize"]
@@ -79,6 +80,12 @@ class HeavyTailedBatch(Model, FantasizeMixin):
 
     _num_outputs = 1
     fantasize = fantasize
+
+    def random_generators(self) -> list[torch.Generator]:
+        """The members' generators, each once (``RandomStateModel``)."""
+        gens = [g for m in self.members if isinstance(m, RandomStateModel)
+                for g in m.random_generators()]
+        return list({id(g): g for g in gens}.values())
 
     def __init__(self, members: list[Model], batch_shape: torch.Size) -> None:
         """

@@ -239,6 +239,10 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         """The random generator of the dictionary draws (shared across rounds)."""
         return self._generator
 
+    def random_generators(self) -> list[torch.Generator]:
+        """The generator the dictionary is resampled from on conditioning (``RandomStateModel``)."""
+        return [] if self._generator is None else [self._generator]
+
     # ------------------------------------------------------------------ dictionary
     @property
     def dictionary_indices(self) -> Tensor:

@@ -282,6 +282,11 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
         """The generator the members draw their dictionaries from (shared)."""
         return self.members[0].generator
 
+    def random_generators(self) -> list[torch.Generator]:
+        """The members' generators, each once (``RandomStateModel``)."""
+        gens = [g for m in self.members for g in m.random_generators()]
+        return list({id(g): g for g in gens}.values())
+
     def resample_dictionary(self) -> None:
         """Redraw every member's dictionary, in row-major member order."""
         for m in self.members:

@@ -20,7 +20,7 @@ from botorch_mtucb.acquisition import (
     TheoremThreeBeta,
     TheoremTwoBeta,
 )
-from botorch_mtucb.loop import _dictionary_size
+from botorch_mtucb.loop.run import _dictionary_size
 from botorch_mtucb.models import TruncatedGP
 from botorch_mtucb.protocols import (
     DictionaryModel,

@@ -8,7 +8,7 @@ from botorch.test_functions.multi_objective import BraninCurrin
 from gpytorch.kernels import MaternKernel
 from gpytorch.means import MultitaskMean
 
-import botorch_mtucb.loop as loop_module
+import botorch_mtucb.loop.run as loop_module
 from botorch_mtucb.acquisition import ChebyshevScalarization, ScalarizedMultiTaskUCB
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.loop import (

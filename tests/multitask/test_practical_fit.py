@@ -188,7 +188,7 @@ def test_factory_validates_bounds() -> None:
 
 
 def test_lbfgs_memory_is_passed_and_bounded(monkeypatch) -> None:
-    from botorch_mtucb.models import practical_fit
+    from botorch_mtucb.multitask import practical_fit
 
     assert [practical_fit.lbfgs_memory(k) for k in (3, 22, 500)] == [10, 22, 100]
     seen = []

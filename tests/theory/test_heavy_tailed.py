@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from botorch_mtucb.models import heavy_tailed_schedules as old
+from botorch_mtucb.heavy_tailed import schedules as old
 from botorch_mtucb.theory import heavy_tailed as ht
 
 

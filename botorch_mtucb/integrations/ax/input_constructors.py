@@ -1,4 +1,4 @@
-"""BoTorch ``acqf_input_constructor``s for ScalarizedMultiTaskUCB and HeavyTailedUCB.
+"""BoTorch input constructors (``acqf_input_constructor``) for ScalarizedMultiTaskUCB and HeavyTailedUCB.
 
 Ax builds every acquisition through BoTorch's input-constructor registry: it calls the
 registered function with the model, the training data, ``X_pending``, the objective (as a

@@ -328,7 +328,7 @@ def test_client_adaptive_truncation_gp_runs() -> None:
 
 
 def test_example_script_runs(capsys) -> None:
-    example = Path(__file__).resolve().parents[2] / "examples" / "ax_mtucb.py"
+    example = Path(__file__).resolve().parents[3] / "examples" / "ax_mtucb.py"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         runpy.run_path(str(example))["main"](trials=4, initial=3)

@@ -5,7 +5,7 @@ import torch
 from gpytorch.kernels import RBFKernel
 
 from botorch_mtucb.kernels import ICMKernel
-from botorch_mtucb.models import nystrom_solver
+from botorch_mtucb.multitask.solvers import nystrom as nystrom_solver
 from botorch_mtucb.multitask.solvers.nystrom import NystromSolver
 from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 
