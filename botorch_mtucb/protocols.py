@@ -1,10 +1,11 @@
-"""Declared interfaces between the models and the acquisitions, β schedules and the loop.
+"""The model contracts: what acquisitions, β schedules and the loop may ask of a model.
 
 Acquisitions and schedules ask a model for what they need through these runtime-checkable
 ``typing.Protocol`` classes (``isinstance(model, TaskPosteriorModel)``) instead of probing
-attributes with ``getattr``. Any BoTorch model that offers the methods qualifies, whether or
-not it comes from this package; models without them take the generic BoTorch path
-(``model.posterior``) where one exists.
+attributes with ``getattr`` or importing model classes. Any BoTorch model that offers the
+methods qualifies, whether or not it comes from this package; models without them take the
+generic BoTorch path (``model.posterior``) where one exists. This module imports nothing of
+the package, so every layer can depend on it.
 
 =============================  ============================================  ======================
 protocol                       what it gives                                 implemented by
@@ -36,6 +37,15 @@ RandomStateModel               the generators its conditioning draws from    Nys
 ``NystromMultiTaskBatch`` (batched training data) returns batch-shaped tensors where an unbatched
 model returns 0-dim ones (``information_gain``, ``noise``, ``log_det_variance_sum``,
 ``dictionary_size``), so the theory's β schedules refuse it.
+
+Example:
+    >>> from botorch.models import SingleTaskGP
+    >>> from botorch_mtucb.models import ExactMultiTaskGP
+    >>> X = torch.rand(5, 1, dtype=torch.float64)
+    >>> isinstance(ExactMultiTaskGP(X, torch.cat([X, -X], dim=-1)), TaskPosteriorModel)
+    True
+    >>> isinstance(SingleTaskGP(X, X), TaskPosteriorModel)  # the generic posterior path
+    False
 """
 
 from __future__ import annotations
@@ -43,7 +53,6 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 import torch
-
 from torch import Tensor
 
 __all__ = [
@@ -154,6 +163,8 @@ class RandomStateModel(Protocol):
     """
 
     def random_generators(self) -> list[torch.Generator]:
-        """The generators conditioning draws from, each once (empty when it uses torch's
-        global generator only)."""
+        """The generators conditioning draws from, each once.
+
+        Empty when conditioning uses torch's global generator only.
+        """
         ...

@@ -4,25 +4,51 @@ Every public module of ``botorch_mtucb`` (no path component starting with ``_``)
 its docstring, a summary table of its ``__all__``, and the autodoc directives of the names it
 *owns*. A name re-exported by several modules (``botorch_mtucb.models.ExactMultiTaskGP`` is the
 same class as ``botorch_mtucb.multitask.exact.ExactMultiTaskGP``) is documented once,
-under the shallowest public module whose ``__all__`` lists it (the import path users write),
-and the other pages link there. New subpackages and modules are picked up by walking the
-package, so nothing here lists them by hand.
+under the shallowest public module below the package root whose ``__all__`` lists it (the
+face users import it from; the root's few shortcuts, ``botorch_mtucb.ExactMultiTaskGP``,
+link there), and the other pages link there. New subpackages and modules are picked up by
+walking the package, so nothing here lists them by hand.
+
+The faces come first: the index lists them (the root's children that have an ``__all__``,
+and their subpackages that have one), and every page lists its children with an ``__all__``
+before the implementation packages without one (``multitask``, ``heavy_tailed``).
+
+Two autodoc hooks live here too, so that the tests can call them without a build: a class
+is shown with the signature users call it with (:func:`process_signature`: a class whose
+``__new__`` takes ``*args, **kwargs`` to dispatch batched data would otherwise render as
+``(*args, **kwargs)``), and "Bases:" names public classes only (:func:`process_bases`: a
+private mixin is replaced by its own public bases).
 
 Run by ``docs/conf.py`` at the start of every build; ``tests/test_docs.py`` calls
-:func:`collect` and :func:`write` directly (no Sphinx needed).
+:func:`collect`, :func:`write` and the hooks directly (no Sphinx needed).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 from rst_fixes import escape_lines
 
-__all__ = ["ApiModule", "aliases", "collect", "public_module_names", "write"]
+__all__ = [
+    "ApiModule",
+    "aliases",
+    "collect",
+    "constructor_signature",
+    "documented_classes",
+    "faces",
+    "inherited_target",
+    "is_private_class",
+    "process_bases",
+    "process_signature",
+    "public_bases",
+    "public_module_names",
+    "write",
+]
 
 PACKAGE = "botorch_mtucb"
 
@@ -80,6 +106,88 @@ def public_module_names(package: str = PACKAGE) -> list[str]:
     return sorted(names)
 
 
+def is_private_class(cls: type) -> bool:
+    """Whether ``cls`` is private: its name starts with ``_``, or it is this package's and
+    some component of its module path does."""
+    module = getattr(cls, "__module__", "") or ""
+    private_module = module.split(".")[0] == PACKAGE and any(
+        part.startswith("_") for part in module.split(".")
+    )
+    return cls.__qualname__.split(".")[-1].startswith("_") or private_module
+
+
+def public_bases(cls: type) -> list[type]:
+    """The bases of ``cls`` to show: each private base replaced by its own public bases.
+
+    ``TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel)`` shows
+    ``HeavyTailedModel``; a private base whose only base is ``object`` disappears (``object``
+    stays only when nothing else is left). Order is kept, duplicates are dropped.
+    """
+    out: list[type] = []
+
+    def add(base: type) -> None:
+        if is_private_class(base):
+            for b in base.__bases__:
+                add(b)
+        elif base not in out:
+            out.append(base)
+
+    for base in cls.__bases__:
+        add(base)
+    if len(out) > 1 and object in out:
+        out.remove(object)
+    return out or [object]
+
+
+def process_bases(app, name, obj, options, bases) -> None:  # noqa: ANN001 (Sphinx's hook)
+    """``autodoc-process-bases``: shows :func:`public_bases` instead of the private ones."""
+    if inspect.isclass(obj):
+        bases[:] = public_bases(obj)
+
+
+_VARARGS = re.compile(r"\(\*args(?:: [^,]*)?, \*\*kwargs(?:: [^)]*)?\)")
+
+
+def _only_varargs(sig: inspect.Signature) -> bool:
+    kinds = [p.kind for p in sig.parameters.values()]
+    return kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+
+
+def constructor_signature(cls: type) -> inspect.Signature | None:
+    """The signature users call ``cls`` with, ``self`` dropped.
+
+    The first ``__init__`` along the MRO that takes more than ``*args, **kwargs``; ``None``
+    if there is none (a ``Protocol``, a ``torch.autograd.Function``: no signature shown).
+    """
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        if not inspect.isfunction(init):
+            continue
+        try:
+            sig = inspect.signature(init)
+        except (TypeError, ValueError):
+            continue
+        params = list(sig.parameters.values())[1:]  # without self
+        sig = sig.replace(parameters=params, return_annotation=inspect.Signature.empty)
+        if not _only_varargs(sig):
+            return sig
+    return None
+
+
+def process_signature(app, what, name, obj, options, signature, return_annotation):  # noqa: ANN001, ANN201
+    """``autodoc-process-signature``: a class shown as ``(*args, **kwargs)`` (a ``__new__``
+    that dispatches, a ``Protocol``) gets :func:`constructor_signature` instead (or none)."""
+    if what != "class" or not signature or not _VARARGS.fullmatch(signature):
+        return None
+    sig = constructor_signature(obj)
+    if sig is None:
+        return "", return_annotation
+    shown = sig.replace(
+        parameters=[p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    )
+    return str(shown), return_annotation
+
+
 def _kind(obj: object) -> str:
     if inspect.isclass(obj):
         return "autoclass"
@@ -132,11 +240,13 @@ def collect(package: str = PACKAGE) -> dict[str, ApiModule]:
             pages[parent].children.append(modname)
         pages[modname] = page
     for (name, _), owners in exporters.items():
-        home = min(owners, key=lambda m: (m.count("."), m))
+        # The shallowest face below the root; the root only for names nothing else exports.
+        home = min(owners, key=lambda m: (m == package, m.count("."), m))
         for modname in owners:
             pages[modname].canonical[name] = home
         pages[home].owned.append(name)
     for page in pages.values():
+        page.children.sort(key=lambda c: (not pages[c].exported, c))  # faces first
         page.owned = [n for n in page.exported if n in page.owned]  # keep __all__ order
         page.kinds = {n: page.kinds[n] for n in page.owned}
     return pages
@@ -156,6 +266,42 @@ def aliases(pages: dict[str, ApiModule]) -> dict[str, str]:
             if home != page.name:
                 out[f"{page.name}.{name}"] = f"{home}.{name}"
     return out
+
+
+def documented_classes(pages: dict[str, ApiModule]) -> dict[int, str]:
+    """``id(class)`` -> its documented full name, for every class the reference documents."""
+    out = {}
+    for page in pages.values():
+        module = importlib.import_module(page.name)
+        for name in page.owned:
+            if page.kinds[name] == "autoclass":
+                out[id(getattr(module, name))] = f"{page.name}.{name}"
+    return out
+
+
+def inherited_target(target: str, classes: dict[int, str]) -> str | None:
+    """Where ``Class.member`` is documented when ``member`` is inherited.
+
+    ``botorch_mtucb.multitask.base.MultiTaskGPBase.solver`` names a property that the class
+    inherits from ``SolverCacheMixin``; autodoc documents it only there. Returns the documented
+    ``<base>.member`` of the first class along the MRO that defines ``member`` and is itself
+    documented, or ``None``.
+    """
+    owner, _, member = target.rpartition(".")
+    modname, _, clsname = owner.rpartition(".")
+    if not modname.startswith(PACKAGE) or member.startswith("_"):
+        return None
+    try:
+        cls = getattr(importlib.import_module(modname), clsname)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    if not inspect.isclass(cls):
+        return None
+    for klass in cls.__mro__:
+        if member in vars(klass):
+            home = classes.get(id(klass))
+            return f"{home}.{member}" if home else None
+    return None
 
 
 def _title(text: str, char: str = "=") -> str:
@@ -196,27 +342,50 @@ def _render(page: ApiModule) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _index(package: str) -> str:
-    return "\n".join(
-        [
-            ".. This file is generated by docs/apigen.py; do not edit.",
-            "",
-            _title("API reference"),
-            "Generated from the docstrings. One page per public module; each name of a",
-            "module's ``__all__`` is documented once, under the shortest import path that",
-            "exports it (``botorch_mtucb.models.ExactMultiTaskGP``, not",
-            "``botorch_mtucb.multitask.exact.ExactMultiTaskGP``); the implementation",
-            "modules' pages carry their docstrings (often the derivations) and link there.",
-            "Everything is a BoTorch / GPyTorch component; shapes follow BoTorch's",
-            "conventions (``batch_shape x q x d`` inputs).",
-            "",
-            ".. toctree::",
-            "   :maxdepth: 2",
-            "",
-            f"   {package}",
-            "",
-        ]
-    )
+def faces(pages: dict[str, ApiModule], package: str = PACKAGE) -> list[str]:
+    """The public faces: the root's children with an ``__all__`` and their subpackages with one."""
+    out = []
+    for child in pages[package].children:
+        if pages[child].exported:
+            out.append(child)
+            out += [c for c in pages[child].children if pages[c].is_package and pages[c].exported]
+    return out
+
+
+def _module_summary(name: str) -> str:
+    return _summary(importlib.import_module(name))
+
+
+def _index(pages: dict[str, ApiModule], package: str) -> str:
+    lines = [
+        ".. This file is generated by docs/apigen.py; do not edit.",
+        "",
+        _title("API reference"),
+        "Generated from the docstrings. One page per public module; each name of a",
+        "module's ``__all__`` is documented once, under the face users import it from",
+        "(``botorch_mtucb.models.ExactMultiTaskGP``, not",
+        "``botorch_mtucb.multitask.exact.ExactMultiTaskGP``); the implementation",
+        "modules' pages carry their docstrings (often the derivations) and link there.",
+        "Everything is a BoTorch / GPyTorch component; shapes follow BoTorch's",
+        "conventions (``batch_shape x q x d`` inputs).",
+        "",
+        ".. rubric:: Public faces",
+        "",
+        ".. list-table::",
+        "   :widths: 35 65",
+        "",
+    ]
+    for name in faces(pages, package):
+        lines += [f"   * - :py:mod:`{name}`", f"     - {_module_summary(name)}"]
+    lines += [
+        "",
+        ".. toctree::",
+        "   :maxdepth: 2",
+        "",
+        f"   {package}",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def write(
@@ -237,7 +406,7 @@ def write(
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = collect(package) if pages is None else pages
-    contents = {out_dir / "index.rst": _index(package)}
+    contents = {out_dir / "index.rst": _index(pages, package)}
     contents.update({out_dir / f"{name}.rst": _render(p) for name, p in pages.items()})
     for path in out_dir.glob("*.rst"):
         if path not in contents:

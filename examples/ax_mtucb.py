@@ -1,9 +1,11 @@
 """MT-UCB and TGP-UCB from Ax's ``Client`` (needs ``pip install botorch-mtucb[ax]``).
 
 1. Multi-objective: BoTorch's Branin-Currin, both objectives minimised (``"-branin, -currin"``).
-   ``mtucb_generation_strategy`` runs Sobol, then MT-KB: one exact multi-task GP over both
-   objectives (ICM kernel, fitted by Ax) and the scalarized multi-task UCB with a fresh random
-   Chebyshev scalarization per trial. The Pareto front of the observed trials is printed.
+   ``mtucb_generation_strategy`` runs Sobol, then MT-KB: one multi-task GP over both
+   objectives (the fitted model of ``practical_multitask_gp``: Matérn-5/2 ICM kernel with a
+   learned task matrix, refitted by Ax at every trial) and the scalarized multi-task UCB with a
+   fresh random Chebyshev scalarization per trial. The Pareto front of the observed trials is
+   printed.
 2. Single objective with heavy-tailed noise: a smooth function plus Student-t(3) noise,
    maximised with ``heavy_tailed_generation_strategy`` (TGP-UCB: rewards truncated at
    b_t = v^{1/(1+α)} t^{1/(2(1+α))} in their raw units, so α and v describe the rewards as

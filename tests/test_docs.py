@@ -66,7 +66,14 @@ def reference(tmp_path_factory) -> dict[str, str]:
 def test_every_public_module_has_a_page(reference):
     expected = _expected_modules()
     assert "botorch_mtucb.models" in expected and "botorch_mtucb.integrations.ax" in expected
+    assert "botorch_mtucb.protocols" in expected
     assert sorted(set(reference) - {"index"}) == expected
+    # Public modules only: no page, and no directive, names a private module.
+    private = re.compile(r"(?:^|\.)_[^_]")
+    assert not [name for name in reference if private.search(name)]
+    for text in reference.values():
+        for _, full in DIRECTIVE.findall(text):
+            assert not private.search(full.rpartition(".")[0]), full
     for modname in expected:
         assert f".. automodule:: {modname}\n" in reference[modname]
 
@@ -120,6 +127,66 @@ def test_re_exports_are_documented_under_the_shortest_path(reference):
     )
 
 
+def _documented_classes(reference) -> list[tuple[str, type]]:
+    out = []
+    for text in reference.values():
+        for directive, full in DIRECTIVE.findall(text):
+            if directive == "autoclass":
+                modname, _, name = full.rpartition(".")
+                out.append((full, getattr(importlib.import_module(modname), name)))
+    return out
+
+
+def test_class_pages_show_no_private_base(reference):
+    """"Bases:" lists public classes only: a private mixin is replaced by its public bases."""
+    from botorch_mtucb.models import TruncatedGP
+
+    classes = _documented_classes(reference)
+    assert len(classes) > 30
+    for full, cls in classes:
+        bases = [b.__qualname__ for b in apigen.public_bases(cls)]
+        assert not [b for b in bases if b.startswith("_")], f"{full} shows {bases}"
+    assert any(b.__name__.startswith("_") for b in TruncatedGP.__bases__)  # the case tested
+    shown = []
+    apigen.process_bases(None, "TruncatedGP", TruncatedGP, {}, shown)  # Sphinx's hook
+    assert shown and all(not b.__name__.startswith("_") for b in shown)
+    assert all(issubclass(TruncatedGP, b) for b in shown)
+
+
+def test_classes_show_the_signature_users_call(reference):
+    """No documented class renders as ``(*args, **kwargs)`` (a dispatching ``__new__``, say)."""
+    from botorch_mtucb.models import AdaptiveTruncationGP, NystromMultiTaskGP, TruncatedGP
+
+    for cls in (TruncatedGP, AdaptiveTruncationGP, NystromMultiTaskGP):
+        sig, _ = apigen.process_signature(
+            None, "class", cls.__name__, cls, {}, "(*args, **kwargs)", None
+        )
+        assert sig.startswith("(train_X, train_Y"), (cls.__name__, sig)
+    for full, cls in _documented_classes(reference):
+        out = apigen.process_signature(None, "class", full, cls, {}, "(*args, **kwargs)", None)
+        assert out is not None and "*args, **kwargs" not in out[0], (full, out)
+    # A real signature is left alone.
+    assert apigen.process_signature(None, "class", "X", TruncatedGP, {}, "(a, b)", None) is None
+
+
+def test_inherited_members_resolve_to_the_documented_base(reference):
+    """``Class.member`` of an inherited member links to the base class that documents it."""
+    pages = apigen.collect()
+    classes = apigen.documented_classes(pages)
+    documented = {f for t in reference.values() for _, f in DIRECTIVE.findall(t)}
+    assert set(classes.values()) <= documented
+    for full, cls in _documented_classes(reference):
+        for klass in cls.__mro__[1:]:
+            if id(klass) not in classes:
+                continue
+            for member in (m for m in vars(klass) if not m.startswith("_")):
+                if not any(member in vars(k) for k in cls.__mro__[: cls.__mro__.index(klass)]):
+                    target = apigen.inherited_target(f"{full}.{member}", classes)
+                    assert target == f"{classes[id(klass)]}.{member}"
+    assert apigen.inherited_target("botorch_mtucb.models.ExactMultiTaskGP.no_such", classes) is None
+    assert apigen.inherited_target("torch.Tensor.shape", classes) is None
+
+
 def test_built_inventory_lists_every_exported_name():
     html = os.environ.get("BOTORCH_MTUCB_DOCS_HTML")
     if not html:
@@ -141,6 +208,13 @@ def test_built_inventory_lists_every_exported_name():
     for modname, name, _ in _exports():
         home = pages[modname].canonical[name]
         assert f"{home}.{name}" in py_names, f"{home}.{name} missing from the built reference"
+    # The rendered class pages: public bases only, real constructor signatures.
+    models = (Path(html) / "api" / "botorch_mtucb.models.html").read_text()
+    for bases in re.findall(r"Bases: (.*?)</p>", models, flags=re.S):
+        assert not re.search(r">_[A-Za-z]", bases), bases
+    for cls in ("TruncatedGP", "AdaptiveTruncationGP", "NystromMultiTaskGP"):
+        header = re.search(rf'id="botorch_mtucb\.models\.{cls}">(.*?)</dt>', models, flags=re.S)
+        assert header and "train_X" in header.group(1), f"{cls} has no real signature"
 
 
 def test_public_docstrings_are_valid_rest():
@@ -188,7 +262,51 @@ def test_included_files_and_markers_exist():
             for key, value in re.findall(r":(start-after|end-before): (.*)", options):
                 marker = value.strip().strip('"')
                 assert marker in text, f"{page.name}: {key} {marker!r} not in {target}"
-    assert found >= 5
+    assert found >= 2
+
+
+PAGES = [*DOCS.glob("*.md"), ROOT / "README.md", *(ROOT / "tutorials").glob("*.py")]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_pages_carry_no_issue_numbers_or_old_paths(path):
+    """User documentation names no issue, no removed path and no old harness command."""
+    text = path.read_text()
+    assert not re.search(r"\bissue \d+", text, flags=re.I), "an issue number"
+    for old in ("benchmarks/README", "benchmarks/results", "botorch_mtucb.benchmarks",
+                "models.protocols"):
+        assert old not in text, f"refers to {old!r}"
+
+
+def test_math_is_typeset():
+    """MyST's dollar math is on, and the guide and the tutorials use it."""
+    conf = (DOCS / "conf.py").read_text()
+    assert re.search(r"myst_enable_extensions = \[[^]]*\"dollarmath\"[^]]*\"amsmath\"", conf)
+    assert "sphinx.ext.mathjax" in conf
+    assert "$$" in (DOCS / "user_guide.md").read_text()
+    for path in (ROOT / "tutorials").glob("[0-9]*.py"):
+        assert re.search(r"^# .*\$[^$\s][^$]*\$", path.read_text(), flags=re.M), path.name
+
+
+def test_landing_page_routes_to_existing_pages():
+    """One routing table on the landing page; every tutorial and page it names exists."""
+    text = (DOCS / "index.md").read_text()
+    tables = re.findall(r"^\|.*\|\n\|(?:---\|)+\n(?:\|.*\|\n)+", text, flags=re.M)
+    assert len(tables) == 1
+    rows = tables[0].splitlines()[2:]
+    assert len(rows) >= 6
+    for tut in re.findall(r"<tutorials/(\w+)>", tables[0]):
+        assert (ROOT / "tutorials" / f"{tut}.py").is_file(), tut
+    for page in re.findall(r"\]\((\w+)\.md", tables[0]):
+        assert (DOCS / f"{page}.md").is_file(), page
+    tutorials = {p.stem for p in (ROOT / "tutorials").glob("[0-9]*.py")}
+    assert tutorials <= set(re.findall(r"<tutorials/(\w+)>", tables[0])), "route to each tutorial"
+
+
+def test_user_guide_usual_case_is_the_practical_model():
+    guide = (DOCS / "user_guide.md").read_text()
+    row = next(line for line in guide.splitlines() if "the usual case" in line)
+    assert "practical_multitask_gp" in row and "ExactMultiTaskGP" not in row
 
 
 def test_user_guide_examples_run():

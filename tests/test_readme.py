@@ -50,3 +50,28 @@ def test_readme_run_bo_loop_example_runs():
     h = ns["history"]
     assert ns["X"].shape == (2, 2) and ns["Y"].shape == (2, 2)
     assert h.initial_X.shape == (5, 2) and len(h.rounds) == 2
+
+
+def test_readme_commands_are_the_ones_ci_runs():
+    """The quickstart, test and docs commands as the README states them; CI runs the latter two."""
+    text = README.read_text()
+    quickstart = (
+        'pip install torch==2.13.0 && pip install -e ".[examples]" && python examples/quickstart.py'
+    )
+    tests = (
+        'pip install torch==2.13.0 && pip install -e ".[dev,ax,tutorials]" -e "./bench[dask]" '
+        "&& python -m pytest -q"
+    )
+    docs = (
+        'pip install -e ".[docs]" -e ./bench && '
+        "sphinx-build -W --keep-going -b html docs docs/_build/html"
+    )
+    for command in (quickstart, tests, docs):
+        assert f"\n{command}\n" in text, command
+    ci = README.parent / ".ci" / "run"
+    if ci.is_file():
+        assert f"\n{tests}\n" in ci.read_text()
+    # The harness is its own command; the README names no removed path.
+    assert "mtucb-bench run" in text and "docs/benchmarks.md" in text
+    for old in ("python -m botorch_mtucb.benchmarks", "benchmarks/README.md", "models.protocols"):
+        assert old not in text

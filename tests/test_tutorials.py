@@ -6,6 +6,11 @@ directory (nothing is written into the repository): the same thing Jupyter does 
 opens the ``.py`` file, and what the documentation build does (myst-nb). Skips, each with its
 reason: jupytext / nbclient / nbformat / ipykernel missing, no ``python3`` kernelspec
 installed (CI creates it with ``python -m ipykernel install``), and Ax missing for tutorial 4.
+
+The tutorials are user documentation: they need only the package and BoTorch, except a part
+that says in its prose that it uses the benchmark harness (``mtucb_bench``) and runs only
+where the harness and its data are found; they never print a path of the machine that ran
+them (the documentation site shows their outputs).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-TUTORIALS = Path(__file__).resolve().parents[1] / "tutorials"
+ROOT = Path(__file__).resolve().parents[1]
+TUTORIALS = ROOT / "tutorials"
 SOURCES = [
     "01_correlated_objectives.py",
     "02_scaling_up_mtbkb.py",
@@ -100,20 +106,39 @@ def test_tutorial_source_is_canonical_percent_format(name):
 
 
 @pytest.mark.parametrize("name", SOURCES)
-def test_tutorial_runs_in_fast_mode(name, tmp_path, monkeypatch):
+def test_harness_use_is_optional_and_announced(name):
+    """A tutorial imports the harness only inside ``try`` (its part is skipped without it)
+    and says in its prose that it uses it and how to install it."""
     _need_jupytext()
-    reason = _kernelspec_problem()
-    if reason:
-        pytest.skip(reason)
-    if name == "04_ax.py" and _missing("ax"):
-        pytest.skip("the Ax tutorial needs ax-platform (pip install 'botorch-mtucb[ax]')")
     import jupytext
+
+    nb = jupytext.read(TUTORIALS / name)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    imports = re.findall(r"^(\s*)(?:from|import) mtucb_bench\b.*$", code, flags=re.M)
+    if not imports:
+        return
+    assert all(indent for indent in imports), "import the harness inside try/except ImportError"
+    assert "except ImportError" in code
+    assert "pip install -e ./bench" in prose, "say in the prose that this part needs the harness"
+
+
+def _executed_output_text(nb) -> str:
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    for o in outputs:
+        text += "".join(o.get("data", {}).get("text/plain", ""))
+    return text
+
+
+def _assert_no_machine_paths(text: str, *folders: Path) -> None:
+    for folder in (ROOT, ROOT.parent, Path.home(), *folders):
+        assert str(folder) not in text, f"an output prints a path of this machine: {folder}"
+
+
+def _run(nb, tmp_path: Path) -> None:
     from nbclient import NotebookClient
 
-    # The kernel inherits this environment: FAST mode and few threads (CI has 2 cores).
-    monkeypatch.setenv("BOTORCH_MTUCB_FAST", "1")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    nb = jupytext.read(TUTORIALS / name)
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -122,9 +147,57 @@ def test_tutorial_runs_in_fast_mode(name, tmp_path, monkeypatch):
     )
     client.execute()  # raises CellExecutionError (with the traceback) if a cell fails
 
+
+def test_stock_part_is_skipped_cleanly_without_the_data(tmp_path, monkeypatch):
+    """Tutorial 3's real-data part, with no data set: one plain message, no path, no plot.
+
+    Runs the tutorial without the long Part-1 experiment (the cell that uses
+    ``SEEDS_OUTLIER``), with ``BOTORCH_MTUCB_DATA`` pointing at an empty folder.
+    """
+    _need_jupytext()
+    reason = _kernelspec_problem()
+    if reason:
+        pytest.skip(reason)
+    import jupytext
+
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("BOTORCH_MTUCB_FAST", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("BOTORCH_MTUCB_DATA", str(empty))
+    nb = jupytext.read(TUTORIALS / "03_heavy_tailed_noise.py")
+    nb.cells = [c for c in nb.cells if "SEEDS_OUTLIER" not in c.source]
+    _run(nb, work)
+    text = _executed_output_text(nb)
+    assert "Part 2 skipped" in text
+    assert "R_T/T" not in text  # no results of the skipped part
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert not any("image/png" in o.get("data", {}) for o in outputs)
+    _assert_no_machine_paths(text, empty, tmp_path)
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_tutorial_runs_in_fast_mode(name, tmp_path, monkeypatch):
+    _need_jupytext()
+    reason = _kernelspec_problem()
+    if reason:
+        pytest.skip(reason)
+    if name == "04_ax.py" and _missing("ax"):
+        pytest.skip("the Ax tutorial needs ax-platform (pip install 'botorch-mtucb[ax]')")
+    import jupytext
+
+    # The kernel inherits this environment: FAST mode and few threads (CI has 2 cores).
+    monkeypatch.setenv("BOTORCH_MTUCB_FAST", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    nb = jupytext.read(TUTORIALS / name)
+    _run(nb, tmp_path)
+
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    text = _executed_output_text(nb)
     assert "FAST mode" in text  # the tutorial saw the switch
+    _assert_no_machine_paths(text, tmp_path)
     assert not any(o.get("output_type") == "error" for o in outputs)
     # Every tutorial shows at least one plot (the docs render them).
     assert any("image/png" in o.get("data", {}) for o in outputs), "no plot was displayed"

@@ -18,23 +18,26 @@
 # Many multi-objective problems have objectives that react to the inputs in *similar* ways —
 # yield and purity of a reaction, accuracy and calibration of a model, two sensors in one
 # room. **MT-KB** (paper 000, *No-regret Algorithms for Multi-task Bayesian Optimization*)
-# models the *n* objectives jointly with a matrix-valued kernel Γ(x, x′) ∈ ℝⁿˣⁿ, so that every
-# observation of one objective also teaches the model about the others. Each round it
+# models the $n$ objectives jointly with a matrix-valued kernel
+# $\Gamma(x, x') \in \mathbb{R}^{n \times n}$, so that every observation of one objective also
+# teaches the model about the others. Each round $t$ it
 #
-# 1. draws random weights λ_t ~ P_λ and a scalarization s_λ (Chebyshev here:
-#    s_λ(y) = min_i λ_i (y_i − z_i), paper 000 §2),
+# 1. draws random weights $\lambda_t \sim P_\lambda$ and a scalarization $s_\lambda$
+#    (Chebyshev here: $s_\lambda(y) = \min_i \lambda_i (y_i - z_i)$, paper 000 §2),
 # 2. maximises the scalarized multi-task UCB (paper 000, eq. (2))
 #
-#    u_t(x) = s_λ(μ_{t−1}(x)) + L_λ β ‖Γ_{t−1}(x, x)‖^{1/2}
+#    $$u_t(x) = s_{\lambda_t}\bigl(\mu_{t-1}(x)\bigr)
+#    + L_{\lambda_t} \beta \lVert \Gamma_{t-1}(x, x) \rVert^{1/2}$$
 #
 #    (or its tighter *directional* form, the package default — see
 #    `botorch_mtucb.acquisition.multi_task_ucb`),
-# 3. observes all *n* objectives at x_t and updates the posterior
-#    μ_t(x) = G_t(x)ᵀ(G_t + ηI)⁻¹Y_t, Γ_t(x, x′) = Γ(x, x′) − G_t(x)ᵀ(G_t + ηI)⁻¹G_t(x′)
-#    (paper 000, eq. (1)).
+# 3. observes all $n$ objectives at $x_t$ and updates the posterior (paper 000, eq. (1))
+#
+#    $$\mu_t(x) = G_t(x)^\top (G_t + \eta I)^{-1} Y_t, \qquad
+#    \Gamma_t(x, x') = \Gamma(x, x') - G_t(x)^\top (G_t + \eta I)^{-1} G_t(x').$$
 #
 # Here we compare it with the usual baseline: one independent GP per objective
-# (a BoTorch `ModelListGP`) with the *same* acquisition and the same random λ_t, noise and
+# (a BoTorch `ModelListGP`) with the *same* acquisition and the same random $\lambda_t$, noise and
 # initial points. Both runs use the package's one BO loop, `botorch_mtucb.loop.run_bo_loop`.
 
 # %%
@@ -61,10 +64,10 @@ print("FAST mode" if FAST else "full mode")
 # ## The problem
 #
 # Two objectives on the unit square (both maximised), built from a shared landscape
-# sin(3x₁)cos(2.5x₂) plus an objective-specific bump: the objectives are clearly correlated
-# but peak in different places, so there is a genuine trade-off (a Pareto front). Observations
-# carry Gaussian noise with σ = 0.1. Replace `f` by your own objective: it takes an
-# `N x d` tensor and returns `N x n`.
+# $\sin(3x_1)\cos(2.5x_2)$ plus an objective-specific bump: the objectives are clearly
+# correlated but peak in different places, so there is a genuine trade-off (a Pareto front).
+# Observations carry Gaussian noise with $\sigma = 0.1$. Replace `f` by your own objective: it
+# takes an `N x d` tensor and returns `N x n`.
 
 # %%
 def f(X: torch.Tensor) -> torch.Tensor:
@@ -95,15 +98,17 @@ print(f"{len(true_front)} Pareto-optimal grid points; reference point z = {ref_p
 # %% [markdown]
 # ## The two models
 #
-# * **MT-KB**: `ExactMultiTaskGP` with an `ICMKernel` Γ(x, x′) = k(x, x′)·B, a learnable
-#   full-rank task matrix B (its off-diagonal entry *is* the learned correlation) and an RBF
-#   kernel k. The ICM structure lets the model solve one t × t eigenproblem instead of an
-#   nt × nt system (paper 000, Appendix A).
-# * **Independent GPs**: a `ModelListGP` of two `SingleTaskGP`s — Γ is diagonal.
+# * **MT-KB**: `ExactMultiTaskGP` with an `ICMKernel` $\Gamma(x, x') = k(x, x')\,B$, a
+#   learnable full-rank task matrix $B$ (its off-diagonal entry *is* the learned correlation)
+#   and an RBF kernel $k$. The ICM structure lets the model solve one $t \times t$
+#   eigenproblem instead of an $nt \times nt$ system (paper 000, Appendix A).
+# * **Independent GPs**: a `ModelListGP` of two `SingleTaskGP`s — $\Gamma$ is diagonal.
 #
 # Both are fitted by maximum marginal likelihood on the initial design and every 5 rounds
 # (in between, `condition_on_observations` adds the new point with fixed hyperparameters).
-# Outcomes are standardised (`Standardize(m=2)`), so the noise η is in standardised units.
+# Outcomes are standardised (`Standardize(m=2)`), so the noise $\eta$ is in standardised
+# units. (For your own problems, `practical_multitask_gp` builds a fitted MT-KB model with
+# careful defaults in one call; here the kernel is spelled out to show its parts.)
 
 # %%
 from botorch.fit import fit_gpytorch_mll
@@ -138,15 +143,16 @@ def fit_independent(X, Y):
 # ## Running the loop
 #
 # `run_bo_loop` takes the model factory, an acquisition factory (here
-# `scalarized_ucb_factory`, which builds `ScalarizedMultiTaskUCB(model, s_λ, β)` each round),
+# `scalarized_ucb_factory`, which builds `ScalarizedMultiTaskUCB(model, s, beta)` each round),
 # the optimiser (`BoxOptimizer`: BoTorch's multi-start `optimize_acqf` on the box) and the
-# sampler of λ_t (`ScalarizationSampler`, the P_λ of paper 000 §5). β = 2 is a constant: the
-# Theorem-2 radius (`TheoremTwoBeta`) needs a bound b on the RKHS norm of f, which a user
-# rarely knows. With `true_f` and a dense `regret_X` the loop also records the instantaneous
-# scalarized regret r_t = s_{λ_t}(f(x*_{λ_t})) − s_{λ_t}(f(x_t)).
+# sampler of $\lambda_t$ (`ScalarizationSampler`, the $P_\lambda$ of paper 000 §5).
+# $\beta = 2$ is a constant: the Theorem-2 radius (`TheoremTwoBeta`) needs a bound $b$ on the
+# RKHS norm of $f$, which a user rarely knows. With `true_f` and a dense `regret_X` the loop
+# also records the instantaneous scalarized regret
+# $r_t = s_{\lambda_t}(f(x^*_{\lambda_t})) - s_{\lambda_t}(f(x_t))$.
 #
 # Common random numbers: per seed, both methods get the same initial design, the same noise
-# stream and the same λ_t sequence.
+# stream and the same $\lambda_t$ sequence.
 
 # %%
 import time
@@ -189,8 +195,8 @@ for seed in SEEDS:
 # %% [markdown]
 # ## What the models learned
 #
-# The fitted task matrix B of the last MT-KB model: the correlation
-# B₁₂/√(B₁₁B₂₂) is what lets one objective's data inform the other. (The
+# The fitted task matrix $B$ of the last MT-KB model: the correlation
+# $B_{12}/\sqrt{B_{11}B_{22}}$ is what lets one objective's data inform the other. (The
 # independent model has, by construction, zero correlation.)
 
 # %%
@@ -202,19 +208,35 @@ print(f"learned task correlation = {B[0, 1] / (B[0, 0] * B[1, 1]).sqrt():.2f}")
 # %% [markdown]
 # ## Regret
 #
-# The left panel is the time-average scalarized regret R_C(t)/t = (1/t) Σ_{s≤t} r_{λ_s}
-# (paper 000 §2; its Fig. 1 plots this). The right panel is the Bayes regret
-# R_B(t) = E_λ[max_x s_λ(f(x)) − max_{s≤t} s_λ(f(x_s))] (paper 000 §2), estimated with a fixed
-# Monte-Carlo sample of λ: how well the points found so far cover *every* trade-off.
+# The left panel is the time-average scalarized regret
+# $R_C(t)/t = \frac{1}{t}\sum_{s \le t} r_s$ (paper 000 §2; its Fig. 1 plots this). The
+# right panel is the Bayes regret (paper 000 §2)
+#
+# $$R_B(t) = \mathbb{E}_\lambda\Bigl[\max_x s_\lambda(f(x)) - \max_{s \le t} s_\lambda(f(x_s))\Bigr],$$
+#
+# estimated with a fixed Monte-Carlo sample of $\lambda$ and the maximum over the dense grid:
+# how well the points found so far cover *every* trade-off (a few lines of torch below).
 # Lines are means over seeds (shaded: ± one standard error when there are several seeds).
 # In FAST mode (one seed, a handful of rounds) the curves are too short to rank the methods;
 # run the notebook without `BOTORCH_MTUCB_FAST` to see the full comparison.
 
 # %%
 from botorch_mtucb.acquisition import sample_scalarization_weights
-from mtucb_bench import bayes_regret
 
 W_mc = sample_scalarization_weights(2, 256, "chebyshev", torch.Generator().manual_seed(7))
+
+
+def chebyshev(F, W, z):
+    """s_λ(y) = min_i λ_i (y_i − z_i) for every row y of F (M x n) and λ of W (K x n): M x K."""
+    return ((F.unsqueeze(-2) - z) * W).min(dim=-1).values
+
+
+def bayes_regret(F_grid, F_query, W, z):
+    """R_B(t), t = 1..T: mean over λ of the best s_λ on the grid minus the best one so far."""
+    best = chebyshev(F_grid, W, z).max(dim=0).values  # K
+    so_far = chebyshev(F_query, W, z).cummax(dim=0).values  # T x K
+    return (best - so_far).clamp_min(0).mean(dim=-1)
+
 
 
 def band(ax, curves, label):
@@ -230,7 +252,7 @@ def band(ax, curves, label):
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
 for name, hs in histories.items():
     band(ax1, [h.time_average_regret() for h in hs], name)
-    band(ax2, [bayes_regret(F_grid, f(h.X), W_mc, "chebyshev", ref_point) for h in hs], name)
+    band(ax2, [bayes_regret(F_grid, f(h.X), W_mc, ref_point) for h in hs], name)
 ax1.set(xlabel="round t", ylabel="R_C(t) / t", title="Time-average Chebyshev regret")
 ax2.set(xlabel="round t", ylabel="R_B(t)", title="Bayes regret (Monte Carlo over λ)")
 ax1.legend()
@@ -244,14 +266,21 @@ for name, hs in histories.items():
 # %% [markdown]
 # ## Pareto front
 #
-# Grey: f on the dense grid; black: its Pareto front. Markers: the true values f(x_t) of the
-# points each method queried (first seed), the Pareto-optimal ones outlined. Because λ_t is
-# redrawn each round, the queries spread along the front rather than piling up at one
-# trade-off. The second panel is the hypervolume dominated by the queried points
-# (reference point z) as a function of t.
+# Grey: $f$ on the dense grid; black: its Pareto front. Markers: the true values $f(x_t)$ of
+# the points each method queried (first seed), the Pareto-optimal ones outlined. Because
+# $\lambda_t$ is redrawn each round, the queries spread along the front rather than piling up
+# at one trade-off. The second panel is the hypervolume dominated by the queried points
+# (reference point $z$) as a function of $t$, computed with BoTorch's `Hypervolume`.
 
 # %%
-from mtucb_bench import hypervolume_curve
+from botorch.utils.multi_objective.hypervolume import Hypervolume
+
+
+def hypervolume_curve(F, z):
+    """Hypervolume above z dominated by the first t rows of F, for t = 1..T."""
+    hv = Hypervolume(z)
+    return [hv.compute(F[:t][is_non_dominated(F[:t])]) for t in range(1, len(F) + 1)]
+
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
 ax1.scatter(*F_grid.T, s=2, c="lightgray", label="f(grid)")
@@ -280,3 +309,6 @@ plt.show()
 #   the default `"directional"` bound is never looser and keeps Theorem 2.
 # * For theory-backed radii use `TheoremTwoBeta(b, sigma)` (paper 000, Theorem 2); for
 #   thousands of rounds switch to the Nyström model — see tutorial 2.
+# * For a loop with practical defaults on your own problem,
+#   `run_bo_loop(problem, num_rounds=30, bounds=problem.bounds)` fits
+#   `practical_multitask_gp` and draws scale-free scalarizations for you.

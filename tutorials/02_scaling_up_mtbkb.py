@@ -15,21 +15,29 @@
 # %% [markdown]
 # # 2. Scaling up: MT-BKB (`NystromMultiTaskGP`) on thousands of observations
 #
-# The exact MT-KB posterior costs O(t³) per round even with the ICM speed-up (one t × t
-# eigendecomposition; paper 000, Appendix A) — fine for hundreds of points, slow for
-# thousands. **MT-BKB** (paper 000, §3.2, Algorithm 2) replaces it with a Nyström embedding on
-# a small *dictionary* D_t of past points: each x_i joins D_t with probability
+# The exact MT-KB posterior costs $O(t^3)$ per round even with the ICM speed-up (one
+# $t \times t$ eigendecomposition; paper 000, Appendix A) — fine for hundreds of points, slow
+# for thousands. **MT-BKB** (paper 000, §3.2, Algorithm 2) replaces it with a Nyström
+# embedding on a small *dictionary* $D_t$ of past points: each $x_i$ joins $D_t$ with
+# probability
 #
-#   p_{t,i} = min{ q ‖Γ̃_{t−1}(x_i, x_i)‖, 1 }
+# $$p_{t,i} = \min\bigl\{ q \lVert \tilde\Gamma_{t-1}(x_i, x_i) \rVert, 1 \bigr\}$$
 #
-# (posterior variances of the previous round), and with the reweighted embedding Φ̃_t
+# (posterior variances of the previous round), and with the reweighted embedding
+# $\tilde\Phi_t$
 #
-#   μ̃_t(x) = Φ̃_t(x)ᵀ(Ṽ_t + ηI)⁻¹ Σ_s Φ̃_t(x_s) y_s,
-#   Γ̃_t(x, x′) = Γ(x, x′) − Φ̃_t(x)ᵀΦ̃_t(x′) + η Φ̃_t(x)ᵀ(Ṽ_t + ηI)⁻¹Φ̃_t(x′)
+# $$
+# \begin{aligned}
+# \tilde\mu_t(x) &= \tilde\Phi_t(x)^\top (\tilde V_t + \eta I)^{-1} \textstyle\sum_s \tilde\Phi_t(x_s)\, y_s, \\
+# \tilde\Gamma_t(x, x') &= \Gamma(x, x') - \tilde\Phi_t(x)^\top \tilde\Phi_t(x')
+#   + \eta\, \tilde\Phi_t(x)^\top (\tilde V_t + \eta I)^{-1} \tilde\Phi_t(x')
+# \end{aligned}
+# $$
 #
-# (Appendix A, eqs. (7)–(8)). Theorem 3 sets q = 6ρ log(4T/δ)/ε², ρ = (1+ε)/(1−ε), and keeps
-# the dictionary size m_t = Õ(γ_t) — polylogarithmic in t for an SE kernel — so a round costs
-# about O(m_t² t) instead of O(t³).
+# (Appendix A, eqs. (7)–(8)). Theorem 3 sets $q = 6\rho \log(4T/\delta)/\varepsilon^2$,
+# $\rho = (1+\varepsilon)/(1-\varepsilon)$, and keeps the dictionary size
+# $m_t = \tilde O(\gamma_t)$ — polylogarithmic in $t$ for an SE kernel — so a round costs
+# about $O(m_t^2 t)$ instead of $O(t^3)$.
 #
 # This notebook shows (1) the model on thousands of observations at once, against the exact
 # model, and (2) MT-BKB inside the BO loop: dictionary size and time per round.
@@ -56,11 +64,11 @@ print("FAST mode" if FAST else "full mode")
 # %% [markdown]
 # ## Problem and kernel
 #
-# The same two correlated objectives as tutorial 1, noise σ = 0.1. The kernel hyperparameters
-# (ICM: RBF lengthscales and task matrix B) are fitted once on 200 points with the exact
-# model and then frozen: the paper's algorithms assume a known kernel, and it makes the exact
-# and Nyström models directly comparable. η = σ² = 0.01 (the regulariser of both models is
-# the Gaussian-noise variance).
+# The same two correlated objectives as tutorial 1, noise $\sigma = 0.1$. The kernel
+# hyperparameters (ICM: RBF lengthscales and task matrix $B$) are fitted once on 200 points
+# with the exact model and then frozen: the paper's algorithms assume a known kernel, and it
+# makes the exact and Nyström models directly comparable. $\eta = \sigma^2 = 0.01$ (the
+# regulariser of both models is the Gaussian-noise variance).
 
 # %%
 import copy
@@ -111,10 +119,11 @@ print("task matrix B:\n", kernel.task_covar_matrix)
 # %% [markdown]
 # ## Part 1 — thousands of observations at once
 #
-# A `NystromMultiTaskGP` built directly on t points replays Algorithm 2 in doubling stages to
-# get its inclusion probabilities (see its docstring), then draws D_t. We time building each
-# model and predicting at 500 test points, and compare the posterior means. `q` is left at
-# its default, Theorem 3's value (with `horizon=N`), ε = 0.5, δ = 0.1 as in paper 000 §5.
+# A `NystromMultiTaskGP` built directly on $t$ points replays Algorithm 2 in doubling stages
+# to get its inclusion probabilities (see its docstring), then draws $D_t$. We time building
+# each model and predicting at 500 test points, and compare the posterior means. `q` is left
+# at its default, Theorem 3's value (with `horizon=N`), $\varepsilon = 0.5$,
+# $\delta = 0.1$ as in paper 000 §5.
 
 # %%
 SIZES = [250, 500] if FAST else [500, 1000, 2000, 4000]
@@ -141,12 +150,13 @@ for N in SIZES:
     )
 
 # %% [markdown]
-# The Nyström mean agrees with the exact one far below the noise level σ = 0.1. With
-# Theorem 3's q (several hundred here) p_{t,i} = 1 until a point's variance drops below 1/q,
-# so for small N most points are kept; as N grows the variances shrink and the dictionary
-# grows much more slowly than N (printed above), so the speed-up over the exact model grows
-# with N. A smaller `q` (accuracy ε larger,
-# or an explicit `q=`) buys speed at the price of accuracy; Part 2 shows where that goes wrong.
+# The Nyström mean agrees with the exact one far below the noise level $\sigma = 0.1$. With
+# Theorem 3's $q$ (several hundred here) $p_{t,i} = 1$ until a point's variance drops below
+# $1/q$, so for small $N$ most points are kept; as $N$ grows the variances shrink and the
+# dictionary grows much more slowly than $N$ (the table printed by the cell above), so the
+# speed-up over the exact model grows with $N$. A smaller $q$ (accuracy $\varepsilon$
+# larger, or an explicit `q=`) buys speed at the price of accuracy; Part 2 shows where that
+# goes wrong.
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -165,18 +175,19 @@ plt.show()
 # %% [markdown]
 # ## Part 2 — MT-BKB in the BO loop
 #
-# Now the algorithm proper: T rounds of `run_bo_loop` on a finite candidate set of 1,024 Sobol
-# points (`FiniteArmOptimizer`, an exact argmax), a random Chebyshev scalarization per round,
-# β = 2. Each round `condition_on_observations` carries the variances ‖Γ̃_{t−1}(x_i, x_i)‖
-# to the new model, which redraws its dictionary from them (Algorithm 2). A custom `update`
-# callable records m_t.
+# Now the algorithm proper: $T$ rounds of `run_bo_loop` on a finite candidate set of 1,024
+# Sobol points (`FiniteArmOptimizer`, an exact argmax), a random Chebyshev scalarization per
+# round, $\beta = 2$. Each round `condition_on_observations` carries the variances
+# $\lVert \tilde\Gamma_{t-1}(x_i, x_i) \rVert$ to the new model, which redraws its dictionary
+# from them (Algorithm 2). A custom `update` callable records $m_t$.
 #
-# Three runs with the same λ_t and noise:
+# Three runs with the same $\lambda_t$ and noise:
 #
-# * **MT-BKB, Theorem 3's q** (`q=None`, `horizon=T`);
-# * **MT-BKB, small q** = log(T)/ε² (the value of paper 001's public code), to show what an
-#   under-sized q does;
-# * **MT-KB (exact)** for as many rounds as is reasonable here (its round cost grows like t³).
+# * **MT-BKB, Theorem 3's $q$** (`q=None`, `horizon=T`);
+# * **MT-BKB, small $q$** $= \log(T)/\varepsilon^2$ (the value of paper 001's public code), to
+#   show what an under-sized $q$ does;
+# * **MT-KB (exact)** for as many rounds as is reasonable here (its round cost grows like
+#   $t^3$).
 
 # %%
 from botorch.utils.sampling import draw_sobol_samples
@@ -252,15 +263,15 @@ for name, (factory, rounds) in runs.items():
 # %% [markdown]
 # ### Dictionary size, time per round, regret
 #
-# * **Left**: m_t. With Theorem 3's q it levels off (the posterior variances at the repeatedly
-#   queried points shrink, so few of them need to be kept). With the small q it *oscillates*:
-#   a round whose dictionary is nearly empty has Nyström variances close to the prior, so the
-#   next round keeps almost every point, whose accurate (small) variances then empty the
-#   dictionary again — the accuracy guarantee of Theorem 3 is lost.
+# * **Left**: $m_t$. With Theorem 3's $q$ it levels off (the posterior variances at the
+#   repeatedly queried points shrink, so few of them need to be kept). With the small $q$ it
+#   *oscillates*: a round whose dictionary is nearly empty has Nyström variances close to the
+#   prior, so the next round keeps almost every point, whose accurate (small) variances then
+#   empty the dictionary again — the accuracy guarantee of Theorem 3 is lost.
 # * **Middle**: wall time per round (model update + acquisition over 1,024 candidates),
-#   smoothed over 25 rounds. The exact model's round grows with t; MT-BKB's stays nearly
-#   flat once m_t stops growing.
-# * **Right**: time-average Chebyshev regret R_C(t)/t. When MT-BKB's dictionary is accurate
+#   smoothed over 25 rounds. The exact model's round grows with $t$; MT-BKB's stays nearly
+#   flat once $m_t$ stops growing.
+# * **Right**: time-average Chebyshev regret $R_C(t)/t$. When MT-BKB's dictionary is accurate
 #   it makes the same choices as the exact model and the two curves lie on top of each other.
 
 # %%
@@ -299,7 +310,8 @@ plt.show()
 # * `NystromMultiTaskGP` is a drop-in replacement for `ExactMultiTaskGP` (same constructor
 #   arguments plus `epsilon`, `delta`, `horizon`/`q`, `generator`); conditioning it *is* a
 #   round of MT-BKB.
-# * Keep q at Theorem 3's default unless you have measured that a smaller value is safe for your
-#   noise level: too small a q makes the dictionary unstable and the regret worse.
-# * `TheoremThreeBeta(b, sigma)` gives the Theorem-3 radius β̃_t; it reads the running
-#   Σ_s log det(I_n + η⁻¹Γ̃_{s−1}(x_s, x_s)) that the model accumulates round by round.
+# * Keep $q$ at Theorem 3's default unless you have measured that a smaller value is safe for
+#   your noise level: too small a $q$ makes the dictionary unstable and the regret worse.
+# * `TheoremThreeBeta(b, sigma)` gives the Theorem-3 radius $\tilde\beta_t$; it reads the
+#   running $\sum_s \log\det\bigl(I_n + \eta^{-1}\tilde\Gamma_{s-1}(x_s, x_s)\bigr)$ that
+#   the model accumulates round by round.

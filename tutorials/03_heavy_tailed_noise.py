@@ -15,26 +15,40 @@
 # %% [markdown]
 # # 3. Heavy-tailed noise: TGP-UCB and ATA-GP-UCB vs GP-UCB
 #
-# GP-UCB's guarantees assume sub-Gaussian noise. When only a (1+α)-th moment is bounded,
-# E|y|^{1+α} ≤ v with α ∈ (0, 1], a few huge rewards can drag the GP posterior far from f.
-# Paper 001 (*Bayesian Optimization under Heavy-tailed Payoffs*, Chowdhury & Gopalan 2019)
-# fixes this by **truncation**:
+# GP-UCB's guarantees assume sub-Gaussian noise. When only a $(1+\alpha)$-th moment is
+# bounded, $\mathbb{E}\lvert y\rvert^{1+\alpha} \le v$ with $\alpha \in (0, 1]$, a few huge
+# rewards can drag the GP posterior far from $f$. Paper 001 (*Bayesian Optimization under
+# Heavy-tailed Payoffs*, Chowdhury & Gopalan 2019) fixes this by **truncation**:
 #
 # * **TGP-UCB** (Algorithm 1, `TruncatedGP`): each reward is kept only if it is not too large,
-#   ŷ_t = y_t·1{|y_t| ≤ b_t} with b_t = v^{1/(1+α)} t^{1/(2(1+α))}; then the usual GP
-#   posterior μ̂_t(x) = k_t(x)ᵀ(K_t + λI)⁻¹Ŷ_t, σ_t², and x_{t+1} = argmax μ̂_t + β_{t+1}σ_t
-#   (Theorem 1 gives β).
-# * **ATA-GP-UCB** (Algorithm 2, `AdaptiveTruncationGP`): truncation in each direction of a
-#   finite feature map φ_t (quadrature Fourier features or a Nyström embedding):
-#   r̂_i = Σ_τ u_{i,τ} y_τ 1{|u_{i,τ} y_τ| ≤ b_t}, with u_iᵀ the rows of V_t^{−1/2}Φ_tᵀ,
-#   θ_t = V_t^{−1/2} r̂, μ_t(x) = φ_t(x)ᵀθ_t.
 #
-# Both are BoTorch models; `HeavyTailedUCB(model)` is the acquisition μ + β σ with the model's
-# own β (note: β multiplies σ, unlike BoTorch's `UpperConfidenceBound`, which uses √β).
+#   $$\hat y_t = y_t\,\mathbb{1}\{\lvert y_t\rvert \le b_t\}, \qquad
+#   b_t = v^{1/(1+\alpha)}\, t^{1/(2(1+\alpha))};$$
+#
+#   then the usual GP posterior $\hat\mu_t(x) = k_t(x)^\top (K_t + \lambda I)^{-1} \hat Y_t$,
+#   $\sigma_t^2(x)$, and $x_{t+1} = \arg\max_x \hat\mu_t(x) + \beta_{t+1}\sigma_t(x)$
+#   (Theorem 1 gives $\beta$).
+# * **ATA-GP-UCB** (Algorithm 2, `AdaptiveTruncationGP`): truncation in each direction of a
+#   finite feature map $\varphi_t$ (quadrature Fourier features or a Nyström embedding):
+#
+#   $$\hat r_i = \sum_\tau u_{i,\tau}\, y_\tau\,
+#   \mathbb{1}\{\lvert u_{i,\tau} y_\tau\rvert \le b_t\}, \qquad
+#   \theta_t = V_t^{-1/2} \hat r, \qquad \mu_t(x) = \varphi_t(x)^\top \theta_t,$$
+#
+#   with $u_i^\top$ the rows of $V_t^{-1/2}\Phi_t^\top$.
+#
+# Both are BoTorch models; `HeavyTailedUCB(model)` is the acquisition $\mu + \beta\sigma$
+# with the model's own $\beta$ (note: $\beta$ multiplies $\sigma$, unlike BoTorch's
+# `UpperConfidenceBound`, which uses $\sqrt{\beta}$).
 #
 # Part 1 reproduces the picture of paper 001 Fig. 1(f): what *one* big outlier does to the
-# GP-UCB confidence band, with and without truncation. Part 2 runs the three algorithms on
-# the stock-price data of paper 001 §6.
+# GP-UCB confidence band, with and without truncation; it needs only this package and
+# BoTorch. Part 2 runs the algorithms on the stock-price data of paper 001 §6. That data set
+# is not shipped with the package, and Part 2 loads it with the project's benchmark harness
+# (`pip install -e ./bench`, import name `mtucb_bench`), so **Part 2 runs only where the
+# harness is installed and the data set is found**; elsewhere (for instance on the
+# documentation site, if it was built without the data) its cells print that it was skipped
+# and show no results.
 
 # %%
 import os
@@ -58,11 +72,13 @@ print("FAST mode" if FAST else "full mode")
 # %% [markdown]
 # ## Part 1 — one big outlier (paper 001, Fig. 1(f))
 #
-# As in the paper: f is a random function in the RKHS of an SE kernel (l = 0.2) on 100 evenly
-# spaced points of [0, 1], rescaled to [0, 1]. The reward is y = f(x) + η, where η = ±10
-# (each sign with probability ½) at **one** point of the grid and 0 everywhere else. We run
-# GP-UCB with β_t = ln t, once on the raw rewards and once truncating at t^{1/4} (TGP-UCB's
-# b_t for α = 1, v = 1), through the same `run_bo_loop`, and plot μ_T ± β_T σ_T at the end.
+# As in the paper: $f$ is a random function in the RKHS of an SE kernel ($\ell = 0.2$) on 100
+# evenly spaced points of $[0, 1]$, $f = \sum_i a_i k(\cdot, x_i)$ with 100 support points
+# $x_i$ from the grid and $a_i \sim U[-1, 1]$, rescaled to $[0, 1]$. The reward is
+# $y = f(x) + \eta$, where $\eta = \pm 10$ (each sign with probability ½) at **one** point of
+# the grid and 0 everywhere else. We run GP-UCB with $\beta_t = \ln t$, once on the raw
+# rewards and once truncating at $t^{1/4}$ (TGP-UCB's $b_t$ for $\alpha = 1$, $v = 1$),
+# through the same `run_bo_loop`, and plot $\mu_T \pm \beta_T \sigma_T$ at the end.
 # `TruncatedGP(..., truncate=False)` is plain GP regression; `arms=grid` selects its fast
 # finite-arm path.
 
@@ -70,16 +86,30 @@ print("FAST mode" if FAST else "full mode")
 import math
 import time
 
+from gpytorch.kernels import RBFKernel
+
 from botorch_mtucb.acquisition import HeavyTailedUCB
-from mtucb_bench.heavy_tailed_problems import synthetic_heavy_tailed_problem
 from botorch_mtucb.loop import FiniteArmOptimizer, run_bo_loop
 from botorch_mtucb.models import TruncatedGP
 
 T_OUTLIER = 300 if FAST else 3000
-synthetic = synthetic_heavy_tailed_problem(seed=0)  # f = Σ a_i k(., x_i), SE l = 0.2
-grid = synthetic.arms  # 100 x 1
-A = grid.shape[0]
-f_vals = synthetic.mean_rewards
+
+
+def se_kernel():
+    """The SE kernel with the paper's fixed lengthscale 0.2."""
+    kernel = RBFKernel().to(DT)
+    kernel.lengthscale = 0.2
+    kernel.raw_lengthscale.requires_grad_(False)
+    return kernel
+
+
+A = 100
+grid = torch.linspace(0, 1, A, dtype=DT).unsqueeze(-1)  # 100 x 1 arms
+g = torch.Generator().manual_seed(0)
+support = grid[torch.randint(0, A, (A,), generator=g)]
+a = 2 * torch.rand(A, generator=g, dtype=DT) - 1
+with torch.no_grad():
+    f_vals = se_kernel()(grid, support).to_dense() @ a  # f = Σ a_i k(., x_i)
 f_vals = (f_vals - f_vals.min()) / (f_vals.max() - f_vals.min())  # rescaled to [0, 1]
 outlier = int(torch.randint(0, A, (1,), generator=torch.Generator().manual_seed(1)))
 print(f"outlier at x = {grid[outlier, 0]:.3f} (f there = {f_vals[outlier]:.3f})")
@@ -103,7 +133,7 @@ def outlier_observer(seed):
 def gp_model(truncate):
     def factory(X, Y):
         return TruncatedGP(
-            X, Y, alpha=1.0, v=1.0, covar_module=synthetic.kernel(), lam=1.0, arms=grid,
+            X, Y, alpha=1.0, v=1.0, covar_module=se_kernel(), lam=1.0, arms=grid,
             truncate=truncate,
         )
 
@@ -176,53 +206,64 @@ for truncate in (False, True):
     print(f"{name:>12}: max_x |μ_T(x) − f(x)| mean {errs.mean():.3f}, worst {errs.max():.3f}")
 
 # %% [markdown]
-# Without truncation the ±10 rewards pull the posterior mean near the outlier point far away
-# from f (compare the printed max_x |μ_T − f| with the range [0, 1] of f), and it stays wrong
-# for a long time: after a −10 the optimistic algorithm avoids the region, so no new data
-# correct it; after a +10 it keeps pulling the point until the average settles. With
-# truncation at b_t = t^{1/4} (< 10 for t < 10⁴) the outlier rewards are zeroed, and since f is
-# close to 0 at this point the truncated estimator is almost exact — the paper's
-# "(almost) accurate estimator". Truncation costs a bias of at most |f(x)| wherever a reward
-# is cut, which is why b_t grows with t.
+# Without truncation the $\pm 10$ rewards pull the posterior mean near the outlier point far
+# away from $f$ (compare the printed $\max_x \lvert\mu_T(x) - f(x)\rvert$ with the range
+# $[0, 1]$ of $f$), and it stays wrong for a long time: after a $-10$ the optimistic algorithm
+# avoids the region, so no new data correct it; after a $+10$ it keeps pulling the point until
+# the average settles. With truncation at $b_t = t^{1/4}$ ($< 10$ for $t < 10^4$) the outlier
+# rewards are zeroed, and since $f$ is close to 0 at this point the truncated estimator is
+# almost exact — the paper's "(almost) accurate estimator". Truncation costs a bias of at most
+# $\lvert f(x)\rvert$ wherever a reward is cut, which is why $b_t$ grows with $t$.
 #
-# ## Part 2 — stock prices (paper 001 §6)
+# ## Part 2 — stock prices (paper 001 §6; runs only with the harness and the data set)
 #
 # 29 Dow Jones stocks (`fin.csv`, daily adjusted closing prices, 2016-01-04 .. 2019-04-10).
 # Arms are stocks, the kernel is the correlation matrix of the standardised prices
-# (`PrecomputedKernel`), a reward is the raw price on a uniformly random day, α = 1 and
-# v = the mean squared price; regret is measured on f = mean price / max mean price. All of
-# this comes from `mtucb_bench.heavy_tailed_problems.stock_problem`, which reads
-# the file from the folder given by the environment variable `BOTORCH_MTUCB_DATA` (default:
-# `../shared/data` next to the repository). If the file is not there, this part is skipped.
+# (`PrecomputedKernel`), a reward is the raw price on a uniformly random day, $\alpha = 1$
+# and $v$ = the mean squared price; regret is measured on $f$ = mean price / max mean price.
+# The benchmark harness builds this problem (`mtucb_bench.heavy_tailed_problems.stock_problem`)
+# from the file in the folder named by the environment variable `BOTORCH_MTUCB_DATA` (or
+# the harness's default data folder). **If the harness is not installed or the file is not
+# found, the cells of this part only say so**, and the plot and the reading below do not
+# apply; set `BOTORCH_MTUCB_DATA` to the folder holding `fin.csv` to run it.
 #
 # Algorithms (paper 001's public-code constants, `constants="authors"`, which its figures used;
-# `"theory"` gives Theorem 1 / Theorem 4's much wider β):
+# `"theory"` gives Theorem 1 / Theorem 4's much wider $\beta$):
 #
 # * **TGP-UCB**: `TruncatedGP` + `HeavyTailedUCB(model)`.
-# * **ATA-GP-UCB (Nyström)**: `AdaptiveTruncationGP` with `NystromFeatures` (ε = 0.1; the
-#   kernel is data-dependent, so there is no QFF variant — paper 001 skips it too).
-# * **GP-UCB**: `TruncatedGP(truncate=False)` with width B√λ + √v √ln(t+1).
+# * **ATA-GP-UCB (Nyström)**: `AdaptiveTruncationGP` with `NystromFeatures`
+#   ($\varepsilon = 0.1$; the kernel is data-dependent, so there is no QFF variant — paper 001
+#   skips it too).
+# * **GP-UCB**: `TruncatedGP(truncate=False)` with width
+#   $B\sqrt{\lambda} + \sqrt{v}\sqrt{\ln(t+1)}$.
 # * **TGP-UCB, GP-UCB width**: truncated rewards, but GP-UCB's width — to separate the effect
 #   of truncation from that of the confidence width.
 
 # %%
-from mtucb_bench.baselines import gp_ucb_width
-from mtucb_bench.data import DATA_ENV_VAR, default_data_dir
-from mtucb_bench.heavy_tailed_problems import stock_problem
 from botorch_mtucb.features import NystromFeatures
 from botorch_mtucb.models import AdaptiveTruncationGP
 
 try:
-    problem = stock_problem()
-except FileNotFoundError as err:
+    from mtucb_bench.heavy_tailed_problems import stock_problem
+except ImportError:
     problem = None
-    print(f"Skipping the stock-data experiment: {err}")
-    print(f"(looked in {default_data_dir()}; set {DATA_ENV_VAR} to the folder with fin.csv)")
+    print("Part 2 skipped: the benchmark harness is not installed (pip install -e ./bench).")
 else:
+    try:
+        problem = stock_problem()
+    except FileNotFoundError:
+        problem = None
+        print("Part 2 skipped: data set fin.csv not found; set BOTORCH_MTUCB_DATA to run this half.")
+if problem is not None:
     print(
         f"{problem.num_arms} stocks; α = {problem.alpha}, v = {problem.v:.0f}, "
         f"B = {problem.B:.1f} (max mean price)"
     )
+
+
+def gp_ucb_width(t, v, B, lam=1.0):
+    """Plain GP-UCB width B√λ + √v √ln(t + 1) after t observations."""
+    return B * math.sqrt(lam) + math.sqrt(v) * math.sqrt(math.log(t + 1))
 
 # %%
 T_STOCK = 200 if FAST else 2000
@@ -283,8 +324,8 @@ if problem is not None:
     print(f"done in {time.perf_counter() - start:.1f} s")
 
 # %% [markdown]
-# Time-average regret R_T/T (mean ± standard error over trials), as in paper 001 Fig. 1(d),
-# plus how often each algorithm pulled the best stock.
+# Time-average regret $R_T/T$ (mean ± standard error over trials), as in paper 001
+# Fig. 1(d), plus how often each algorithm pulled the best stock (only when Part 2 ran).
 
 # %%
 if problem is not None:
@@ -310,19 +351,20 @@ if problem is not None:
     plt.show()
 
 # %% [markdown]
-# **Reading the result.** Compare the numbers printed above. On this data set the two
-# truncated algorithms with their own widths explore much more than GP-UCB: TGP-UCB's
-# β_{t+1} = B√λ + b_{t+1}√ln(t+1) (authors' constants) grows with the truncation level
-# b_t = √v t^{1/4}, while GP-UCB's width grows like √v √ln t; with prices in the hundreds
-# and kernel variances ≤ 1, β σ_t dominates the differences between the mean prices for a
+# **Reading the result** (when Part 2 ran: compare the regrets and shares printed with the
+# plot). On this data set the two truncated algorithms with their own widths explore much
+# more than GP-UCB: TGP-UCB's $\beta_{t+1} = B\sqrt{\lambda} + b_{t+1}\sqrt{\ln(t+1)}$
+# (authors' constants) grows with the truncation level $b_t = \sqrt{v}\, t^{1/4}$, while
+# GP-UCB's width grows like $\sqrt{v}\sqrt{\ln t}$; with prices in the hundreds and kernel
+# variances $\le 1$, $\beta\sigma_t$ dominates the differences between the mean prices for a
 # long time. The fourth line isolates truncation: TGP-UCB with GP-UCB's width behaves like
 # GP-UCB here (the prices have no extreme outliers, and b_t quickly exceeds them). Paper 001
 # did not run GP-UCB on this data (its Fig. 1(d) compares only the truncated algorithms). The
 # theory's β buys a high-probability guarantee under heavy tails; on a finite horizon it can
 # cost regret, and the price of *not* truncating shows up only when rare huge rewards occur
-# (Part 1). For your own problem: state v in the units of the rewards you feed the model, and
+# (Part 1). For your own problem: state $v$ in the units of the rewards you feed the model, and
 # prefer rewards centred near 0 (e.g. subtract a known baseline) so that truncation cuts
 # noise, not signal.
 #
 # The same code runs on the light-sensor data of paper 001 §6: replace `stock_problem()` by
-# `light_sensor_problem()` (file `iw_data_all.mat`).
+# the harness's `light_sensor_problem()` (file `iw_data_all.mat`).

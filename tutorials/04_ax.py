@@ -21,15 +21,17 @@
 # generator with this package's model and acquisition:
 #
 # * `mtucb_generation_strategy(...)`: **MT-KB** for multi-objective experiments — one
-#   `ExactMultiTaskGP` over all objectives (Ax does *not* split it into independent GPs) and
-#   `ScalarizedMultiTaskUCB` with a fresh random scalarization λ ~ P_λ per trial
-#   (paper 000, eq. (2) and §5).
+#   multi-task GP over all objectives (by default the fitted model of
+#   `practical_multitask_gp`; Ax does *not* split it into independent GPs) and
+#   `ScalarizedMultiTaskUCB` with a fresh random scalarization $\lambda \sim P_\lambda$ per
+#   trial (paper 000, eq. (2) and §5).
 # * `heavy_tailed_generation_strategy(...)`: **TGP-UCB** (or ATA-GP-UCB with
 #   `model="adaptive_truncation"`) for single-objective experiments whose rewards only satisfy
-#   E|y|^{1+α} ≤ v (paper 001). Without `alpha` and `v` (the default) the model estimates
-#   them from the data (median centring, median-of-means v, fitted kernel, width 1); this
-#   tutorial declares them (`alpha=1.0, v=4.0`, paper 001 verbatim). The rewards reach the
-#   model in their raw units, so a declared v is in the units you report.
+#   $\mathbb{E}\lvert y\rvert^{1+\alpha} \le v$ (paper 001). Without `alpha` and `v` (the
+#   default) the model estimates them from the data (median centring, median-of-means $v$,
+#   fitted kernel, width 1); this tutorial declares them (`alpha=1.0, v=4.0`, paper 001
+#   verbatim). The rewards reach the model in their raw units, so a declared $v$ is in the
+#   units you report.
 #
 # Needs `pip install "botorch-mtucb[ax]"` (ax-platform ≥ 1.3.1).
 
@@ -86,12 +88,12 @@ def unit_square():
 #
 # BoTorch's Branin-Currin problem, both objectives **minimised** — Ax's objective string
 # `"-branin, -currin"` says so, and the integration passes the directions on to the
-# scalarization (nothing is negated twice). The Chebyshev reference point z of
-# s_λ(y) = min_i λ_i (y_i − z_i) is taken from Ax's *objective thresholds*, set here as
-# constraints on the objectives (`"branin <= 150"`); without them Ax infers thresholds from
-# the model's predicted Pareto front and warns that you should set them. `beta` is the
-# confidence radius β in Ax's standardised outcome units; `seed` makes the Sobol points and
-# the λ stream reproducible.
+# scalarization (nothing is negated twice). The Chebyshev reference point $z$ of
+# $s_\lambda(y) = \min_i \lambda_i (y_i - z_i)$ is taken from Ax's *objective thresholds*,
+# set here as constraints on the objectives (`"branin <= 150"`); without them the strategy
+# builds a scale-free reference point from the data. `beta` is the confidence radius $\beta$
+# in Ax's standardised outcome units; `seed` makes the Sobol points and the $\lambda$ stream
+# reproducible.
 
 # %%
 problem = BraninCurrin()  # the raw minimisation problem on [0, 1]^2
@@ -149,10 +151,11 @@ plt.show()
 # %% [markdown]
 # ## Single objective with heavy-tailed noise: TGP-UCB
 #
-# A smooth function f(x) = sin(3x₀)cos(2x₁) observed with Student-t noise with 3 degrees of
-# freedom: its variance is finite (E t₃² = 3) but its tails are heavy. With |f| ≤ 1,
-# E|y|² ≤ 1 + 3, so α = 1 and v = 4 (paper 001's setting for Student-t noise). TGP-UCB
-# truncates reward t at b_t = v^{1/(1+α)} t^{1/(2(1+α))} = 2 t^{1/4}.
+# A smooth function $f(x) = \sin(3x_0)\cos(2x_1)$ observed with Student-t noise with 3 degrees
+# of freedom: its variance is finite ($\mathbb{E}\,t_3^2 = 3$) but its tails are heavy. With
+# $\lvert f\rvert \le 1$, $\mathbb{E}\,y^2 \le 1 + 3$, so $\alpha = 1$ and $v = 4$ (paper 001's
+# setting for Student-t noise). TGP-UCB truncates reward $t$ at
+# $b_t = v^{1/(1+\alpha)}\, t^{1/(2(1+\alpha))} = 2\, t^{1/4}$.
 #
 # With heavy-tailed noise the best *observed* reward is mostly luck, so we recommend the tried
 # point with the highest model prediction (the truncated posterior mean) instead.
@@ -215,10 +218,11 @@ plt.show()
 #
 # * `mtucb_generation_strategy(beta=TheoremTwoBeta(b, sigma))` uses the Theorem-2 radius;
 #   `bound="spectral"` reproduces paper 000's eq. (2); `scalarization="linear"` draws linear
-#   scalarizations; `model_options={"noise": ..., "learn_noise": True}` configures the
-#   `ExactMultiTaskGP`.
+#   scalarizations; `model="paper"` uses the paper's estimator (`ExactMultiTaskGP` with a
+#   fixed RBF kernel and $\eta = 0.1$), and `model_options={...}` passes options to the model.
 # * `heavy_tailed_generation_strategy(..., model="adaptive_truncation",
 #   model_options={"features": QuadratureFourierFeatures(...)})` runs ATA-GP-UCB;
-#   `model_options={"constants": "theory"}` uses the theorems' β instead of the authors' code.
+#   `model_options={"constants": "theory"}` uses the theorems' $\beta$ instead of the authors'
+#   code.
 # * `client.get_next_trials(max_trials=k)` with k > 1 works: the pending trials are treated
 #   as hallucinated observations (same mean, shrunk variance) when choosing the next one.

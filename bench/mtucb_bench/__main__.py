@@ -1,4 +1,4 @@
-"""``python -m mtucb_bench``: see :mod:`mtucb_bench.cli`."""
+"""``python -m mtucb_bench``: the ``mtucb-bench`` command (see :mod:`mtucb_bench.cli`)."""
 
 from mtucb_bench.cli import main
 

@@ -21,7 +21,7 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
                    (also importable from here) refitted on the loop's default
                    :class:`~botorch_mtucb.loop.defaults.RefitSchedule` (conditioned in between),
                    each refit warm-started from the previous fit with the lean likelihood
-                   closure (:class:`~botorch_mtucb.multitask.practical_fit.WarmStartPracticalFactory`),
+                   closure (:class:`~botorch_mtucb.multitask.practical.WarmStartPracticalFactory`),
                    the round's λ_t applied scale-free (the loop's default sampler,
                    ``ScalarizationSampler(..., ref_point="data", front="predicted")``:
                    augmented, ρ = 0.05, z and the ranges from the observed non-dominated
@@ -74,31 +74,24 @@ from botorch.models.model import Model
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
-from botorch_mtucb.acquisition.beta import TheoremTwoBeta
-from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
-from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB, TheoremThreeBeta, TheoremTwoBeta
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     Scalarization,
     ScalarizationSampler,
 )
-from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
-from botorch_mtucb.kernels.icm import ICMKernel
-from botorch_mtucb.loop.defaults import RefitSchedule
-from botorch_mtucb.multitask.exact import ExactMultiTaskGP
-from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
-from botorch_mtucb.multitask.practical import practical_multitask_gp
-from botorch_mtucb.multitask.practical_fit import WarmStartPracticalFactory
-from botorch_mtucb.utils.model_data import training_data
+from botorch_mtucb.kernels import ICMKernel
+from botorch_mtucb.loop import RefitSchedule, TrustRegionOptimizer
+from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP, practical_multitask_gp
+from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
+from botorch_mtucb.utils import training_data
 from mtucb_bench.algorithm_types import AlgorithmSetup, AlgorithmSpec, RunConfig
 from mtucb_bench.baselines import (
-    MAX_NEHVI_OBJECTIVES,  # noqa: F401 (its old home)
     AppendixEBeta,
-    _build_mobo,
-    _build_nehvi,
-    _build_parego,
-    _nehvi_available,
-    _suite_baseline_models,  # noqa: F401 (tests and scripts import it from here)
+    build_mobo,
+    build_nehvi,
+    build_parego,
+    nehvi_available,
 )
 from mtucb_bench.ht_algorithms import HT_ALGORITHMS
 from mtucb_bench.problems import MultiTaskProblem
@@ -289,11 +282,11 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   _practical(True, True), practical=True, tunable_width=True),
     AlgorithmSpec("MOBO", "multi_task",
                   "Paria et al.: independent GPs, scalarized per-objective UCB",
-                  _build_mobo),
+                  build_mobo),
     AlgorithmSpec("qLogNParEGO", "multi_task", "BoTorch qLogNParEGO (round's lambda)",
-                  _build_parego),
-    AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 4)", _build_nehvi,
-                  _nehvi_available),
+                  build_parego),
+    AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 4)", build_nehvi,
+                  nehvi_available),
     AlgorithmSpec("Sobol", "multi_task", "random search: scrambled Sobol points, no model",
                   _build_sobol, _continuous_only),
 ]

@@ -25,26 +25,39 @@ from collections.abc import Callable
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
+from botorch.acquisition.multi_objective.parego import qLogNParEGO
+from botorch.fit import fit_gpytorch_mll
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.model import Model
+from botorch.models.transforms import Normalize, Standardize
 from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.kernels import ScaleKernel
+from gpytorch.mlls import SumMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_mtucb.acquisition.beta import BetaSchedule, model_noise
+from botorch_mtucb.acquisition import BetaSchedule
+from botorch_mtucb.acquisition.beta import model_noise
 from botorch_mtucb.acquisition.multi_task_ucb import task_mean_and_covariance
 from botorch_mtucb.acquisition.scalarization import Scalarization
-from botorch_mtucb.utils.model_data import original_train_inputs
+from botorch_mtucb.utils import original_train_inputs
 from mtucb_bench.algorithm_types import AlgorithmSetup, RunConfig
+from mtucb_bench.mo_suite_base import SuiteProblem
 from mtucb_bench.problems import MultiTaskProblem
 
 __all__ = [
     "MAX_NEHVI_OBJECTIVES",
     "AppendixEBeta",
     "ScalarizedIndependentUCB",
+    "build_mobo",
+    "build_nehvi",
+    "build_parego",
+    "fitted_model_list",
     "gp_ucb_width",
+    "nehvi_available",
     "per_task_log_dets",
     "srinivas_beta",
+    "suite_baseline_models",
 ]
 
 
@@ -190,12 +203,8 @@ def _model_list(problem: MultiTaskProblem) -> Callable[[Tensor, Tensor], Model]:
     return model_factory
 
 
-def _fitted_model_list(X: Tensor, Y: Tensor, bounds: Tensor | None) -> ModelListGP:
+def fitted_model_list(X: Tensor, Y: Tensor, bounds: Tensor | None) -> ModelListGP:
     """Independent BoTorch-default SingleTaskGPs (Normalize + Standardize), fitted."""
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models.transforms import Normalize, Standardize
-    from gpytorch.mlls import SumMarginalLogLikelihood
-
     d = X.shape[-1]
     model = ModelListGP(*[
         SingleTaskGP(X, Y[:, i : i + 1], outcome_transform=Standardize(m=1),
@@ -212,18 +221,21 @@ def _fitted_model_list(X: Tensor, Y: Tensor, bounds: Tensor | None) -> ModelList
     return model
 
 
-def _suite_baseline_models(problem: MultiTaskProblem):
+#: Old private name; mtucb_bench.perf.mo_round_time and mtucb_bench.studies.mo_dtlz2_diagnosis
+#: still import it. Remove once they import :func:`fitted_model_list`.
+_fitted_model_list = fitted_model_list
+
+
+def suite_baseline_models(problem: MultiTaskProblem):
     """Fitted hyperparameters for the suite's problems (issue 16), fixed for the papers'.
 
     Returns ``(model_factory, update)``: ``update="refit"`` (a fitted ModelListGP rebuilt on
     all data after every round) on the suite's problems, ``"condition"`` on the papers'.
     """
-    from mtucb_bench.mo_suite_problems import SuiteProblem
-
     if not isinstance(problem, SuiteProblem):
         return _model_list(problem), "condition"
     bounds = problem.bounds
-    return (lambda X, Y: _fitted_model_list(X, Y, bounds)), "refit"
+    return (lambda X, Y: fitted_model_list(X, Y, bounds)), "refit"
 
 
 def _num_train(model: Model) -> int:
@@ -238,9 +250,11 @@ def _baseline_inputs(model: ModelListGP) -> Tensor:
     return original_train_inputs(model.models[0])
 
 
-def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+def build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    """Registry builder of ``MOBO``: :class:`ScalarizedIndependentUCB` with √β_t of
+    :func:`srinivas_beta` on the models of :func:`suite_baseline_models`."""
     num_points = problem.regret_X.shape[0]
-    factory, update = _suite_baseline_models(problem)
+    factory, update = suite_baseline_models(problem)
 
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
         beta_t = srinivas_beta(_num_train(model), num_points, problem.delta)
@@ -249,10 +263,10 @@ def _build_mobo(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     return AlgorithmSetup(factory, acq, update=update)
 
 
-def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
-    from botorch.acquisition.multi_objective.parego import qLogNParEGO
-
-    factory, update = _suite_baseline_models(problem)
+def build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    """Registry builder of ``qLogNParEGO``: BoTorch's acquisition with the round's λ_t as
+    its weights, on the models of :func:`suite_baseline_models`."""
+    factory, update = suite_baseline_models(problem)
 
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
         t = _num_train(model)
@@ -265,12 +279,10 @@ def _build_parego(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     return AlgorithmSetup(factory, acq, update=update)
 
 
-def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
-    from botorch.acquisition.multi_objective.logei import (
-        qLogNoisyExpectedHypervolumeImprovement,
-    )
-
-    factory, update = _suite_baseline_models(problem)
+def build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
+    """Registry builder of ``qLogNEHVI``: BoTorch's acquisition at the problem's reference
+    point, on the models of :func:`suite_baseline_models`."""
+    factory, update = suite_baseline_models(problem)
 
     def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
         t = _num_train(model)
@@ -287,7 +299,8 @@ def _build_nehvi(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
     return AlgorithmSetup(factory, acq, update=update)
 
 
-def _nehvi_available(problem: MultiTaskProblem) -> str | None:
+def nehvi_available(problem: MultiTaskProblem) -> str | None:
+    """Why ``qLogNEHVI`` cannot run on ``problem`` (too many objectives), or ``None``."""
     if problem.num_objectives > MAX_NEHVI_OBJECTIVES:
         return (
             f"qLogNEHVI is limited to n <= {MAX_NEHVI_OBJECTIVES} objectives here (the exact "

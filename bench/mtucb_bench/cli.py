@@ -1,21 +1,22 @@
-"""Command line: ``python -m mtucb_bench {list,run,summarize,table} ...``.
+"""Command line: ``mtucb-bench {list,run,summarize,table} ...``.
 
-Examples::
+``mtucb-bench`` is the console script of the package; ``python -m mtucb_bench`` is the same
+command. Examples::
 
-    python -m mtucb_bench list
-    python -m mtucb_bench run rkhs-n2 --trials 5 --horizon 100 --out runs/rkhs2
-    python -m mtucb_bench run se-student --fast --out /tmp/ht
-    python -m mtucb_bench run se-student --noise student-t:1.5 --out runs/t15
-    python -m mtucb_bench run se-pareto --noise contaminated:0.02x1000 --out runs/c
-    python -m mtucb_bench run mo-branin-currin --trials 10 --out runs/bc  # Sobol start
-    python -m mtucb_bench run mo-branin-currin --paper --out runs/bc-paper
-    python -m mtucb_bench run mo-zdt1 --initial-design sobol:16 --out runs/zdt1-16
-    python -m mtucb_bench run se-pareto --trials 10 --workers 2 --out runs/sp
-    python -m mtucb_bench run --resume --out runs/sp     # after a kill
-    python -m mtucb_bench run rkhs-n20 --scheduler tcp://head:8786 --out runs/r20
-    python -m mtucb_bench summarize runs/rkhs2 runs/sine
-    python -m mtucb_bench summarize runs/rkhs20_a runs/rkhs20_b --merge runs/rkhs20
-    python -m mtucb_bench table --seeds 5 --horizon 100 --out runs/table
+    mtucb-bench list
+    mtucb-bench run rkhs-n2 --trials 5 --horizon 100 --out runs/rkhs-n2
+    mtucb-bench run se-student --fast --out /tmp/ht
+    mtucb-bench run se-student --noise student-t:1.5 --out runs/t15
+    mtucb-bench run se-pareto --noise contaminated:0.02x1000 --out runs/c
+    mtucb-bench run mo-branin-currin --trials 10 --out runs/bc  # Sobol start
+    mtucb-bench run mo-branin-currin --paper --out runs/bc-paper
+    mtucb-bench run mo-zdt1 --initial-design sobol:16 --out runs/zdt1-16
+    mtucb-bench run se-pareto --trials 10 --workers 2 --out runs/sp
+    mtucb-bench run --resume --out runs/sp     # after a kill
+    mtucb-bench run rkhs-n20 --scheduler tcp://head:8786 --out runs/r20
+    mtucb-bench summarize runs/rkhs-n2 runs/sine
+    mtucb-bench summarize runs/rkhs-n20_a runs/rkhs-n20_b --merge runs/rkhs-n20
+    mtucb-bench table --seeds 5 --horizon 100 --out runs/table
 """
 
 from __future__ import annotations
@@ -24,17 +25,36 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from mtucb_bench.algorithms import ALGORITHMS
-from mtucb_bench.experiments import EXPERIMENTS, ExperimentOptions
+import torch
+
+from mtucb_bench.algorithms import ALGORITHMS, get_algorithm, with_width
+from mtucb_bench.bound_table import TABLE_PROBLEMS, bound_table, format_bound_table
+from mtucb_bench.experiments import (
+    EXPERIMENTS,
+    ExperimentOptions,
+    get_experiment,
+    paper_settings,
+)
+from mtucb_bench.fileio import read_json
+from mtucb_bench.manifest import MANIFEST_FILE, canonical_noise
+from mtucb_bench.problems import InitialDesign
+from mtucb_bench.runner import resume_experiment, run_experiment
+from mtucb_bench.summarize import (
+    format_results_table,
+    load_run,
+    merge_runs,
+    paired_comparison,
+)
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the benchmarks CLI."""
+    """The argument parser of ``mtucb-bench``."""
     p = argparse.ArgumentParser(
-        prog="python -m mtucb_bench",
+        prog="mtucb-bench",
         description="Reproduce the experiments of the MT-KB and heavy-tailed BO papers.",
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -90,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=0, metavar="N",
                    help="run the trials on N local processes (results identical to serial)")
     r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the trials on a Dask cluster (pip install 'botorch-mtucb[dask]')")
+                   help="run the trials on a Dask cluster (pip install 'mtucb-bench[dask]')")
     r.add_argument("--resume", action="store_true",
                    help="continue the run in --out with the configuration of its manifest")
     r.add_argument("--no-progress", action="store_true")
@@ -107,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--paired", nargs=2, default=None, metavar=("A", "B"),
                    help="also compare A and B trial by trial (common random numbers)")
 
-    t = sub.add_parser("table", help="directional vs spectral UCB table (issue 8)")
+    t = sub.add_parser(
+        "table", help="directional vs spectral scalarized UCB on the paper-000 problems"
+    )
     t.add_argument("--problems", nargs="+", default=None)
     t.add_argument("--scalarizations", nargs="+", default=["chebyshev", "linear"],
                    choices=("chebyshev", "linear"))
@@ -148,8 +170,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "summarize":
         return _summarize(args)
-    import torch
-
     previous = torch.get_num_threads()
     torch.set_num_threads(max(int(args.threads), 1))
     try:
@@ -159,13 +179,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from mtucb_bench.summarize import (
-        format_results_table,
-        load_run,
-        merge_runs,
-        paired_comparison,
-    )
-
     try:
         if args.merge:
             results = [merge_runs(args.runs, out_dir=args.merge)]
@@ -209,8 +222,6 @@ def _dispatch(args: argparse.Namespace) -> int:
             print("interrupted: finished trials are kept; rerun the same command (or "
                   "`run --resume --out DIR`) to continue.", file=sys.stderr)
             return 130
-    from mtucb_bench.bound_table import TABLE_PROBLEMS, bound_table, format_bound_table
-
     try:  # each cell is a run folder under --out: another configuration there is refused
         rows = bound_table(
             problems=tuple(args.problems or TABLE_PROBLEMS),
@@ -225,8 +236,6 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mtucb_bench.runner import resume_experiment, run_experiment
-
     if args.experiment is None and not args.resume:
         print("error: name an experiment (see `list`), or use --resume --out DIR.",
               file=sys.stderr)
@@ -249,8 +258,6 @@ def _run(args: argparse.Namespace) -> int:
                           scalarization=args.scalarization or "chebyshev",
                           constants=args.constants or "authors", options=opts)
             if args.paper:
-                from mtucb_bench.experiments import paper_settings
-
                 if args.beta is not None:
                     raise ValueError("--paper runs each method's paper radius: drop --beta.")
                 config = paper_settings(args.experiment, args.algorithms, args.bound,
@@ -277,9 +284,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _with_beta(args: argparse.Namespace, algorithms: list[str] | None) -> list[str]:
     """The algorithm list with ``--beta`` applied to the entries with a tunable width."""
-    from mtucb_bench.algorithms import get_algorithm, with_width
-    from mtucb_bench.experiments import get_experiment
-
     if algorithms is None:
         exp = get_experiment(args.experiment)
         algorithms = list(exp.fast_algorithms if args.fast else exp.algorithms)
@@ -294,12 +298,6 @@ def _with_beta(args: argparse.Namespace, algorithms: list[str] | None) -> list[s
 
 def _check_resume(args: argparse.Namespace, out: str) -> None:
     """With --resume, options given on the command line must agree with the manifest."""
-    from pathlib import Path
-
-    from mtucb_bench.algorithms import get_algorithm
-    from mtucb_bench.fileio import read_json
-    from mtucb_bench.manifest import MANIFEST_FILE, canonical_noise
-
     path = Path(out) / MANIFEST_FILE
     if not path.is_file():
         raise FileNotFoundError(f"Nothing to resume: {str(path)!r} does not exist.")
@@ -326,8 +324,6 @@ def _check_resume(args: argparse.Namespace, out: str) -> None:
     if args.noise is not None and canonical_noise(args.noise) != theirs:
         bad.append(f"noise {canonical_noise(args.noise)!r} (the run has {theirs!r})")
     if args.paper:
-        from mtucb_bench.experiments import paper_settings
-
         try:
             paper_settings(m["experiment"], m["algorithms"], m["bound"], m.get("scalarization"),
                            m.get("constants"), ExperimentOptions(
@@ -335,8 +331,6 @@ def _check_resume(args: argparse.Namespace, out: str) -> None:
         except ValueError as err:
             bad.append(f"--paper (the run does not use the papers' settings: {err})")
     if args.initial_design is not None:
-        from mtucb_bench.problems import InitialDesign
-
         want, have = InitialDesign.parse(args.initial_design), m.get("initial_design", "paper")
         # 'sobol' matches the run's 'sobol:N' (its size resolved from d)
         if want.spec != have and not (want.size is None and want.kind == have.split(":")[0]):

@@ -22,6 +22,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import scipy.io
 import torch
 from torch import Tensor
 
@@ -125,9 +127,6 @@ def load_light_sensor(
     data_dir: str | Path | None = None, path: str | Path | None = None
 ) -> LightSensorData:
     """Read ``iw_data_all.mat`` with ``scipy.io.loadmat`` and cast everything to float64."""
-    import numpy as np
-    import scipy.io
-
     path = Path(path) if path is not None else resolve_data_file(LIGHT_FILE, data_dir)
     mat = scipy.io.loadmat(path, squeeze_me=True, struct_as_record=False)
     if "data" not in mat:

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtucb_bench.algorithm_types import is_practical
+from mtucb_bench.algorithms import get_algorithm
 from mtucb_bench.heavy_tailed_problems import (
     light_sensor_problem,
     stock_problem,
@@ -290,9 +292,6 @@ def paper_settings(
             directional bound, a linear scalarization, the theorems' constants, another
             initial design, a noise model).
     """
-    from mtucb_bench.algorithm_types import is_practical
-    from mtucb_bench.algorithms import get_algorithm
-
     exp = get_experiment(experiment)
     options = options or ExperimentOptions()
     paper = {"bound": "spectral", "scalarization": "chebyshev", "constants": "authors"}

@@ -30,7 +30,7 @@ import torch
 from gpytorch.kernels import Kernel, MaternKernel, RBFKernel
 from torch import Tensor
 
-from botorch_mtucb.kernels.precomputed import PrecomputedKernel
+from botorch_mtucb.kernels import PrecomputedKernel
 from mtucb_bench.data import load_light_sensor, load_stock_prices
 from mtucb_bench.noise_models import NoiseModel, parse_noise, reward_moment_bound
 from mtucb_bench.problems import HeavyTailedProblem, QFFSpec

@@ -40,23 +40,22 @@ from __future__ import annotations
 import math
 
 import torch
-from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement, UpperConfidenceBound
 from botorch.models.model import Model
 from botorch.posteriors import Posterior
 from torch import Tensor
 
-from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
+from botorch_mtucb.acquisition import HeavyTailedUCB
 from botorch_mtucb.acquisition.scalarization import Scalarization
-from botorch_mtucb.features.nystrom import NystromFeatures
-from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
-from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
-from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
-from botorch_mtucb.kernels.precomputed import PrecomputedKernel
+from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
+from botorch_mtucb.kernels import PrecomputedKernel
+from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
 from mtucb_bench.algorithm_types import AlgorithmSetup, AlgorithmSpec, RunConfig
 from mtucb_bench.baselines import gp_ucb_width
 from mtucb_bench.problems import HeavyTailedProblem
+from mtucb_bench.robust_baselines import fit_rrp_gp, fit_single_task_gp, fit_student_t_gp
 
-__all__ = ["HT_ALGORITHMS"]
+__all__ = ["HT_ALGORITHMS", "ScheduledRefitModel"]
 
 
 def _arms_kw(problem: HeavyTailedProblem, kernel) -> dict[str, Tensor]:
@@ -142,7 +141,7 @@ def _qff_available(problem: HeavyTailedProblem) -> str | None:
     return None
 
 
-class _Refit(Model):
+class ScheduledRefitModel(Model):
     """A model rebuilt from all data on a schedule and conditioned in between (see above)."""
 
     _num_outputs = 1
@@ -159,12 +158,12 @@ class _Refit(Model):
     def posterior(self, X: Tensor, **kwargs) -> Posterior:
         return self.inner.posterior(X, **kwargs)
 
-    def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs) -> _Refit:
+    def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs) -> ScheduledRefitModel:
         Xa, Ya = torch.cat([self._X, X]), torch.cat([self._Y, Y])
         t = Xa.shape[0]
         if t <= self._upto or t & (t - 1) == 0:
-            return _Refit(self._build, Xa, Ya, self._upto)
-        new = _Refit.__new__(_Refit)
+            return ScheduledRefitModel(self._build, Xa, Ya, self._upto)
+        new = ScheduledRefitModel.__new__(ScheduledRefitModel)
         Model.__init__(new)
         new._build, new._X, new._Y, new._upto = self._build, Xa, Ya, self._upto
         new.inner = self.inner.condition_on_observations(X, Y)
@@ -178,14 +177,6 @@ def _prior(problem: HeavyTailedProblem, X: Tensor, Y: Tensor) -> Model:
 
 def _build_practical(kind: str):
     def build(problem: HeavyTailedProblem, cfg: RunConfig) -> AlgorithmSetup:
-        from botorch.acquisition import LogExpectedImprovement, UpperConfidenceBound
-
-        from mtucb_bench.robust_baselines import (
-            fit_rrp_gp,
-            fit_single_task_gp,
-            fit_student_t_gp,
-        )
-
         gen = torch.Generator().manual_seed(cfg.seed)
 
         def inner(X: Tensor, Y: Tensor) -> Model:
@@ -202,7 +193,7 @@ def _build_practical(kind: str):
         upto = math.inf if kind.startswith(("RRP", "StudentT")) else 32
 
         def model_factory(X: Tensor, Y: Tensor) -> Model:
-            return _Refit(inner, X, Y, upto)
+            return ScheduledRefitModel(inner, X, Y, upto)
 
         width = 1.0 if cfg.beta is None else float(cfg.beta)  # NAME@beta=B: μ + B σ
 

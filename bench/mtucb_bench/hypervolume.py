@@ -17,7 +17,7 @@ from botorch.utils.multi_objective.hypervolume import Hypervolume
 from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils import check_finite
 
 __all__: list[str] = []
 
@@ -39,7 +39,7 @@ def hypervolume_curve(F_query: Tensor, ref_point: Tensor) -> Tensor:
     Returns:
         ``T`` non-decreasing hypervolumes.
     """
-    _check_matrix(F_query, "F_query")
+    check_matrix(F_query, "F_query")
     n = F_query.shape[-1]
     if n > MAX_HYPERVOLUME_OBJECTIVES:
         raise ValueError(
@@ -105,7 +105,8 @@ def _check_values(problem: Any, Y: Tensor, name: str) -> None:
         )
 
 
-def _check_matrix(M: Tensor, name: str) -> None:
+def check_matrix(M: Tensor, name: str) -> None:
+    """Raise a ValueError unless ``M`` is a finite 2-d tensor (named ``name`` in the message)."""
     if not torch.is_tensor(M) or M.dim() != 2:
         raise ValueError(f"`{name}` must be a 2-d tensor, got {getattr(M, 'shape', type(M))}.")
     check_finite(M, name)

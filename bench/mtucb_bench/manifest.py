@@ -24,8 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import botorch
+import gpytorch
+import linear_operator
+import torch
+
+import botorch_mtucb
 from mtucb_bench.experiments import ExperimentOptions
 from mtucb_bench.fileio import read_json, write_json
+from mtucb_bench.noise_models import parse_noise
 from mtucb_bench.results import TrialResult
 
 __all__ = [
@@ -53,13 +60,6 @@ class RunFolderError(ValueError):
 
 def package_versions() -> dict[str, str]:
     """Versions of this package and of the numerical stack it runs on."""
-    import botorch
-    import gpytorch
-    import linear_operator
-    import torch
-
-    import botorch_mtucb
-
     return {
         "botorch_mtucb": botorch_mtucb.__version__, "torch": torch.__version__,
         "botorch": botorch.__version__, "gpytorch": gpytorch.__version__,
@@ -82,8 +82,6 @@ def _options_dict(options: ExperimentOptions) -> dict[str, Any]:
 
 def canonical_noise(spec: str) -> str:
     """The canonical form of a noise spec (``"Student-T:1.50"`` → ``"student-t:1.5"``)."""
-    from mtucb_bench.noise_models import parse_noise
-
     return parse_noise(spec).spec
 
 

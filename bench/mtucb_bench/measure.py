@@ -1,4 +1,5 @@
-"""Measurement helpers shared by the benchmark scripts under ``benchmarks/``.
+"""Measurement helpers shared by the scripts of :mod:`mtucb_bench.perf` and
+:mod:`mtucb_bench.studies`.
 
 * :func:`best_time` — the best wall time of repeated calls (the scripts' timing anchor);
 * :func:`sign_test_p` — the two-sided exact sign test of paired wins and losses.

@@ -12,7 +12,7 @@ domain, or a dense grid of a continuous one) and queries ``x_1, …, x_T``:
   so only for a few objectives), and as % of a problem's maximum (:func:`hypervolume_percent`,
   :func:`suite_metrics`: the multi-objective suite of issue 16,
   :mod:`~mtucb_bench.mo_suite_problems`); these are defined in
-  ``benchmarks/_hypervolume.py`` and re-exported here.
+  :mod:`~mtucb_bench.hypervolume` and re-exported here.
 
 For n = 1 (heavy-tailed BO) the "scalarization" is the identity and r_t = max f − f(x_t).
 On a continuous domain max_x s_λ(f(x)) is taken over a dense grid and then polished by a local
@@ -33,14 +33,13 @@ from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     LinearScalarization,
     Scalarization,
+    sample_scalarization_weights,
 )
-from botorch_mtucb.acquisition.scalarization.sampling import sample_scalarization_weights
-from botorch_mtucb.utils.optimum import polish_maxima
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils import check_finite, polish_maxima
 from mtucb_bench.hypervolume import (
     DT,
     MAX_HYPERVOLUME_OBJECTIVES,  # noqa: F401  (runner imports it from here)
-    _check_matrix,
+    check_matrix,
     dominated_hypervolume,
     hypervolume_curve,
     hypervolume_percent,
@@ -90,8 +89,8 @@ def scalarized_values(
     Returns:
         ``M x N`` values s_{λ_m}(y_j).
     """
-    _check_matrix(Y, "Y")
-    _check_matrix(weights, "weights")
+    check_matrix(Y, "Y")
+    check_matrix(weights, "weights")
     if weights.shape[-1] != Y.shape[-1]:
         raise ValueError(
             f"`weights` must have {Y.shape[-1]} columns (one per objective of `Y`), got "
@@ -127,8 +126,8 @@ def instantaneous_regret(
     Returns:
         ``T`` non-negative regrets (float64).
     """
-    _check_matrix(F_ref, "F_ref")
-    _check_matrix(F_query, "F_query")
+    check_matrix(F_ref, "F_ref")
+    check_matrix(F_query, "F_query")
     if F_ref.shape[-1] != F_query.shape[-1]:
         raise ValueError("`F_ref` and `F_query` must have the same number of objectives.")
     F_ref = F_ref.to(torch.float64)
@@ -241,7 +240,7 @@ def bayes_regret(
     Returns:
         ``T`` non-increasing, non-negative values R_B(1), …, R_B(T).
     """
-    _check_matrix(F_query, "F_query")
+    check_matrix(F_query, "F_query")
     if F_query.shape[0] == 0:
         return F_query.new_zeros(0, dtype=torch.float64)
     W = weights.to(torch.float64)

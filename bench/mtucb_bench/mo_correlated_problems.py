@@ -19,9 +19,9 @@ import torch
 from botorch.test_functions.synthetic import Hartmann
 from torch import Tensor
 
-from mtucb_bench.mo_suite_base import DT, SuiteProblem, _finish, _sobol
+from mtucb_bench.mo_suite_base import DT, SuiteProblem, finish_problem, sobol_points
 
-__all__ = ["correlated_problem"]
+__all__ = ["corr_hartmann", "corr_rff", "correlated_problem"]
 
 
 def _rff_function(d: int, lengthscale: float, num_features: int, g: torch.Generator):
@@ -90,7 +90,7 @@ def correlated_problem(
     bounds = bounds.to(DT)
     d = bounds.shape[-1]
     g = torch.Generator().manual_seed(seed)
-    Xs = _sobol(4096, bounds, 99)
+    Xs = sobol_points(4096, bounds, 99)
     with torch.no_grad():
         G = torch.stack([lat(Xs) for lat in latents], dim=-1)
     mu, sd = G.mean(dim=0), G.std(dim=0).clamp_min(1e-12)
@@ -117,7 +117,7 @@ def correlated_problem(
     with torch.no_grad():
         F = f_raw(Xs)
     raw_ref = F.quantile(0.1, dim=0)  # hypervolume reference: the sample's 10 % quantiles
-    return _finish(
+    return finish_problem(
         name, f_raw, bounds, raw_ref, None, units, noise_std, True, True,
         notes=(
             f"correlated: L = {L} latents, spread {spread:.2g} rad, transforms {phis}, "
@@ -127,7 +127,9 @@ def correlated_problem(
     )
 
 
-def _corr_rff(seed: int = 0, units: str = "normalized", noise_std: float = 0.0):
+def corr_rff(seed: int = 0, units: str = "normalized", noise_std: float = 0.0) -> SuiteProblem:
+    """``corr-rff``: four objectives from two random-Fourier-feature latents on [0, 1]³ (a new
+    instance per ``seed``)."""
     g = torch.Generator().manual_seed(10_000 + seed)
     latents = [_rff_function(3, 0.35, 256, g) for _ in range(2)]
     bounds = torch.stack([torch.zeros(3, dtype=DT), torch.ones(3, dtype=DT)])
@@ -135,7 +137,11 @@ def _corr_rff(seed: int = 0, units: str = "normalized", noise_std: float = 0.0):
                               noise_std=noise_std)
 
 
-def _corr_hartmann(seed: int = 0, units: str = "normalized", noise_std: float = 0.0):
+def corr_hartmann(
+    seed: int = 0, units: str = "normalized", noise_std: float = 0.0
+) -> SuiteProblem:
+    """``corr-hartmann``: three objectives from two Hartmann-6 latents on [0, 1]⁶ (one fixed
+    instance; ``seed`` is ignored)."""
     h = Hartmann(dim=6).to(DT)
     perm = torch.tensor([3, 4, 5, 0, 1, 2])
     latents = [lambda X: -h.evaluate_true(X), lambda X: -h.evaluate_true(1.0 - X[:, perm])]

@@ -1,7 +1,7 @@
 r"""The container of the multi-objective suite (issue 16) and how a problem is finished.
 
 :class:`SuiteProblem` is a :class:`~mtucb_bench.problems.MultiTaskProblem` with
-a hypervolume reference point, the maximum hypervolume and its provenance; ``_finish``
+a hypervolume reference point, the maximum hypervolume and its provenance; ``finish_problem``
 samples a raw objective once on a scrambled-Sobol set and derives from it the units, the
 paper settings and, when BoTorch does not know it, an estimate of the maximum hypervolume.
 The problems themselves are in :mod:`~mtucb_bench.mo_suite_problems` (BoTorch
@@ -35,14 +35,22 @@ from gpytorch.kernels import Kernel, RBFKernel
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
-from botorch_mtucb.utils.optimum import polish_maxima
+from botorch_mtucb.utils import polish_maxima
 from mtucb_bench.metrics import dominated_hypervolume as _hv
 from mtucb_bench.problems import MultiTaskProblem
 
-__all__ = ["SuiteProblem"]
+__all__ = [
+    "SAMPLE_SIZE",
+    "FiniteDifferenceF",
+    "SuiteProblem",
+    "estimate_max_hv",
+    "finish_problem",
+    "sobol_points",
+]
 
 DT = torch.float64
-_SAMPLE_SIZE = 2**14
+#: Sobol points of the dense set a problem is finished on (regret set and max-HV estimate).
+SAMPLE_SIZE = 2**14
 _REGRET_SIZE = 2048
 
 
@@ -80,7 +88,8 @@ class SuiteProblem(MultiTaskProblem):
             raise ValueError(f"`units` must be 'normalized' or 'raw', got {self.units!r}.")
 
 
-def _sobol(n: int, bounds: Tensor, seed: int) -> Tensor:
+def sobol_points(n: int, bounds: Tensor, seed: int) -> Tensor:
+    """``n`` scrambled Sobol points (seed ``seed``) in the box ``bounds`` (``2 x d``)."""
     U = SobolEngine(bounds.shape[-1], scramble=True, seed=seed).draw(n).to(bounds)
     return bounds[0] + (bounds[1] - bounds[0]) * U
 
@@ -98,7 +107,7 @@ def _box_kernel(bounds: Tensor, fraction: float = 0.2) -> Callable[[], Kernel]:
     return make
 
 
-class _FiniteDifferenceF(torch.autograd.Function):
+class FiniteDifferenceF(torch.autograd.Function):
     """f(X) with finite-difference input gradients (for simulators without autograd).
 
     ``X`` is ``N x d``, ``h`` the ``d`` steps. With ``bounds`` (``2 x d``) the two points of
@@ -140,7 +149,7 @@ def _affine(f_raw: Callable[[Tensor], Tensor], ref: Tensor, scale: Tensor):
     return f
 
 
-def _estimate_max_hv(
+def estimate_max_hv(
     f: Callable[[Tensor], Tensor], X: Tensor, F: Tensor, ref: Tensor, bounds: Tensor, seed: int
 ) -> float:
     """HV of the non-dominated sample points plus 64 polished Chebyshev maximisers."""
@@ -164,7 +173,7 @@ def _estimate_max_hv(
     return _hv(F_all, ref)
 
 
-def _finish(
+def finish_problem(
     name: str,
     f_raw: Callable[[Tensor], Tensor],
     bounds: Tensor,
@@ -176,14 +185,14 @@ def _finish(
     polish: bool,
     notes: str,
     seed: int = 0,
-    sample_size: int = _SAMPLE_SIZE,
+    sample_size: int = SAMPLE_SIZE,
 ) -> SuiteProblem:
     """Sample f once, derive the scale, the paper settings and (if needed) the max HV."""
     if units not in ("normalized", "raw"):
         raise ValueError(f"`units` must be 'normalized' or 'raw', got {units!r}.")
     if not (isinstance(noise_std, (int, float)) and noise_std >= 0):
         raise ValueError(f"`noise_std` must be a number >= 0, got {noise_std!r}.")
-    X = _sobol(sample_size, bounds, 1234)
+    X = sobol_points(sample_size, bounds, 1234)
     with torch.no_grad():
         F = f_raw(X)
     inside = (F > raw_ref).all(dim=-1)
@@ -193,7 +202,7 @@ def _finish(
         scale = (F.max(dim=0).values - raw_ref).clamp_min(1e-12)
     source = "botorch"
     if max_hv_raw is None:
-        max_hv_raw = _estimate_max_hv(f_raw, X, F, raw_ref, bounds, seed)
+        max_hv_raw = estimate_max_hv(f_raw, X, F, raw_ref, bounds, seed)
         source = (
             f"estimate: HV of {sample_size} Sobol points + 64 polished Chebyshev maximisers "
             "(a lower bound)"

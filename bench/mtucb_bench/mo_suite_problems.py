@@ -26,6 +26,7 @@ functions and the registry :data:`MO_SUITE`, and re-exports the names that lived
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -42,29 +43,21 @@ from botorch.test_functions.multi_objective import (
 )
 from torch import Tensor
 
+from botorch_mtucb.acquisition.scalarization import ScalarizationSampler
+from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
 from mtucb_bench.metrics import (
     hypervolume_percent,
     hypervolume_percent_curve,
     suite_metrics,
 )
-from mtucb_bench.mo_correlated_problems import (  # noqa: F401 (old paths)
-    _TRANSFORMS,
-    _corr_hartmann,
-    _corr_rff,
-    _rff_function,
-    correlated_problem,
-)
-from mtucb_bench.mo_suite_base import (  # noqa: F401 (the old import paths)
-    _REGRET_SIZE,
-    _SAMPLE_SIZE,
+from mtucb_bench.mo_correlated_problems import corr_hartmann, corr_rff, correlated_problem
+from mtucb_bench.mo_suite_base import (
     DT,
+    SAMPLE_SIZE,
+    FiniteDifferenceF,
     SuiteProblem,
-    _affine,
-    _box_kernel,
-    _estimate_max_hv,
-    _finish,
-    _FiniteDifferenceF,
-    _sobol,
+    finish_problem,
+    sobol_points,
 )
 
 __all__ = [
@@ -89,11 +82,11 @@ def _botorch_problem(name: str, make, polish: bool = True):
             h = 1e-6 * (p.bounds[1] - p.bounds[0]).to(DT)
 
             def f_raw(X: Tensor, _p=p, _h=h) -> Tensor:  # one-sided on the box's faces
-                return _FiniteDifferenceF.apply(X, lambda Z: _p(Z, noise=False), _h, _p.bounds)
+                return FiniteDifferenceF.apply(X, lambda Z: _p(Z, noise=False), _h, _p.bounds)
 
-        return _finish(
+        return finish_problem(
             name, f_raw, p.bounds.to(DT), p.ref_point.to(DT), float(p.max_hv), units,
-            noise_std, False, polish, sample_size=_SAMPLE_SIZE if polish else 2**11,
+            noise_std, False, polish, sample_size=SAMPLE_SIZE if polish else 2**11,
             notes=f"BoTorch {type(p).__name__} (d = {p.dim}, n = {p.num_objectives}), negated",
         )
 
@@ -111,8 +104,8 @@ MO_SUITE: dict[str, Callable[..., SuiteProblem]] = {
     "zdt3": _botorch_problem("zdt3", lambda: ZDT3(dim=4, negate=True)),
     "penicillin": _botorch_problem("penicillin", lambda: Penicillin(negate=True), polish=False),
     "dtlz2": _botorch_problem("dtlz2", lambda: DTLZ2(dim=6, num_objectives=3, negate=True)),
-    "corr-rff": _corr_rff,
-    "corr-hartmann": _corr_hartmann,
+    "corr-rff": corr_rff,
+    "corr-hartmann": corr_hartmann,
 }
 
 
@@ -144,7 +137,7 @@ def trial_sobol_points(problem: SuiteProblem, seed: int, n: int) -> Tensor:
     Sobol sequence (engine seed ``seed + 1``), the one the component-swap scripts share: its
     first max(5, 2d) points are their initial design, the rest their Sobol arm's proposals
     (a prefix of a longer draw is the shorter draw)."""
-    return _sobol(n, problem.bounds, seed + 1)
+    return sobol_points(n, problem.bounds, seed + 1)
 
 
 def run_suite_protocol(
@@ -157,7 +150,7 @@ def run_suite_protocol(
     optimizer: Callable | None = None,
 ):
     """One paired trial of the suite's protocol for the benchmark scripts that swap one
-    component (``bench/mtucb_bench/studies/mo_ablation.py``, ``mo_dtlz2_diagnosis.py``): ``num_rounds`` of
+    component (:mod:`mtucb_bench.studies.mo_ablation`, ``mo_dtlz2_diagnosis``): ``num_rounds`` of
     q = 1 from ``initial_X``, the model refitted after every round (``update="refit"``),
     ``BoxOptimizer(num_restarts=4, raw_samples=256)``, Chebyshev λ_t at the HV reference, and
     the trial's common random numbers (noise ``seed + 2``, λ_t ``seed + 3``, optimizer
@@ -168,11 +161,6 @@ def run_suite_protocol(
     Returns:
         The loop's :class:`~botorch_mtucb.loop.history.LoopHistory`.
     """
-    import warnings
-
-    from botorch_mtucb.acquisition.scalarization.sampling import ScalarizationSampler
-    from botorch_mtucb.loop import BoxOptimizer, run_bo_loop
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return run_bo_loop(

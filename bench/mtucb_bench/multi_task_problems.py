@@ -23,6 +23,7 @@ from mtucb_bench.problems import ArmLookup, MultiTaskProblem
 
 __all__ = [
     "PERTURBED_SINE_WEIGHTS",
+    "branin",
     "branin_problem",
     "intel_lab_problem",
     "perturbed_sine_problem",
@@ -153,7 +154,8 @@ def perturbed_sine_problem(omega: float = 0.4, lengthscale: float = 0.1) -> Mult
     )
 
 
-def _branin(x1: Tensor, x2: Tensor) -> Tensor:
+def branin(x1: Tensor, x2: Tensor) -> Tensor:
+    """The Branin function (to be minimised) at ``(x1, x2)`` in [−5, 10] x [0, 15]."""
     b, c, t = 5.1 / (4 * math.pi**2), 5 / math.pi, 1 / (8 * math.pi)
     return (x2 - b * x1.square() + c * x1 - 6).square() + 10 * (1 - t) * torch.cos(x1) + 10
 
@@ -163,7 +165,7 @@ def _shifted_branin_values(U: Tensor, shifts: Tensor, mean: float, std: float) -
     lo = torch.tensor([-5.0, 0.0], dtype=DT)
     span = torch.tensor([15.0, 15.0], dtype=DT)
     Z = (U[:, None, :].to(DT) + shifts[None, :, :]) * span + lo  # N x n x 2
-    return -(_branin(Z[..., 0], Z[..., 1]) - mean) / std
+    return -(branin(Z[..., 0], Z[..., 1]) - mean) / std
 
 
 def branin_problem(
@@ -199,7 +201,7 @@ def branin_problem(
         shifts[i - 1, 0 if i % 2 else 1] = i / 100
     lin = torch.linspace(0, 1, 101, dtype=DT)
     G = torch.cartesian_prod(lin, lin)
-    base = _branin(G[:, 0] * 15 - 5, G[:, 1] * 15)
+    base = branin(G[:, 0] * 15 - 5, G[:, 1] * 15)
     mean, std = float(base.mean()), float(base.std())
 
     def f(X: Tensor) -> Tensor:

@@ -9,14 +9,12 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from torch import Tensor
 
 from mtucb_bench.fileio import atomic_open, write_json
-
-if TYPE_CHECKING:
-    from mtucb_bench.results import ExperimentResult
+from mtucb_bench.plotting import plot_time_average_regret
+from mtucb_bench.results import ExperimentResult
 
 __all__ = ["write_outputs"]
 
@@ -60,8 +58,6 @@ def write_outputs(
                     "" if tr.dictionary_size is None else int(tr.dictionary_size[i]),
                 ])
     if plot and result.trials:
-        from mtucb_bench.plotting import plot_time_average_regret
-
         st = result.settings
         n = len({tr.trial for tr in result.trials})
         plot_time_average_regret(

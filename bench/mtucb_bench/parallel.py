@@ -1,19 +1,16 @@
-"""Execute the (trial, algorithm) units of a run: serially, on local processes, or on Dask.
+"""Execution engines: map a function over independent jobs serially, on local processes or on Dask.
 
-Common random numbers make every unit independent: unit (k, algorithm) builds trial k's
-problem instance from its trial seed and runs :func:`~.runner.run_trial`, whose random streams
-are all seeded from that trial seed (see :mod:`.runner`). So the units can run in any order,
-on any machine, and give the same trial record as a serial run (the per-round wall times
-aside). The engines are :class:`concurrent.futures.ProcessPoolExecutor` with the
-``forkserver`` context, or ``spawn`` where there is none (``run --workers N``), and Dask
-distributed (``run --scheduler ADDRESS``; install with ``pip install botorch-mtucb[dask]``).
+:func:`execute` calls ``function(job)`` for every job and hands each result to a callback in
+the calling process as it arrives. The engines are :class:`concurrent.futures.ProcessPoolExecutor`
+with the ``forkserver`` context, or ``spawn`` where there is none (``run --workers N``), and
+Dask distributed (``run --scheduler ADDRESS``; install with ``pip install mtucb-bench[dask]``).
+``function`` must be importable by reference (a module-level function) and the jobs picklable.
 Results come back to the calling process, which writes every file, so Dask workers need
 neither a shared file system nor write access.
 
-Within one process units are serialised by a lock (``run_trial`` seeds torch's global
-generator and sets warning filters), so a Dask worker with several threads stays
-deterministic, just not faster: start Dask workers with one thread each
-(``dask worker ADDRESS --nthreads 1 --nworkers N``).
+The jobs of a run are its (trial, algorithm) units (:class:`~.runner.TrialUnit`, run by
+:func:`~.runner.run_unit`); common random numbers make them independent, so they can run in
+any order, on any machine (see :mod:`.runner`).
 """
 
 from __future__ import annotations
@@ -24,108 +21,29 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from mtucb_bench.experiments import ExperimentOptions
+__all__ = ["execute", "require_distributed"]
 
-__all__ = ["TrialUnit", "UnitOutcome", "execute", "require_distributed", "run_unit"]
-
-_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class TrialUnit:
-    """One (trial, algorithm) pair of a run, with everything needed to run it anywhere.
-
-    Attributes:
-        experiment: Experiment name (looked up in the worker).
-        trial: Trial index k.
-        trial_seed: ``1000·seed + k``.
-        algorithm: Algorithm name.
-        horizon: Rounds T.
-        bound: ``"spectral"`` or ``"directional"``.
-        scalarization: ``"chebyshev"`` or ``"linear"``.
-        constants: ``"authors"`` or ``"theory"``.
-        options: Problem options.
-        threads: torch threads while the unit runs (``None``: leave as is).
-        progress: Per-round progress bar (serial runs with long horizons only).
-    """
-
-    experiment: str
-    trial: int
-    trial_seed: int
-    algorithm: str
-    horizon: int
-    bound: str
-    scalarization: str
-    constants: str
-    options: ExperimentOptions
-    threads: int | None = None
-    progress: bool = False
-
-
-@dataclass(frozen=True)
-class UnitOutcome:
-    """What a unit sends back: the trial record, or why the algorithm was skipped.
-
-    Attributes:
-        trial: Trial index k.
-        algorithm: Canonical algorithm name.
-        record: :meth:`~.runner.TrialResult.to_json_dict` (plain lists), or ``None`` if skipped.
-        skipped: The reason the algorithm cannot run on this problem, or ``None``.
-        versions: :func:`~.manifest.package_versions` of the process that ran it (a Dask
-            worker may have another environment than the client).
-    """
-
-    trial: int
-    algorithm: str
-    record: dict[str, Any] | None
-    skipped: str | None = None
-    versions: dict[str, str] | None = None
-
-
-def run_unit(unit: TrialUnit) -> UnitOutcome:
-    """Run one unit (in this process); importable by reference for worker processes."""
-    import torch
-
-    from mtucb_bench.algorithms import get_algorithm
-    from mtucb_bench.experiments import get_experiment
-    from mtucb_bench.manifest import package_versions
-    from mtucb_bench.runner import run_trial
-
-    with _LOCK:
-        previous = torch.get_num_threads()
-        if unit.threads is not None:
-            torch.set_num_threads(unit.threads)
-        try:
-            problem = get_experiment(unit.experiment).make_problem(unit.trial_seed, unit.options)
-            spec = get_algorithm(unit.algorithm)
-            reason = spec.available(problem)
-            if reason is not None:
-                return UnitOutcome(unit.trial, spec.name, None, reason, package_versions())
-            tr = run_trial(
-                problem, spec.name, unit.horizon, unit.trial_seed, trial=unit.trial,
-                bound=unit.bound, scalarization=unit.scalarization, constants=unit.constants,
-                progress=unit.progress,
-            )
-            return UnitOutcome(unit.trial, spec.name, tr.to_json_dict(), None, package_versions())
-        finally:
-            if unit.threads is not None:
-                torch.set_num_threads(previous)
+J = TypeVar("J")
+R = TypeVar("R")
 
 
 def execute(
-    units: Sequence[TrialUnit],
-    on_result: Callable[[UnitOutcome], None],
+    function: Callable[[J], R],
+    jobs: Sequence[J],
+    on_result: Callable[[R], None],
     workers: int = 0,
     scheduler: Any = None,
 ) -> None:
-    """Run ``units`` and hand each outcome to ``on_result`` (in this process) as it arrives.
+    """Run ``function`` on every job and hand each result to ``on_result`` (in this process).
 
     Args:
-        units: The units to run.
-        on_result: Called once per unit, in completion order (serially: in ``units`` order).
+        function: A module-level function (workers import it by reference); with local
+            processes its module is preloaded in the ``forkserver``.
+        jobs: Its arguments, one call each (picklable).
+        on_result: Called once per job with ``function(job)``, in completion order (serially:
+            in ``jobs`` order).
         workers: Local worker processes (``0``: run here, serially).
         scheduler: A Dask scheduler address (``"tcp://host:8786"``) or a
             ``distributed.Client``; mutually exclusive with ``workers``.
@@ -138,14 +56,15 @@ def execute(
         raise ValueError(f"`workers` must be an integer >= 0, got {workers!r}.")
     if workers and scheduler is not None:
         raise ValueError("Give `workers` (local processes) or `scheduler` (Dask), not both.")
-    if not units:
+    if not jobs:
         return
     if scheduler is not None:
-        _execute_dask(units, on_result, scheduler)
+        _execute_dask(function, jobs, on_result, scheduler)
     elif workers:
-        with ProcessPoolExecutor(max_workers=min(workers, len(units)), mp_context=_context(),
+        context = _context(function.__module__)
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
                                  initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(run_unit, u) for u in units]
+            futures = [pool.submit(function, job) for job in jobs]
             try:
                 for fut in as_completed(futures):
                     on_result(fut.result())
@@ -153,8 +72,8 @@ def execute(
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
     else:
-        for u in units:
-            on_result(run_unit(u))
+        for job in jobs:
+            on_result(function(job))
 
 
 def require_distributed() -> Any:
@@ -163,7 +82,7 @@ def require_distributed() -> Any:
         import distributed
     except ImportError as err:
         raise ImportError(
-            "`--scheduler` needs Dask distributed: pip install 'botorch-mtucb[dask]'."
+            "`--scheduler` needs Dask distributed: pip install 'mtucb-bench[dask]'."
         ) from err
     return distributed
 
@@ -188,19 +107,20 @@ def _watch_parent(pid: int, interval: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    """``forkserver`` with this package preloaded (workers fork from one process that has
-    imported torch and BoTorch once) where available, else ``spawn``; never plain ``fork``
+def _context(preload: str) -> multiprocessing.context.BaseContext:
+    """``forkserver`` with the module ``preload`` imported (workers fork from one process that
+    has imported torch and BoTorch once) where available, else ``spawn``; never plain ``fork``
     (unsafe in a process that may already run threads)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["mtucb_bench.runner"])
+        ctx.set_forkserver_preload([preload])
         return ctx
     return multiprocessing.get_context("spawn")
 
 
 def _execute_dask(
-    units: Sequence[TrialUnit], on_result: Callable[[UnitOutcome], None], scheduler: Any
+    function: Callable[[J], R], jobs: Sequence[J], on_result: Callable[[R], None],
+    scheduler: Any,
 ) -> None:
     distributed = require_distributed()
     Client, dask_completed = distributed.Client, distributed.as_completed
@@ -210,7 +130,7 @@ def _execute_dask(
             f"`scheduler` must be an address string or a distributed.Client, got {scheduler!r}."
         )
     client = Client(scheduler) if own else scheduler
-    futures = [client.submit(run_unit, u, pure=False) for u in units]
+    futures = [client.submit(function, job, pure=False) for job in jobs]
     try:
         for fut in dask_completed(futures):
             on_result(fut.result())

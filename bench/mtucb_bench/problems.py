@@ -24,7 +24,7 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
-from botorch_mtucb.utils.initial_design import initial_design_size, sobol_initial_design
+from botorch_mtucb.utils import initial_design_size, sobol_initial_design
 
 __all__ = [
     "ArmLookup",

@@ -38,7 +38,7 @@ mean of the method's own model (robust methods thus discount their outliers); it
 regret is ``f* − f(x_rec)``. Cumulative regret sums ``f* − f(x_s)`` over all evaluations.
 
 The models' fits (``fit_*``, :func:`practical_truncated_gp`, :func:`loo_means`) are defined in
-``benchmarks/_robust_models.py`` and re-exported here.
+:mod:`~mtucb_bench.robust_models` and re-exported here.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ from botorch.optim import optimize_acqf
 from gpytorch.kernels import RBFKernel
 from torch import Tensor
 
-from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
+from botorch_mtucb.acquisition import HeavyTailedUCB
 from botorch_mtucb.heavy_tailed.moments import robust_location_and_moment
-from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
+from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
 from mtucb_bench.ht_suite_problems import (
     ContinuousHeavyTailedProblem,
     sobol_unit_design,
@@ -82,7 +82,7 @@ __all__ = [
     "run_suite_trial",
 ]
 
-#: Default practical UCB width w (μ + w σ) of the suite; see benchmarks/README.md.
+#: Default practical UCB width w (μ + w σ) of the heavy-tailed suite.
 DEFAULT_WIDTH = 1.0
 
 
@@ -148,8 +148,6 @@ def _practical_logei(problem, X, Y, width, honest):
 
 
 def _ata_practical(problem, X, Y, width, honest):
-    from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
-
     gen = torch.Generator(device=X.device).manual_seed(X.shape[0])  # reproducible per round
     model = AdaptiveTruncationGP(X, Y, generator=gen)
     return model, HeavyTailedUCB(model, beta=width)

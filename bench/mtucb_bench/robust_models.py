@@ -26,7 +26,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood, VariationalELBO
 from torch import Tensor
 
 from botorch_mtucb.heavy_tailed.moments import robust_location_and_moment
-from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
+from botorch_mtucb.models import TruncatedGP
 from botorch_mtucb.theory.heavy_tailed import tgp_truncation_level, tgp_truncation_levels
 
 __all__: list[str] = []
@@ -90,8 +90,8 @@ def practical_truncated_gp(
        (Alg. 1) at ``u = t`` for every reward (``level="current"``, default: the model is
        rebuilt every round with a new ``v̂`` anyway, and the rewards of the first rounds
        would otherwise be cut at ``b_1 = v̂^{1/(1+α)}``: 17–20 % instead of 10–13 % of the rewards
-       zeroed at t = 30, measured by ``bench/mtucb_bench/studies/ht_moment_estimates.py``) or at ``u = s``,
-       the reward's own round (``level="per-round"``, Algorithm 1 verbatim).
+       zeroed at t = 30, measured by :mod:`mtucb_bench.studies.ht_moment_estimates`) or at
+       ``u = s``, the reward's own round (``level="per-round"``, Algorithm 1 verbatim).
     4. ``SingleTaskGP`` fitted on ``(X, ẑ)`` supplies the RBF lengthscales, outputscale and
        noise (converted from standardised to ``z`` units: ``o s²``, ``λ = η s²``).
     5. ``TruncatedGP`` with ``ScaleKernel(k)`` and ``λ``: its targets are exactly ``ẑ`` and

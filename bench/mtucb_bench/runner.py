@@ -10,7 +10,12 @@ so round t's noise is the same for all algorithms) and the same Monte-Carlo λ s
 Bayes regret (``s_k + 4``). Algorithm-internal randomness (Nyström dictionaries, MC samplers)
 is seeded with ``s_k`` too. Every (trial, algorithm) unit therefore depends on nothing but its
 trial seed: units run serially, on local processes (``workers``) or on Dask (``scheduler``)
-give the same trial records (:mod:`.parallel`), and a killed run continues where it stopped.
+give the same trial records, and a killed run continues where it stopped. A unit is a
+:class:`TrialUnit`, run by :func:`run_unit` through the engines of :mod:`.parallel`. Within
+one process units are serialised by a lock (``run_trial`` seeds torch's global generator and
+sets warning filters), so a Dask worker with several threads stays deterministic, just not
+faster: start Dask workers with one thread each
+(``dask worker ADDRESS --nthreads 1 --nworkers N``).
 
 Files written to ``out_dir`` (one folder per configuration, every file written atomically):
 
@@ -28,22 +33,26 @@ Files written to ``out_dir`` (one folder per configuration, every file written a
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from botorch.exceptions.warnings import InputDataWarning
 from linear_operator.utils.warnings import NumericalWarning
+from tqdm.auto import tqdm
 
 from botorch_mtucb.acquisition.scalarization import (
     ScalarizationSampler,
     sample_scalarization_weights,
 )
 from botorch_mtucb.loop import BoxOptimizer, FiniteArmOptimizer, run_bo_loop
+from mtucb_bench.algorithm_types import AlgorithmSpec
 from mtucb_bench.algorithms import RunConfig, get_algorithm
-from mtucb_bench.experiments import ExperimentOptions, get_experiment
+from mtucb_bench.experiments import Experiment, ExperimentOptions, get_experiment
 from mtucb_bench.fileio import read_json, write_json
 from mtucb_bench.manifest import (
     MANIFEST_FILE,
@@ -52,6 +61,7 @@ from mtucb_bench.manifest import (
     expected_units,
     load_finished_trials,
     make_manifest,
+    package_versions,
     trial_file_name,
 )
 from mtucb_bench.metrics import (
@@ -62,12 +72,7 @@ from mtucb_bench.metrics import (
     time_average_regret,
 )
 from mtucb_bench.outputs import write_outputs
-from mtucb_bench.parallel import (
-    TrialUnit,
-    UnitOutcome,
-    execute,
-    require_distributed,
-)
+from mtucb_bench.parallel import execute, require_distributed
 from mtucb_bench.problems import (
     HeavyTailedProblem,
     InitialDesign,
@@ -76,15 +81,16 @@ from mtucb_bench.problems import (
 from mtucb_bench.results import ExperimentResult, TrialResult
 
 __all__ = [
-    "ExperimentResult",
-    "TrialResult",
+    "TrialUnit",
+    "UnitOutcome",
     "resume_experiment",
     "run_experiment",
     "run_trial",
-    "write_outputs",
+    "run_unit",
 ]
 
 BAYES_SAMPLES = 256
+_LOCK = threading.Lock()
 
 
 def _design(problem: MultiTaskProblem, design: str | None) -> InitialDesign:
@@ -209,6 +215,85 @@ def run_trial(
     )
 
 
+@dataclass(frozen=True)
+class TrialUnit:
+    """One (trial, algorithm) pair of a run, with everything needed to run it anywhere.
+
+    Attributes:
+        experiment: Experiment name (looked up in the worker).
+        trial: Trial index k.
+        trial_seed: ``1000·seed + k``.
+        algorithm: Algorithm name.
+        horizon: Rounds T.
+        bound: ``"spectral"`` or ``"directional"``.
+        scalarization: ``"chebyshev"`` or ``"linear"``.
+        constants: ``"authors"`` or ``"theory"``.
+        options: Problem options.
+        threads: torch threads while the unit runs (``None``: leave as is).
+        progress: Per-round progress bar (serial runs with long horizons only).
+    """
+
+    experiment: str
+    trial: int
+    trial_seed: int
+    algorithm: str
+    horizon: int
+    bound: str
+    scalarization: str
+    constants: str
+    options: ExperimentOptions
+    threads: int | None = None
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    """What a unit sends back: the trial record, or why the algorithm was skipped.
+
+    Attributes:
+        trial: Trial index k.
+        algorithm: Canonical algorithm name.
+        record: :meth:`~.results.TrialResult.to_json_dict` (plain lists), or ``None`` if
+            skipped.
+        skipped: The reason the algorithm cannot run on this problem, or ``None``.
+        versions: :func:`~.manifest.package_versions` of the process that ran it (a Dask
+            worker may have another environment than the client).
+    """
+
+    trial: int
+    algorithm: str
+    record: dict[str, Any] | None
+    skipped: str | None = None
+    versions: dict[str, str] | None = None
+
+
+def run_unit(unit: TrialUnit) -> UnitOutcome:
+    """Run one unit in this process: trial k's problem instance, then :func:`run_trial`.
+
+    Module-level, so worker processes and Dask import it by reference
+    (:func:`~.parallel.execute`).
+    """
+    with _LOCK:
+        previous = torch.get_num_threads()
+        if unit.threads is not None:
+            torch.set_num_threads(unit.threads)
+        try:
+            problem = get_experiment(unit.experiment).make_problem(unit.trial_seed, unit.options)
+            spec = get_algorithm(unit.algorithm)
+            reason = spec.available(problem)
+            if reason is not None:
+                return UnitOutcome(unit.trial, spec.name, None, reason, package_versions())
+            tr = run_trial(
+                problem, spec.name, unit.horizon, unit.trial_seed, trial=unit.trial,
+                bound=unit.bound, scalarization=unit.scalarization, constants=unit.constants,
+                progress=unit.progress,
+            )
+            return UnitOutcome(unit.trial, spec.name, tr.to_json_dict(), None, package_versions())
+        finally:
+            if unit.threads is not None:
+                torch.set_num_threads(previous)
+
+
 def run_experiment(
     experiment: str,
     algorithms: list[str] | None = None,
@@ -268,24 +353,8 @@ def run_experiment(
     exp = get_experiment(experiment)
     check_run_settings(bound, scalarization, constants, threads, workers, scheduler)
     options = options or ExperimentOptions()
-    algs = list(algorithms) if algorithms else list(exp.fast_algorithms if fast else exp.algorithms)
-    specs = [get_algorithm(a) for a in algs]
-    names = [s.name for s in specs]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ValueError(f"`algorithms` lists {', '.join(twice)} more than once: give each once.")
-    for s in specs:
-        if s.kind != exp.kind:
-            raise ValueError(f"Algorithm {s.name!r} ({s.kind}) does not apply to {exp.name!r}.")
-    T = int(horizon if horizon is not None else (exp.fast_horizon if fast else exp.horizon))
-    N = int(trials if trials is not None else (exp.fast_trials if fast else exp.trials))
-    if T < 1 or N < 1:
-        raise ValueError(f"`horizon` and `trials` must be >= 1, got {T} and {N}.")
-    if not isinstance(first_trial, int) or first_trial < 0 or first_trial + N > 1000:
-        raise ValueError(
-            f"`first_trial` must be an integer >= 0 with first_trial + trials <= 1000 (trial "
-            f"seeds 1000·seed + k), got {first_trial!r} with {N} trials."
-        )
+    names = [s.name for s in _algorithm_specs(exp, algorithms, fast)]
+    T, N = _protocol_size(exp, trials, horizon, first_trial, fast)
     if scheduler is not None:
         require_distributed()  # before anything is written
     # build one instance before writing anything: missing data files, a noise or an initial
@@ -314,34 +383,11 @@ def run_experiment(
     result = ExperimentResult(experiment=exp.name, settings=settings, out_dir=out)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=len(units), initial=len(done), desc=exp.name, unit="trial")
-
-    def on_result(o: UnitOutcome) -> None:
-        if o.versions is not None and o.versions != manifest["versions"]:
-            raise ValueError(
-                f"A worker runs other package versions ({o.versions}) than this run "
-                f"({manifest['versions']}): its trials would not be those of a serial run."
-            )
-        if o.record is None:
-            if o.algorithm not in result.skipped:
-                warnings.warn(f"Skipping {o.algorithm}: {o.skipped}.", stacklevel=3)
-            result.skipped[o.algorithm] = str(o.skipped)
-        else:
-            if out is not None:
-                write_json(out / trial_file_name(o.trial, o.algorithm),
-                           {"settings": settings, **o.record})
-            tr = TrialResult.from_json_dict(o.record)
-            done[(o.trial, o.algorithm)] = tr
-            if bar is not None:
-                bar.set_postfix(alg=o.algorithm, avg_regret=f"{float(tr.time_average[-1]):.4g}")
-        if bar is not None:
-            bar.update(1)
-
     start = time.perf_counter()
     try:
-        execute(todo, on_result, workers=workers, scheduler=scheduler)
+        execute(run_unit, todo, _Recorder(result, manifest["versions"], done, bar),
+                workers=workers, scheduler=scheduler)
     finally:
         if bar is not None:
             bar.close()
@@ -354,6 +400,79 @@ def run_experiment(
     if out is not None:
         write_outputs(result, out, csv_stride, plot)
     return result
+
+
+def _algorithm_specs(
+    exp: Experiment, algorithms: list[str] | None, fast: bool
+) -> list[AlgorithmSpec]:
+    """The run's algorithms (default: the experiment's, or its fast subset), each once and
+    of the experiment's kind."""
+    algs = list(algorithms) if algorithms else list(exp.fast_algorithms if fast else exp.algorithms)
+    specs = [get_algorithm(a) for a in algs]
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"`algorithms` lists {', '.join(twice)} more than once: give each once.")
+    for s in specs:
+        if s.kind != exp.kind:
+            raise ValueError(f"Algorithm {s.name!r} ({s.kind}) does not apply to {exp.name!r}.")
+    return specs
+
+
+def _protocol_size(
+    exp: Experiment, trials: int | None, horizon: int | None, first_trial: int, fast: bool
+) -> tuple[int, int]:
+    """Horizon T and number of trials N (default: the paper's, or the fast version's)."""
+    T = int(horizon if horizon is not None else (exp.fast_horizon if fast else exp.horizon))
+    N = int(trials if trials is not None else (exp.fast_trials if fast else exp.trials))
+    if T < 1 or N < 1:
+        raise ValueError(f"`horizon` and `trials` must be >= 1, got {T} and {N}.")
+    if not isinstance(first_trial, int) or first_trial < 0 or first_trial + N > 1000:
+        raise ValueError(
+            f"`first_trial` must be an integer >= 0 with first_trial + trials <= 1000 (trial "
+            f"seeds 1000·seed + k), got {first_trial!r} with {N} trials."
+        )
+    return T, N
+
+
+class _Recorder:
+    """Takes the units' outcomes in the calling process, as they arrive: refuses a worker
+    with other package versions, writes each trial file (into ``result.out_dir``), keeps the
+    trial in ``done``, records skipped algorithms in ``result.skipped``, moves the bar."""
+
+    def __init__(
+        self,
+        result: ExperimentResult,
+        versions: dict[str, str],
+        done: dict[tuple[int, str], TrialResult],
+        bar: Any = None,
+    ) -> None:
+        self.result, self.versions, self.done, self.bar = result, versions, done, bar
+
+    def __call__(self, o: UnitOutcome) -> None:
+        if o.versions is not None and o.versions != self.versions:
+            raise ValueError(
+                f"A worker runs other package versions ({o.versions}) than this run "
+                f"({self.versions}): its trials would not be those of a serial run."
+            )
+        if o.record is None:
+            if o.algorithm not in self.result.skipped:
+                warnings.warn(f"Skipping {o.algorithm}: {o.skipped}.", stacklevel=3)
+            self.result.skipped[o.algorithm] = str(o.skipped)
+        else:
+            self._keep(o)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def _keep(self, o: UnitOutcome) -> None:
+        out = self.result.out_dir
+        if out is not None:
+            write_json(out / trial_file_name(o.trial, o.algorithm),
+                       {"settings": self.result.settings, **o.record})
+        tr = TrialResult.from_json_dict(o.record)
+        self.done[(o.trial, o.algorithm)] = tr
+        if self.bar is not None:
+            self.bar.set_postfix(alg=o.algorithm, avg_regret=f"{float(tr.time_average[-1]):.4g}")
 
 
 def resume_experiment(out_dir: str | Path, **kwargs: Any) -> ExperimentResult:

@@ -1,4 +1,4 @@
-"""Finished runs: reload run folders, merge them, and format the README tables.
+"""Finished runs: reload run folders, merge them, and format the results tables.
 
 A long protocol is often run in pieces — some algorithms now, the expensive baselines later, or
 one experiment per core. Because trial ``k`` of base seed ``s`` always draws the same problem
@@ -6,8 +6,8 @@ instance, initial point, λ sequence and noise (common random numbers, see :mod:
 runs with the same experiment, seed, horizon and options can be pooled: :func:`merge_runs`
 checks that they agree and writes one folder (trial JSONs, ``summary.json``, ``rounds.csv``,
 figure) as if everything had been one ``run``. :func:`format_results_table` prints the
-Markdown table of final time-average regrets (mean ± std over trials) used in
-``benchmarks/README.md``.
+Markdown table of final time-average regrets (mean ± std over trials) of the benchmark
+documentation (``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import torch
 
 from mtucb_bench.fileio import read_json, write_bytes, write_json
 from mtucb_bench.manifest import MANIFEST_FILE, expected_units, trial_file_name
+from mtucb_bench.outputs import write_outputs
 from mtucb_bench.results import ExperimentResult, TrialResult
-from mtucb_bench.runner import write_outputs
 
 __all__ = ["format_results_table", "load_run", "merge_runs", "paired_comparison"]
 
@@ -46,7 +46,7 @@ def load_run(path: str | Path) -> ExperimentResult:
         path: The run folder.
 
     Returns:
-        An :class:`~mtucb_bench.runner.ExperimentResult` without histories;
+        An :class:`~mtucb_bench.results.ExperimentResult` without histories;
         ``missing`` lists the (trial, algorithm) pairs of the manifest that have no trial file
         yet (an interrupted run; a run without a manifest is checked against the settings of
         its ``summary.json``).
@@ -148,7 +148,7 @@ def merge_runs(
         plot: Write the PNG.
 
     Returns:
-        The merged :class:`~mtucb_bench.runner.ExperimentResult` (``missing``:
+        The merged :class:`~mtucb_bench.results.ExperimentResult` (``missing``:
         the pairs the inputs' manifests plan but none of them holds).
 
     Raises:
@@ -159,61 +159,16 @@ def merge_runs(
     """
     if not paths:
         raise ValueError("`paths` must name at least one run folder.")
-    resolved = [Path(p).resolve() for p in paths]
-    for i, r in enumerate(resolved):
-        if r in resolved[:i]:
-            raise ValueError(f"Run folder {str(paths[i])!r} is listed twice.")
-    out = None if out_dir is None else Path(out_dir)
-    if out is not None:
-        o = out.resolve()
-        for p, r in zip(paths, resolved, strict=True):
-            if o == r or r in o.parents or o in r.parents:
-                raise ValueError(
-                    f"--merge {str(out)!r} would write into the input run {str(p)!r}: "
-                    f"choose a new folder."
-                )
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise ValueError(
-                f"--merge {str(out)!r} exists and is not empty: choose a new folder."
-            )
+    out = _merge_target(paths, out_dir)
     runs = [load_run(p) for p in paths]
+    _check_same_configuration(runs, paths)
     first = runs[0].settings
-    for run, p in zip(runs[1:], paths[1:], strict=True):
-        mine, theirs = _merge_config(run.settings), _merge_config(first)
-        if "versions" in run.settings and "versions" in first:
-            mine["versions"], theirs["versions"] = run.settings["versions"], first["versions"]
-        for key in mine:
-            if key == "problem_notes" and None in (mine[key], theirs[key]):
-                continue  # a run without trial files yet (only its manifest)
-            if mine[key] != theirs[key]:
-                raise ValueError(
-                    f"Cannot merge {str(p)!r}: setting {key!r} is {mine[key]!r}, "
-                    f"but {theirs[key]!r} in {str(paths[0])!r}."
-                )
-    seen: dict[tuple[int, str], tuple[str, TrialResult]] = {}
-    trials: list[TrialResult] = []
-    skipped: dict[str, str] = {}
-    planned: set[tuple[int, str]] = set()
-    for run, p in zip(runs, paths, strict=True):
-        skipped.update(run.skipped)
-        planned |= set(run.missing)
-        for tr in run.trials:
-            key = (tr.trial, tr.algorithm)
-            planned.add(key)
-            if key in seen:  # a re-run of the same trial must be identical (same seeds)
-                other_path, other = seen[key]
-                if not torch.equal(other.regret, tr.regret):
-                    raise ValueError(
-                        f"Trial {tr.trial} of {tr.algorithm} differs between {other_path!r} "
-                        f"and {str(p)!r}."
-                    )
-                continue
-            seen[key] = (str(p), tr)
-            trials.append(tr)
+    seen, skipped, planned = _pool_trials(runs, paths)
     algorithms: list[str] = []
     for run in runs:
         algorithms += [a for a in run.settings.get("algorithms", []) if a not in algorithms]
-    trials.sort(key=lambda tr: (tr.trial, _index(algorithms, tr.algorithm)))
+    trials = sorted((tr for _, tr in seen.values()),
+                    key=lambda tr: (tr.trial, _index(algorithms, tr.algorithm)))
     expected: dict[str, list[int]] = {}
     for k, a in sorted(planned):
         expected.setdefault(a, []).append(k)
@@ -240,6 +195,74 @@ def merge_runs(
             write_bytes(out / name, (Path(src) / name).read_bytes())
         write_outputs(result, out, plot=plot)
     return result
+
+
+def _merge_target(paths: Sequence[str | Path], out_dir: str | Path | None) -> Path | None:
+    """``out_dir`` as a path, after checking the inputs are distinct and that it is a new or
+    empty folder outside every input."""
+    resolved = [Path(p).resolve() for p in paths]
+    for i, r in enumerate(resolved):
+        if r in resolved[:i]:
+            raise ValueError(f"Run folder {str(paths[i])!r} is listed twice.")
+    if out_dir is None:
+        return None
+    out = Path(out_dir)
+    o = out.resolve()
+    for p, r in zip(paths, resolved, strict=True):
+        if o == r or r in o.parents or o in r.parents:
+            raise ValueError(
+                f"--merge {str(out)!r} would write into the input run {str(p)!r}: "
+                f"choose a new folder."
+            )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--merge {str(out)!r} exists and is not empty: choose a new folder.")
+    return out
+
+
+def _check_same_configuration(
+    runs: Sequence[ExperimentResult], paths: Sequence[str | Path]
+) -> None:
+    """Refuse runs that differ from the first in a setting of :data:`MERGE_KEYS` (or the
+    options or package versions that must agree)."""
+    first = runs[0].settings
+    for run, p in zip(runs[1:], paths[1:], strict=True):
+        mine, theirs = _merge_config(run.settings), _merge_config(first)
+        if "versions" in run.settings and "versions" in first:
+            mine["versions"], theirs["versions"] = run.settings["versions"], first["versions"]
+        for key in mine:
+            if key == "problem_notes" and None in (mine[key], theirs[key]):
+                continue  # a run without trial files yet (only its manifest)
+            if mine[key] != theirs[key]:
+                raise ValueError(
+                    f"Cannot merge {str(p)!r}: setting {key!r} is {mine[key]!r}, "
+                    f"but {theirs[key]!r} in {str(paths[0])!r}."
+                )
+
+
+def _pool_trials(
+    runs: Sequence[ExperimentResult], paths: Sequence[str | Path]
+) -> tuple[dict[tuple[int, str], tuple[str, TrialResult]], dict[str, str], set[tuple[int, str]]]:
+    """The runs' trials, each (trial, algorithm) pair once with the folder it comes from; the
+    skipped algorithms; the pairs the runs planned (finished or missing)."""
+    seen: dict[tuple[int, str], tuple[str, TrialResult]] = {}
+    skipped: dict[str, str] = {}
+    planned: set[tuple[int, str]] = set()
+    for run, p in zip(runs, paths, strict=True):
+        skipped.update(run.skipped)
+        planned |= set(run.missing)
+        for tr in run.trials:
+            key = (tr.trial, tr.algorithm)
+            planned.add(key)
+            if key in seen:  # a re-run of the same trial must be identical (same seeds)
+                other_path, other = seen[key]
+                if not torch.equal(other.regret, tr.regret):
+                    raise ValueError(
+                        f"Trial {tr.trial} of {tr.algorithm} differs between {other_path!r} "
+                        f"and {str(p)!r}."
+                    )
+                continue
+            seen[key] = (str(p), tr)
+    return seen, skipped, planned
 
 
 def _index(order: list[str], name: str) -> int:

@@ -7,7 +7,9 @@ import math
 import pytest
 import torch
 from botorch.models import ModelListGP, SingleTaskGP
+from botorch.models.transforms import Normalize, Standardize
 from gpytorch.kernels import RBFKernel
+from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition import (
     ChebyshevScalarization,
@@ -15,19 +17,26 @@ from botorch_mtucb.acquisition import (
     TheoremTwoBeta,
     sample_scalarization_weights,
 )
+from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
 from botorch_mtucb.kernels import ICMKernel
-from botorch_mtucb.loop.defaults import RefitSchedule
-from botorch_mtucb.models import ExactMultiTaskGP
-from botorch_mtucb.multitask.practical_fit import WarmStartPracticalFactory
-from mtucb_bench.algorithms import ALGORITHMS, RunConfig, get_algorithm
+from botorch_mtucb.loop import RefitSchedule, TrustRegionOptimizer
+from botorch_mtucb.models import ExactMultiTaskGP, practical_multitask_gp
+from botorch_mtucb.multitask import practical
+from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
+from mtucb_bench import algorithms
+from mtucb_bench.algorithms import ALGORITHMS, RunConfig, get_algorithm, with_width
 from mtucb_bench.baselines import (
     AppendixEBeta,
     ScalarizedIndependentUCB,
     gp_ucb_width,
     srinivas_beta,
+    suite_baseline_models,
 )
+from mtucb_bench.experiments import EXPERIMENTS
 from mtucb_bench.heavy_tailed_problems import synthetic_heavy_tailed_problem
 from mtucb_bench.metrics import bayes_regret, instantaneous_regret
+from mtucb_bench.mo_suite_base import SuiteProblem, sobol_points
+from mtucb_bench.mo_suite_problems import MO_SUITE, make_suite_problem
 from mtucb_bench.multi_task_problems import branin_problem, rkhs_problem
 from mtucb_bench.runner import BAYES_SAMPLES, run_trial
 
@@ -127,10 +136,6 @@ def test_mt_ucb_tr_entry_is_mt_ucb_inside_the_trust_region():
     """MT-UCB-TR: MT-UCB's model schedule and acquisition, TuRBO's isotropic region as the
     maximiser with the runner's restarts / raw samples / seed (the region itself is tested in
     tests/acquisition/test_trust_region.py); the runner accepts the entry."""
-    from botorch_mtucb.acquisition import ChebyshevScalarization
-    from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
-    from mtucb_bench.mo_suite_problems import _sobol, make_suite_problem
-
     p = make_suite_problem("branin-currin")
     cfg = RunConfig(horizon=3, bound="directional", seed=7)
     tr_setup = get_algorithm("MT-UCB-TR").build(p, cfg)
@@ -139,7 +144,7 @@ def test_mt_ucb_tr_entry_is_mt_ucb_inside_the_trust_region():
     assert isinstance(opt, TrustRegionOptimizer) and ref_setup.optimizer is None
     assert (opt.shape, opt.num_restarts, opt.raw_samples, opt.seed) == ("isotropic", 4, 256, 7)
     assert (tr_setup.update, tr_setup.refit_every) == (ref_setup.update, ref_setup.refit_every)
-    X = _sobol(6, p.bounds, 0)
+    X = sobol_points(6, p.bounds, 0)
     Y = p.f(X)
     lam = torch.tensor([0.4, 0.6], dtype=torch.float64)
     torch.manual_seed(0)
@@ -178,6 +183,7 @@ def test_continuous_regrets_use_polished_optima():
     assert (tr.bayes - coarse_b)[-1] > 1e-6
 
 
+@pytest.mark.slow
 def test_every_heavy_tailed_algorithm_runs():
     problem = synthetic_heavy_tailed_problem("se", "student", seed=0)
     for name, spec in ALGORITHMS.items():
@@ -200,14 +206,8 @@ def test_every_heavy_tailed_algorithm_runs():
 
 def test_practical_model_predicts_better_than_the_paper_defaults():
     """Held-out NRMSE at 20 Sobol points on VehicleSafety (measured in mo_diagnosis.py)."""
-    from botorch.models.transforms import Normalize, Standardize
-
-    from botorch_mtucb.models import ExactMultiTaskGP
-    from mtucb_bench.algorithms import practical_multitask_gp
-    from mtucb_bench.mo_suite_problems import _sobol, make_suite_problem
-
     p = make_suite_problem("vehicle-safety")
-    X, Xt = _sobol(20, p.bounds, 0), _sobol(256, p.bounds, 1)
+    X, Xt = sobol_points(20, p.bounds, 0), sobol_points(256, p.bounds, 1)
     Y, Ft = p.f(X), p.f(Xt)
     careful = practical_multitask_gp(X, Y, p.bounds)
     assert careful.likelihood.raw_noise.requires_grad and not careful._zero_mean
@@ -224,13 +224,8 @@ def test_practical_model_predicts_better_than_the_paper_defaults():
 
 def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
     """s_λ from the observed and the model-predicted front (the loop's default sampler)."""
-    from botorch_mtucb.acquisition import ChebyshevScalarization
-    from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
-    from mtucb_bench.algorithms import RunConfig, get_algorithm
-    from mtucb_bench.mo_suite_problems import _sobol, make_suite_problem
-
     p = make_suite_problem("branin-currin", units="raw")
-    X = _sobol(6, p.bounds, 0)
+    X = sobol_points(6, p.bounds, 0)
     Y = p.f(X)
     for name in ("MT-UCB", "IT-UCB", "MT-UCB-refit", "IT-UCB-refit"):
         setup = get_algorithm(name).build(p, RunConfig(horizon=5, bound="directional"))
@@ -253,18 +248,14 @@ def test_mt_ucb_entry_is_scale_free_refitted_and_beta_one():
 
 
 def test_suite_baselines_are_fitted_paper_baselines_fixed():
-    from mtucb_bench.algorithms import _suite_baseline_models
-    from mtucb_bench.mo_suite_problems import _sobol, make_suite_problem
-    from mtucb_bench.multi_task_problems import rkhs_problem
-
-    factory, update = _suite_baseline_models(rkhs_problem(2, 0))
+    factory, update = suite_baseline_models(rkhs_problem(2, 0))
     assert update == "condition"
     m = factory(torch.rand(3, 1, dtype=torch.float64), torch.randn(3, 2, dtype=torch.float64))
     assert isinstance(m, ModelListGP) and len(m.models) == 2
     p = make_suite_problem("zdt1")
-    factory, update = _suite_baseline_models(p)
+    factory, update = suite_baseline_models(p)
     assert update == "refit"
-    X = _sobol(8, p.bounds, 0)
+    X = sobol_points(8, p.bounds, 0)
     m = factory(X, p.f(X))
     lengthscales = m.models[0].covar_module.lengthscale
     assert not torch.allclose(lengthscales, lengthscales.mean().expand_as(lengthscales))
@@ -274,9 +265,6 @@ def test_suite_baselines_are_fitted_paper_baselines_fixed():
 
 
 def test_suite_experiments_registered():
-    from mtucb_bench.experiments import EXPERIMENTS
-    from mtucb_bench.mo_suite_problems import MO_SUITE, SuiteProblem
-
     for name in MO_SUITE:
         exp = EXPERIMENTS[f"mo-{name}"]
         assert "MT-UCB" in exp.algorithms and "qLogNParEGO" in exp.algorithms
@@ -286,9 +274,6 @@ def test_suite_experiments_registered():
 
 def test_refit_schedule_calls_the_factory_after_every_round(monkeypatch):
     """update="refit": the ``-refit`` entries fit a fresh model on all data each round."""
-    from mtucb_bench import algorithms
-    from mtucb_bench.mo_suite_problems import make_suite_problem
-
     sizes = []
     real = algorithms.practical_multitask_gp
 
@@ -306,20 +291,15 @@ def test_refit_schedule_calls_the_factory_after_every_round(monkeypatch):
 def test_mt_ucb_entry_refits_on_the_loop_schedule_warm_and_conditions_between(monkeypatch):
     """MT-UCB: refits (warm-started) on RefitSchedule(); other rounds condition the model,
     and the acquisition's scale-free scalarization then sees all data."""
-    from botorch_mtucb.acquisition import ChebyshevScalarization
-    from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
-    from botorch_mtucb.multitask import practical_fit
-    from mtucb_bench.mo_suite_problems import make_suite_problem
-
     fits, starts = [], []
-    real_fit = practical_fit.fit_practical_model
+    real_fit = practical.fit_practical_model
 
     def spy(model, warm_start=None, **kwargs):
         fits.append(model.train_inputs[0].shape[0])
         starts.append(warm_start)
         return real_fit(model, warm_start=warm_start, **kwargs)
 
-    monkeypatch.setattr(practical_fit, "fit_practical_model", spy)
+    monkeypatch.setattr(practical, "fit_practical_model", spy)
     p = make_suite_problem("branin-currin")
     tr = run_trial(p, "MT-UCB", 4, seed=0, initial_design="sobol:20")
     # N = 21: 1 < max(1, ceil(0.1 * 20)) = 2, no refit; N = 22 refits; N = 23, 24 do not
@@ -341,10 +321,6 @@ def test_mt_ucb_entry_refits_on_the_loop_schedule_warm_and_conditions_between(mo
 
 
 def test_sobol_random_search_continues_the_initial_sobol_sequence():
-    from torch.quasirandom import SobolEngine
-
-    from mtucb_bench.mo_suite_problems import make_suite_problem
-
     p = make_suite_problem("vehicle-safety")
     tr = run_trial(p, "Sobol", 4, seed=3, initial_design="sobol")
     n0 = max(5, 2 * p.dim)
@@ -358,15 +334,12 @@ def test_sobol_random_search_continues_the_initial_sobol_sequence():
 
 
 def test_width_option_of_the_practical_entries():
-    from mtucb_bench.algorithms import with_width
-    from mtucb_bench.mo_suite_problems import _sobol, make_suite_problem
-
     assert with_width("mt-ucb", 0.5) == "MT-UCB@beta=0.5"
     assert with_width("MT-UCB@beta=2", 0.123456789) == "MT-UCB@beta=0.123456789"
     spec = get_algorithm("it-ucb@BETA=3.0")
     assert spec.name == "IT-UCB@beta=3" and spec.practical and spec.tunable_width
     p = make_suite_problem("branin-currin")
-    X = _sobol(6, p.bounds, 0)
+    X = sobol_points(6, p.bounds, 0)
     Y = p.f(X)
     lam = torch.tensor([0.3, 0.7], dtype=DT)
     for name, beta in (("MT-UCB", 1.0), ("MT-UCB@beta=2.5", 2.5), ("MT-UCB@beta=0", 0.0)):

@@ -132,7 +132,7 @@ def test_cli_resume_and_execution_errors(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     code = main([*base[:-3], "--out", str(tmp_path / "d"), "--scheduler", "tcp://x:1",
                  "--no-progress"])
-    assert code == 2 and "botorch-mtucb[dask]" in capsys.readouterr().err
+    assert code == 2 and "mtucb-bench[dask]" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()  # refused before anything was written
     monkeypatch.delitem(sys.modules, "distributed")
     dask = pytest.importorskip("dask")

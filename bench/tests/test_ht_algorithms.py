@@ -11,7 +11,7 @@ from botorch_mtucb.kernels import PrecomputedKernel
 from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
 from mtucb_bench.algorithms import ALGORITHMS, RunConfig, get_algorithm
 from mtucb_bench.heavy_tailed_problems import synthetic_heavy_tailed_problem
-from mtucb_bench.ht_algorithms import _Refit
+from mtucb_bench.ht_algorithms import ScheduledRefitModel
 from mtucb_bench.problems import HeavyTailedProblem
 
 DT = torch.float64
@@ -29,7 +29,7 @@ def test_refit_schedule_and_conditioning():
     g = torch.Generator().manual_seed(0)
     X = torch.rand(70, 1, dtype=DT, generator=g)
     Y = torch.randn(70, 1, dtype=DT, generator=g)
-    m = _Refit(build, X[:0], Y[:0], refit_upto=4)
+    m = ScheduledRefitModel(build, X[:0], Y[:0], refit_upto=4)
     for t in range(70):
         m = m.condition_on_observations(X[t:t + 1], Y[t:t + 1])
     assert builds == [0, 1, 2, 3, 4, 8, 16, 32, 64]  # every round to 4, then powers of two

@@ -8,7 +8,7 @@ from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch.quasirandom import SobolEngine
 
 from mtucb_bench.metrics import hypervolume_percent
-from mtucb_bench.mo_correlated_problems import _corr_rff, correlated_problem
+from mtucb_bench.mo_correlated_problems import corr_rff, correlated_problem
 from mtucb_bench.mo_suite_problems import make_suite_problem
 
 DT = torch.float64
@@ -54,7 +54,7 @@ def _rank(v: torch.Tensor) -> torch.Tensor:
 
 
 def correlated_again(seed: int):
-    return _corr_rff(seed=seed).f
+    return corr_rff(seed=seed).f
 
 
 def test_correlated_problem_refusals():

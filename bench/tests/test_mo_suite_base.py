@@ -6,7 +6,7 @@ import torch
 from botorch.test_functions.multi_objective import BraninCurrin
 from torch.quasirandom import SobolEngine
 
-from mtucb_bench.mo_suite_base import _estimate_max_hv, _FiniteDifferenceF
+from mtucb_bench.mo_suite_base import FiniteDifferenceF, estimate_max_hv
 
 DT = torch.float64
 
@@ -18,7 +18,7 @@ def test_max_hv_estimate_is_a_tight_lower_bound():
     def f(Z):
         return bt(Z, noise=False)
 
-    est = _estimate_max_hv(f, X, f(X), bt.ref_point.to(DT), bt.bounds.to(DT), seed=0)
+    est = estimate_max_hv(f, X, f(X), bt.ref_point.to(DT), bt.bounds.to(DT), seed=0)
     assert 0.97 * bt.max_hv < est <= bt.max_hv * (1 + 1e-9)
 
 
@@ -30,7 +30,7 @@ def test_finite_difference_gradient():
     g_ref = X.grad.clone()
     X.grad = None
     h = torch.full((2,), 1e-6, dtype=DT)
-    (_FiniteDifferenceF.apply(X, bt.evaluate_true, h) @ w).sum().backward()
+    (FiniteDifferenceF.apply(X, bt.evaluate_true, h) @ w).sum().backward()
     torch.testing.assert_close(X.grad, g_ref, rtol=1e-5, atol=1e-5)
 
 
@@ -44,10 +44,10 @@ def test_finite_difference_gradient_stays_in_the_box_on_its_faces():
     (bt(X1, noise=False) @ w).sum().backward()
     h = torch.full((2,), 1e-6, dtype=DT)
     X2 = X.clone().requires_grad_(True)
-    (_FiniteDifferenceF.apply(X2, lambda Z: bt(Z, noise=False), h, bt.bounds) @ w).sum().backward()
+    (FiniteDifferenceF.apply(X2, lambda Z: bt(Z, noise=False), h, bt.bounds) @ w).sum().backward()
     torch.testing.assert_close(X2.grad, X1.grad, rtol=1e-4, atol=1e-4)
     X3 = X.clone().requires_grad_(True)
-    y = _FiniteDifferenceF.apply(X3, lambda Z: bt(Z, noise=False), h)  # no bounds: central
+    y = FiniteDifferenceF.apply(X3, lambda Z: bt(Z, noise=False), h)  # no bounds: central
     try:
         (y @ w).sum().backward()
     except ValueError as e:  # the unclamped difference leaves the box

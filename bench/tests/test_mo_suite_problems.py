@@ -180,7 +180,7 @@ def _diagnosis_module():
 
 
 def test_diagnosis_counts_by_hand():
-    """bench/mtucb_bench/studies/mo_diagnosis.py: boundary share, repeats, identical proposals, HV box."""
+    """mtucb_bench.studies.mo_diagnosis: boundary share, repeats, identical proposals, HV box."""
     md = _diagnosis_module()
     bt = BraninCurrin(negate=True).to(DT)
     X0 = torch.tensor([[0.5, 0.5], [0.2, 0.3]], dtype=DT)

@@ -11,7 +11,7 @@ from gpytorch.kernels import RBFKernel
 from botorch_mtucb.kernels import ICMKernel
 from mtucb_bench.multi_task_problems import (
     PERTURBED_SINE_WEIGHTS,
-    _branin,
+    branin,
     branin_problem,
     perturbed_sine_problem,
     rkhs_problem,
@@ -86,7 +86,7 @@ def test_task_similarity_matrix():
 
 def test_branin_tasks_are_shifted_copies():
     # Branin's known minimum value 0.397887 at (π, 2.275)
-    val = _branin(torch.tensor(math.pi, dtype=DT), torch.tensor(2.275, dtype=DT))
+    val = branin(torch.tensor(math.pi, dtype=DT), torch.tensor(2.275, dtype=DT))
     assert abs(float(val) - 0.397887) < 1e-5
     p = branin_problem(num_tasks=9, grid_size=11)
     assert p.num_objectives == 9 and p.arms.shape == (121, 2)
@@ -96,7 +96,7 @@ def test_branin_tasks_are_shifted_copies():
     F2 = p.f(U + torch.tensor([0.01, -0.02], dtype=DT))
     torch.testing.assert_close(F[:, 0], F2[:, 1])
     # objective = -Branin (standardised): larger where Branin is smaller
-    raw = _branin(U[:, 0] * 15 - 5 + 0.15, U[:, 1] * 15)  # task 1: x1 + 1% of 15
+    raw = branin(U[:, 0] * 15 - 5 + 0.15, U[:, 1] * 15)  # task 1: x1 + 1% of 15
     assert (F[:, 0].argsort() == (-raw).argsort()).all()
     cont = branin_problem(continuous=True, regret_grid_size=21)
     assert not cont.is_finite and cont.regret_X.shape == (441, 2)

@@ -11,7 +11,8 @@ import pytest
 
 from mtucb_bench.cli import main
 from mtucb_bench.experiments import ExperimentOptions
-from mtucb_bench.parallel import TrialUnit, execute, run_unit
+from mtucb_bench.parallel import execute
+from mtucb_bench.runner import TrialUnit, run_experiment, run_unit
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::botorch.exceptions.warnings.InputDataWarning",
@@ -71,8 +72,6 @@ def test_dask_gives_the_serial_trial_files(serial, tmp_path):
         assert code == 0
         assert _trial_files(out) == files
         with distributed.Client(cluster) as client:  # the Python API takes a Client too
-            from mtucb_bench.runner import run_experiment
-
             res = run_experiment("rkhs-n2", algorithms=["MT-KB"], trials=1, horizon=4,
                                  seed=3, threads=1, progress=False, scheduler=client)
             assert client.status == "running"  # a caller's client is left open
@@ -84,14 +83,14 @@ def test_execute_arguments_and_errors(tmp_path, capsys):
     unit = TrialUnit("rkhs-n2", 0, 0, "MT-KB", 2, "spectral", "chebyshev", "authors",
                      ExperimentOptions(), threads=1)
     with pytest.raises(ValueError, match="`workers` must be"):
-        execute([unit], print, workers=-1)
+        execute(run_unit, [unit], print, workers=-1)
     with pytest.raises(ValueError, match="not both"):
-        execute([unit], print, workers=2, scheduler="tcp://localhost:1")
+        execute(run_unit, [unit], print, workers=2, scheduler="tcp://localhost:1")
     with pytest.raises(ValueError, match="`scheduler` must be"):
-        execute([unit], print, scheduler=42)
-    execute([], print, workers=2)  # nothing to do starts nothing
+        execute(run_unit, [unit], print, scheduler=42)
+    execute(run_unit, [], print, workers=2)  # nothing to do starts nothing
     got = []
-    execute([unit], got.append)
+    execute(run_unit, [unit], got.append)
     assert got[0].record["regret"] == run_unit(unit).record["regret"]
     assert got[0].trial == 0 and got[0].algorithm == "MT-KB" and got[0].skipped is None
     # an algorithm that cannot run on the problem comes back as skipped, with the reason
@@ -120,16 +119,15 @@ def test_worker_exits_when_its_parent_is_gone():
 def test_a_worker_with_other_package_versions_is_refused(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from mtucb_bench import parallel
-    from mtucb_bench.runner import run_experiment
+    from mtucb_bench import runner
 
-    real = parallel.run_unit
+    real = runner.run_unit
 
     def other_environment(unit):
         out = real(unit)
         return replace(out, versions={**out.versions, "torch": "0.0"})
 
-    monkeypatch.setattr(parallel, "run_unit", other_environment)
+    monkeypatch.setattr(runner, "run_unit", other_environment)
     with pytest.raises(ValueError, match="other package versions"):
         run_experiment("rkhs-n2", algorithms=["MT-KB"], trials=1, horizon=2, progress=False,
                        out_dir=tmp_path / "run")

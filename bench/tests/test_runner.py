@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mtucb_bench import parallel
+from mtucb_bench import runner
 from mtucb_bench.cli import main
 from mtucb_bench.manifest import RunFolderError
 from mtucb_bench.runner import resume_experiment, run_experiment
@@ -50,15 +50,15 @@ def test_manifest_is_written_first(tmp_path, monkeypatch):
         seen.append(sorted(p.name for p in out.iterdir()))
         return real(unit)
 
-    real = parallel.run_unit
-    monkeypatch.setattr(parallel, "run_unit", spy)
+    real = runner.run_unit
+    monkeypatch.setattr(runner, "run_unit", spy)
     run_experiment("rkhs-n2", out_dir=out, **{**KW, "trials": 1, "algorithms": ["MT-KB"]})
     assert seen == [["manifest.json"]]
 
 
 def test_kill_and_rerun_resumes_without_rewriting(whole, tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
-    real, calls = parallel.run_unit, []
+    real, calls = runner.run_unit, []
 
     def dies_after_two(unit):  # the process is killed while running the third unit
         if len(calls) == 2:
@@ -66,7 +66,7 @@ def test_kill_and_rerun_resumes_without_rewriting(whole, tmp_path, monkeypatch, 
         calls.append(unit)
         return real(unit)
 
-    monkeypatch.setattr(parallel, "run_unit", dies_after_two)
+    monkeypatch.setattr(runner, "run_unit", dies_after_two)
     with pytest.raises(KeyboardInterrupt):
         run_experiment("rkhs-n2", out_dir=out, **KW)
     assert sorted(p.name for p in out.iterdir()) == sorted(["manifest.json", *NAMES[:2]])
@@ -229,7 +229,6 @@ def test_bayes_regret_polishes_only_where_the_problem_allows(monkeypatch):
     polish on ``f``."""
     import dataclasses
 
-    from mtucb_bench import runner
     from mtucb_bench.mo_suite_problems import make_suite_problem
 
     seen = []

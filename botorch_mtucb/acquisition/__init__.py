@@ -1,24 +1,30 @@
-"""Acquisitions, confidence radii and batches.
+"""Acquisitions, confidence radii, batches and the per-round maximisers.
 
 * :class:`ScalarizedMultiTaskUCB` — MT-KB / MT-BKB selection rule (paper 000, eq. (2) and the
   directional bound of App. B.1) with :class:`LinearScalarization` /
   :class:`ChebyshevScalarization` and λ ~ P_λ (:func:`sample_scalarization_weights`,
-  :class:`ScalarizationSampler`).
+  :class:`ScalarizationSampler`); :mod:`~botorch_mtucb.acquisition.scalarization`.
 * :class:`HeavyTailedUCB` — TGP-UCB / ATA-GP-UCB (paper 001, Algorithms 1–2).
-* :class:`TheoremTwoBeta`, :class:`TheoremThreeBeta`, :class:`ConstantBeta` — β schedules.
+* :class:`TheoremTwoBeta`, :class:`TheoremThreeBeta`, :class:`ConstantBeta` — β schedules
+  (:mod:`~botorch_mtucb.acquisition.beta`).
 * :mod:`~botorch_mtucb.acquisition.pending` — GP-BUCB batches (``set_X_pending``,
   :func:`hallucinate_mean`, :func:`gp_bucb_inflation`).
-* :mod:`~botorch_mtucb.acquisition.optimizers` — the loop's per-round maximisers;
-  :mod:`~botorch_mtucb.acquisition.trust_region` — the same restricted to a TuRBO trust region.
+* :mod:`~botorch_mtucb.acquisition.optimizers`, :mod:`~botorch_mtucb.acquisition.dedup`,
+  :mod:`~botorch_mtucb.acquisition.trust_region` — the per-round maximisers (a box, a finite
+  arm set, a box without repeats, a TuRBO trust region).
+* :mod:`~botorch_mtucb.acquisition.protocols` — what the loop may ask of an acquisition.
+
+The acquisitions import no model class: they ask a model for what they need through
+:mod:`botorch_mtucb.protocols`.
 """
 
 from botorch_mtucb.acquisition.beta import (
     BetaSchedule,
     ConstantBeta,
+    TheoremThreeBeta,
     TheoremTwoBeta,
     log_det_information,
 )
-from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
 from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.pending import gp_bucb_inflation, hallucinate_mean

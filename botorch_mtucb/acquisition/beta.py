@@ -1,20 +1,32 @@
-"""Confidence-width (β) schedules for the scalarized UCBs.
+r"""Confidence-radius (β) schedules of the scalarized UCBs.
 
-A schedule is a callable evaluated on the *current* model: ``beta = schedule(model)``. The
-acquisition (:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`) calls it when it is
-built, so building the acquisition once per round on the updated model gives β_{t−1} at round t
-(paper 000, Algorithm 1).
+A schedule is a callable evaluated on the *current* model, ``beta = schedule(model)``, returning
+a nonnegative 0-dim tensor. :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` calls it
+once when it is built, so building the acquisition once per round on the updated model gives
+β_{t−1} at round t (paper 000, Algorithm 1).
 
-* :class:`ConstantBeta` — a fixed β (the usual practical choice).
-* :class:`TheoremTwoBeta` — the radius of paper 000, Theorem 2:
+* :class:`ConstantBeta` — a fixed β.
+* :class:`TheoremTwoBeta` — MT-KB's radius (paper 000, Theorem 2):
 
-      β_t = b + (σ/√η) √(2 log(1/δ) + Σ_{s≤t} log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s))),
+      β_t = b + (σ/√η) √(2 log(1/δ) + log det(I_{nt} + η⁻¹ G_t)),
 
-  where the sum is read from the model through Lemma 4:
-  Σ_{s≤t} log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)) = log det(I_{nt} + η⁻¹ G_t) = 2 γ_t,
-  with γ_t the information gain of the data the model holds.
+  where by Lemma 4 log det(I_{nt} + η⁻¹ G_t) = Σ_{s≤t} log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)),
+  twice the information gain of the data the model holds (:func:`log_det_information`).
+* :class:`TheoremThreeBeta` — MT-BKB's radius (paper 000, Theorem 3 and App. D.1):
 
-Other schedules (e.g. Theorem 3 for the Nyström model) subclass :class:`BetaSchedule`.
+      β̃_t = b (1 + 1/√(1−ε)) + (σ/√η) √(2 log(2/δ) + ρ S̃_t),   ρ = (1+ε)/(1−ε),
+      S̃_t = Σ_{s≤t} log det(I_n + η⁻¹ Γ̃_{s−1}(x_s, x_s)).
+
+  S̃_t sums the *approximate* variances of each past round's own Nyström model, for which
+  Lemma 4's telescoping identity does not hold: it cannot be recomputed from the final model
+  and is accumulated by the model round by round
+  (:class:`~botorch_mtucb.protocols.NystromRadiusModel`).
+
+Both theory radii read η from the model (its noise variance, the regulariser of its GP view).
+An explicit ``eta`` that disagrees with the model's noise is an error: the log-determinants
+are those of the theorems only at the model's own η. The formulas themselves are
+:func:`~botorch_mtucb.theory.multi_task.theorem2_beta` and
+:func:`~botorch_mtucb.theory.multi_task.theorem3_beta`.
 """
 
 from __future__ import annotations
@@ -30,12 +42,13 @@ from gpytorch.likelihoods import FixedNoiseGaussianLikelihood, GaussianLikelihoo
 from gpytorch.models import ExactGP
 from torch import Tensor
 
-from botorch_mtucb.protocols import InformationGainModel, RegularisedModel
-from botorch_mtucb.theory.multi_task import theorem2_beta
+from botorch_mtucb.protocols import InformationGainModel, NystromRadiusModel, RegularisedModel
+from botorch_mtucb.theory.multi_task import theorem2_beta, theorem3_beta
 
 __all__ = [
     "BetaSchedule",
     "ConstantBeta",
+    "TheoremThreeBeta",
     "TheoremTwoBeta",
     "log_det_information",
     "model_noise",
@@ -43,15 +56,41 @@ __all__ = [
 
 
 class BetaSchedule(ABC):
-    """A confidence radius β evaluated on the current model: ``schedule(model) -> Tensor``."""
+    """A confidence radius β evaluated on the current model: ``schedule(model) -> Tensor``.
+
+    The contract: ``schedule(model)`` returns β_t ≥ 0 as a 0-dim tensor for the data ``model``
+    holds, without changing the model. A subclass implements :meth:`__call__`.
+
+    Example:
+        >>> class Sqrt(BetaSchedule):
+        ...     def __call__(self, model):
+        ...         return torch.tensor(float(model.train_inputs[0].shape[-2]) ** 0.5)
+        >>> from botorch.models import SingleTaskGP
+        >>> model = SingleTaskGP(torch.rand(4, 1, dtype=torch.float64),
+        ...                      torch.rand(4, 1, dtype=torch.float64))
+        >>> Sqrt()(model)
+        tensor(2.)
+    """
 
     @abstractmethod
     def __call__(self, model: Model) -> Tensor:
-        """Return β (a nonnegative 0-dim tensor) for the data ``model`` currently holds."""
+        """Return β for the data ``model`` currently holds.
+
+        Args:
+            model: The current (unbatched) model.
+
+        Returns:
+            β_t ≥ 0, a 0-dim tensor.
+        """
 
 
 class ConstantBeta(BetaSchedule):
-    """β_t = ``value`` for every round."""
+    """β_t = ``value`` for every round, whatever the model.
+
+    Example:
+        >>> ConstantBeta(2.0)(None)
+        tensor(2., dtype=torch.float64)
+    """
 
     def __init__(self, value: float) -> None:
         """
@@ -64,6 +103,7 @@ class ConstantBeta(BetaSchedule):
         self.value = value
 
     def __call__(self, model: Model) -> Tensor:
+        """β = ``value`` as a float64 0-dim tensor (``model`` is not read)."""
         return torch.tensor(self.value, dtype=torch.float64)
 
     def __repr__(self) -> str:
@@ -71,14 +111,25 @@ class ConstantBeta(BetaSchedule):
 
 
 class TheoremTwoBeta(BetaSchedule):
-    """Theorem-2 radius of MT-KB (paper 000): β = b + (σ/√η)√(2 log(1/δ) + log det(I + G_t/η)).
+    """MT-KB's radius (paper 000, Theorem 2): β_t = b + (σ/√η) √(2 log(1/δ) + log det(I + G_t/η)).
 
-    The log-determinant is the Lemma-4 sum Σ_s log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)) and is read
-    from the model by :func:`log_det_information`: ``2 * model.information_gain()`` when the
-    model offers it (ExactMultiTaskGP, Nyström model), else computed from the training data
-    and kernels of exact GPyTorch models (a ``ModelListGP`` of independent GPs sums over tasks).
-    That identity holds only when the model's regulariser is the η used here, so an explicit
-    ``eta`` that disagrees with the model's noise is an error.
+    With this β, the UCBs of :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` hold
+    for all x and t with probability ≥ 1 − δ when ‖f‖_Γ ≤ b and the noise is σ-sub-Gaussian,
+    and MT-KB's regret bound follows. The log-determinant is the Lemma-4 sum
+    Σ_s log det(I_n + η⁻¹ Γ_{s−1}(x_s, x_s)), read from the model by
+    :func:`log_det_information`: ``2 * model.information_gain()`` when the model offers it,
+    else computed from the training data and kernels of exact GPyTorch models (a
+    ``ModelListGP`` of independent GPs sums over tasks). That identity holds only when the
+    model's regulariser is the η used here, so an explicit ``eta`` that disagrees with the
+    model's noise is an error.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> train_X = torch.rand(10, 2, dtype=torch.float64)
+        >>> model = SingleTaskGP(train_X, train_X.sum(-1, keepdim=True))
+        >>> beta = TheoremTwoBeta(b=1.0, sigma=0.1)(model)  # η: the likelihood's noise
+        >>> beta.shape, bool(beta > 1.0)
+        (torch.Size([]), True)
     """
 
     def __init__(
@@ -104,6 +155,7 @@ class TheoremTwoBeta(BetaSchedule):
         self.delta = float(delta)
 
     def __call__(self, model: Model) -> Tensor:
+        """β_t for the data ``model`` holds (a 0-dim tensor, detached)."""
         eta = resolve_eta(model, self.eta, "TheoremTwoBeta", "the Lemma-4 log-determinant")
         logdet = log_det_information(model)
         return theorem2_beta(self.b, self.sigma, eta, self.delta, logdet).detach()
@@ -112,6 +164,88 @@ class TheoremTwoBeta(BetaSchedule):
         return (
             f"TheoremTwoBeta(b={self.b}, sigma={self.sigma}, eta={self.eta}, "
             f"delta={self.delta})"
+        )
+
+
+class TheoremThreeBeta(BetaSchedule):
+    """MT-BKB's radius (paper 000, Theorem 3): β̃_t = b(1 + 1/√(1−ε)) + (σ/√η)√(2 log(2/δ) + ρ S̃_t).
+
+    ρ = (1+ε)/(1−ε) and S̃_t = Σ_{s≤t} log det(I_n + η⁻¹ Γ̃_{s−1}(x_s, x_s)) (module
+    docstring). S̃_t is read from ``model.log_det_variance_sum`` of a
+    :class:`~botorch_mtucb.protocols.NystromRadiusModel` (the Nyström model). Any other model
+    (e.g. an exact multi-task GP) has Γ̃ = Γ, and the sum is the exact Lemma-4 value
+    ``log det(I + G_t/η)`` from :func:`log_det_information`.
+
+    ε and δ default to a Nyström model's own (``model.epsilon``, ``model.delta``), so that the
+    dictionary's accuracy and the radius agree; Theorem 3 uses one δ for both (each gets δ/2).
+
+    Example:
+        >>> from botorch_mtucb.models import NystromMultiTaskGP
+        >>> train_X = torch.rand(20, 1, dtype=torch.float64)
+        >>> train_Y = torch.cat([train_X.sin(), train_X.cos()], dim=-1)
+        >>> model = NystromMultiTaskGP(train_X, train_Y, epsilon=0.5, delta=0.1, generator=0)
+        >>> beta = TheoremThreeBeta(b=1.0, sigma=0.1)(model)  # ε, δ, η from the model
+        >>> beta.shape, bool(beta > 1.0 + 2.0**0.5)
+        (torch.Size([]), True)
+    """
+
+    def __init__(
+        self,
+        b: float,
+        sigma: float,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        eta: float | None = None,
+    ) -> None:
+        """
+        Args:
+            b: Bound on the RKHS norm ‖f‖_Γ (≥ 0).
+            sigma: Sub-Gaussian noise parameter σ (≥ 0).
+            epsilon: Nyström accuracy ε ∈ (0, 1); ``None`` reads ``model.epsilon``.
+            delta: Confidence δ ∈ (0, 1]; ``None`` reads ``model.delta``.
+            eta: Regulariser η > 0; ``None`` reads the model's noise. An explicit value that
+                disagrees with the model's noise is an error.
+        """
+        for name, val in (("b", b), ("sigma", sigma)):
+            if not math.isfinite(float(val)) or float(val) < 0:
+                raise ValueError(f"`{name}` must be a finite number >= 0, got {val!r}.")
+        if epsilon is not None and not 0.0 < float(epsilon) < 1.0:
+            raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
+        if delta is not None and not 0.0 < float(delta) <= 1.0:
+            raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
+        if eta is not None and (not math.isfinite(float(eta)) or float(eta) <= 0):
+            raise ValueError(f"`eta` must be a finite number > 0 (or None), got {eta!r}.")
+        self.b = float(b)
+        self.sigma = float(sigma)
+        self.epsilon = None if epsilon is None else float(epsilon)
+        self.delta = None if delta is None else float(delta)
+        self.eta = None if eta is None else float(eta)
+
+    def __call__(self, model: Model) -> Tensor:
+        """β̃_t for the data ``model`` holds (a float64 0-dim tensor)."""
+        nystrom = isinstance(model, NystromRadiusModel)
+        eps, delta = self.epsilon, self.delta
+        for name, value in (("epsilon", eps), ("delta", delta)):
+            if value is None and not nystrom:
+                raise ValueError(
+                    f"`{name}` could not be read from a {type(model).__name__} (not a Nyström "
+                    "model with `epsilon`, `delta`); pass it to TheoremThreeBeta explicitly."
+                )
+        if nystrom:
+            eps = float(model.epsilon) if eps is None else eps
+            delta = float(model.delta) if delta is None else delta
+        eta = resolve_eta(model, self.eta, "TheoremThreeBeta", "the log-det sum")
+        if nystrom:
+            log_det_sum = torch.as_tensor(model.log_det_variance_sum)
+        else:
+            log_det_sum = log_det_information(model)
+        log_det_sum = log_det_sum.detach().to(torch.float64)
+        return theorem3_beta(self.b, self.sigma, eta, delta, eps, log_det_sum)
+
+    def __repr__(self) -> str:
+        return (
+            f"TheoremThreeBeta(b={self.b}, sigma={self.sigma}, epsilon={self.epsilon}, "
+            f"delta={self.delta}, eta={self.eta})"
         )
 
 
@@ -152,6 +286,20 @@ def model_noise(model: Model) -> Tensor | None:
     Reads ``model.noise`` of a :class:`~botorch_mtucb.protocols.RegularisedModel` (the
     package's models), else the homoskedastic Gaussian likelihood noise of a GPyTorch model; a
     ``ModelListGP`` qualifies when all its sub-models share one noise value.
+
+    Args:
+        model: A BoTorch model.
+
+    Returns:
+        η (0-dim, detached), or ``None``.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> model = SingleTaskGP(torch.rand(5, 1, dtype=torch.float64),
+        ...                      torch.rand(5, 1, dtype=torch.float64))
+        >>> model.likelihood.noise = 0.1
+        >>> model_noise(model)
+        tensor(0.1000, dtype=torch.float64)
     """
     if isinstance(model, RegularisedModel) and not isinstance(model, ModelListGP):
         noise = torch.as_tensor(model.noise)
@@ -188,6 +336,13 @@ def log_det_information(model: Model) -> Tensor:
 
     Returns:
         0-dim tensor.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> model = SingleTaskGP(torch.rand(6, 2, dtype=torch.float64),
+        ...                      torch.rand(6, 1, dtype=torch.float64))
+        >>> bool(log_det_information(model) > 0)
+        True
     """
     if isinstance(model, InformationGainModel):
         val = 2.0 * torch.as_tensor(model.information_gain())

@@ -1,17 +1,13 @@
-"""A box optimizer that does not re-propose an evaluated point (noise-free problems, issue 16).
+"""A box optimizer that does not re-propose an evaluated point (for noise-free problems).
 
 On a noise-free problem a second evaluation of a point teaches the model nothing, yet a UCB
-can keep choosing it: on ZDT2 the scale-free Chebyshev scalarization's true maximiser is the
-evaluated corner x = 0 for every λ once that corner dominates all other observations
-(``bench/mtucb_bench/studies/mo_zdt2_diagnosis.py``), and practical MT-UCB re-proposed it in most rounds.
-:class:`DedupOptimizer` is :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`'s
+can keep choosing it (e.g. when the scalarization's maximiser is an evaluated point for every
+λ). :class:`DedupOptimizer` is :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`'s
 multi-start L-BFGS-B (same seeds, so the same proposal whenever that is new) that returns the
 best *new* point: the best restart that is not within ``tol`` of an evaluated point, else the
-best raw (Sobol) sample that is not. Measured (``mo_zdt2_diagnosis.py``, 5 trials): no
-repeats left, but on ZDT2 the replacement points add no hypervolume (91.4 % either way) and
-R_C(T)/T doubles; across the suite it is not better than the plain optimizer. The cause on
-ZDT2 is the scalarization's reference point (``ChebyshevScalarization.from_data(...,
-predicted=...)``).
+best raw (Sobol) sample that is not. It removes repeats, not their cause: when a
+scalarization keeps pointing at an evaluated point, its reference point is usually the
+culprit (see ``ChebyshevScalarization.from_data(..., predicted=...)``).
 """
 
 from __future__ import annotations
@@ -33,9 +29,26 @@ __all__ = ["DedupOptimizer", "evaluated_inputs"]
 
 
 def evaluated_inputs(model: Any) -> Tensor:
-    """The ``N x d`` training inputs of a BoTorch model in the problem's (raw) units
-    (:func:`~botorch_mtucb.utils.model_data.original_train_inputs`); a ``ModelListGP``
-    (``models``) gives the union of its models'.
+    """The ``N x d`` training inputs of a BoTorch model in the problem's (raw) units.
+
+    :func:`~botorch_mtucb.utils.model_data.original_train_inputs`; a ``ModelList`` gives the
+    union of its models' (rows deduplicated).
+
+    Args:
+        model: A BoTorch model with ``train_inputs`` (or a ``ModelList`` of such).
+
+    Returns:
+        ``N x d`` evaluated inputs.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> from botorch.models.transforms import Normalize
+        >>> X = 10.0 * torch.rand(4, 2, dtype=torch.float64)
+        >>> bounds = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=torch.float64)
+        >>> normalize = Normalize(2, bounds=bounds)
+        >>> model = SingleTaskGP(X, X.sum(-1, keepdim=True), input_transform=normalize)
+        >>> torch.allclose(evaluated_inputs(model), X)  # raw units, not the unit cube
+        True
 
     Raises:
         ValueError: If the model has no training inputs.
@@ -59,7 +72,18 @@ class DedupOptimizer(BoxOptimizer):
     ``raw_samples`` scrambled-Sobol points by acquisition value (not polished). Without
     duplicates the result is :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`'s
     with the same ``num_restarts``, ``raw_samples``, ``seed`` and ``options`` (up to
-    L-BFGS-B's tolerance).
+    L-BFGS-B's tolerance). Each call records where its point came from in ``sources``.
+
+    Example:
+        >>> from botorch.acquisition import PosteriorMean
+        >>> from botorch.models import SingleTaskGP
+        >>> train_X = torch.tensor([[1.0, 1.0], [0.0, 0.0], [0.5, 0.2]], dtype=torch.float64)
+        >>> model = SingleTaskGP(train_X, train_X.sum(-1, keepdim=True))
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> optimizer = DedupOptimizer(bounds, num_restarts=2, raw_samples=16, seed=0)
+        >>> x = optimizer(PosteriorMean(model))  # the corner (1, 1) is evaluated: not it
+        >>> bool(optimizer.is_new(x, train_X)), optimizer.sources[-1] in ("restart", "raw")
+        (True, True)
     """
 
     def __init__(
@@ -93,6 +117,7 @@ class DedupOptimizer(BoxOptimizer):
         self.sources: list[str] = []
 
     def _evaluated(self, acqf: AcquisitionFunction) -> Tensor:
+        """The ``N x d`` evaluated points: ``evaluated``, or the model's training inputs."""
         if self.evaluated is None:
             return evaluated_inputs(acqf.model)
         return self.evaluated() if callable(self.evaluated) else self.evaluated
@@ -107,7 +132,11 @@ class DedupOptimizer(BoxOptimizer):
         return (gap > self.tol).all(dim=-1)
 
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
-        """Return the ``1 x d`` best new point."""
+        """Maximise ``acqf`` (``q = 1``) over the box, skipping evaluated points.
+
+        Returns:
+            The ``1 x d`` best new point.
+        """
         options = self._next_options()
         bounds = self.bounds
         cands, vals = optimize_acqf(

@@ -1,7 +1,10 @@
-"""Upper confidence bound of TGP-UCB / ATA-GP-UCB: ``μ_{t}(x) + β_{t+1} σ_{t}(x)``.
+"""Upper confidence bound of TGP-UCB / ATA-GP-UCB: ``μ_t(x) + β_{t+1} σ_t(x)``.
 
-Paper 001, Algorithms 1 and 2: ``x_{t+1} = argmax_x μ_t(x) + β_{t+1} σ_t(x)``. Note that ``β``
-multiplies ``σ`` directly, unlike BoTorch's :class:`UpperConfidenceBound`, which uses ``√β``.
+Paper 001, Algorithms 1 and 2: ``x_{t+1} = argmax_x μ_t(x) + β_{t+1} σ_t(x)``, with μ_t the
+truncated (TGP-UCB) or adaptively truncated (ATA-GP-UCB) mean and σ_t the model's width; the
+models carry the theory's β_{t+1} (:class:`~botorch_mtucb.protocols.WidthScheduleModel`).
+Note that ``β`` multiplies ``σ`` directly, unlike BoTorch's ``UpperConfidenceBound``, which
+uses ``√β``.
 
 Batches (GP-BUCB): ``set_X_pending`` keeps the mean of the model and takes the variance from the
 model conditioned on the pending points with their hallucinated means
@@ -34,25 +37,33 @@ __all__ = ["HeavyTailedUCB"]
 def _protocols(model_type: type) -> tuple[bool, bool]:
     """Whether a model class is a ``WidthScheduleModel`` / ``MarginalMomentsModel``.
 
-    Runtime ``Protocol`` checks walk the protocol's members (µs each); a class answers the same
-    for all its instances, so the answer is cached per class.
+    Runtime ``Protocol`` checks walk the protocol's members; a class answers the same for all
+    its instances, so the answer is cached per class.
     """
     return issubclass(model_type, WidthScheduleModel), issubclass(model_type, MarginalMomentsModel)
 
 
 class HeavyTailedUCB(AnalyticAcquisitionFunction):
-    """``UCB(x) = μ(x) + β σ(x)`` for a single-output model (``q = 1``).
+    """``UCB(x) = μ(x) + β σ(x)`` for a single-output model (``q = 1``; paper 001, Alg. 1–2).
 
-    Works with any single-output BoTorch model; with ``beta=None`` the model must be a
-    :class:`~botorch_mtucb.protocols.WidthScheduleModel` (``beta()``, as
-    :class:`TruncatedGP` and :class:`AdaptiveTruncationGP` are), evaluated once here: the
-    theory (or authors') width ``β_{t+1}`` for the next round. A
+    ``argmax_x UCB(x)`` is the next point of TGP-UCB / ATA-GP-UCB when ``model`` is a
+    :class:`~botorch_mtucb.models.TruncatedGP` / :class:`~botorch_mtucb.models.AdaptiveTruncationGP`
+    and β = β_{t+1}. Works with any single-output BoTorch model; with ``beta=None`` the model
+    must be a :class:`~botorch_mtucb.protocols.WidthScheduleModel` (``beta()``), evaluated
+    once here: the theory's (or the authors') width β_{t+1} for the next round. A
     :class:`~botorch_mtucb.protocols.MarginalMomentsModel` is evaluated through
-    ``mean_and_variance`` (no posterior object); any other model through its posterior.
+    ``mean_and_variance`` (no posterior object); any other model through its posterior. A
+    batch ``beta`` tensor broadcasts against a batched model's ``batch_shape``.
 
     Example:
-        >>> acqf = HeavyTailedUCB(model)
-        >>> x_next, _ = optimize_acqf_discrete(acqf, q=1, choices=arms)
+        >>> from botorch_mtucb.models import TruncatedGP
+        >>> train_X = torch.rand(8, 1, dtype=torch.float64)
+        >>> train_Y = torch.randn(8, 1, dtype=torch.float64)
+        >>> model = TruncatedGP(train_X, train_Y, alpha=1.0, v=2.0)
+        >>> acqf = HeavyTailedUCB(model)  # β_{t+1} = model.beta()
+        >>> arms = torch.linspace(0, 1, 11, dtype=torch.float64).reshape(11, 1, 1)
+        >>> acqf(arms).shape
+        torch.Size([11])
     """
 
     def __init__(
@@ -103,11 +114,11 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             )
         # What nn.Module / AcquisitionFunction / AnalyticAcquisitionFunction.__init__ set (a
         # fresh copy of a bare module's state: ``model`` and the ``beta`` buffer registered
-        # directly) and the plain attributes, straight into __dict__: the generic path costs
-        # ~20 µs, more than a whole TGP-UCB round, and this acquisition is rebuilt every round.
+        # directly) and the plain attributes, straight into __dict__: this acquisition is
+        # rebuilt every round, so its construction is kept to plain attribute writes.
         state = _bare_module_state()
         state["_modules"]["model"] = model
-        # also a plain attribute: read without nn.Module.__getattr__ (µs per read); assigning
+        # also a plain attribute: read without nn.Module.__getattr__; assigning
         # ``acqf.model = m`` goes through nn.Module.__setattr__, which drops this entry first
         state["model"] = model
         state["_buffers"]["beta"] = beta_t  # scalar or batch; read by the loop
@@ -130,6 +141,9 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """GP-BUCB: the variance from the model conditioned on hallucinated means at pending points.
 
+        The mean stays the real model's; β becomes ``beta_real_data * pending_beta_inflation``
+        while points are pending (:mod:`botorch_mtucb.acquisition.pending`).
+
         Args:
             X_pending: ``m x d`` pending points, or ``None`` / an empty tensor for none.
         """
@@ -147,7 +161,8 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         self.__dict__["_beta_float"] = None if real is None else real * factor
 
     def _moments(self, model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
-        """Mean and standard deviation (``batch x 1``) of a single-output ``model``."""
+        """Mean and standard deviation (each ``batch_shape x 1``) of a single-output ``model``
+        at ``batch_shape x 1 x d`` inputs."""
         if _protocols(type(model))[1]:
             mean, var = model.mean_and_variance(X)
             return mean, var.clamp_min(1e-12).sqrt()
@@ -158,6 +173,9 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         """Evaluate ``μ + β σ`` on ``(b1 x … x bk) x 1 x d`` candidates (``1 x d``: one point).
 
         The checks of BoTorch's ``t_batch_mode_transform(expected_q=1)``, inline.
+
+        Args:
+            X: ``(b1 x … x bk) x 1 x d`` candidates.
 
         Returns:
             ``(b1 x … x bk)`` acquisition values.

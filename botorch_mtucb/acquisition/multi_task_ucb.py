@@ -1,4 +1,4 @@
-r"""Scalarized multi-task UCB (MT-KB acquisition, paper 000 eq. (2)) and its directional variant.
+r"""Scalarized multi-task UCB of MT-KB / MT-BKB (paper 000, eq. (2)) and its directional form.
 
 Two upper confidence bounds on s_λ(f(x)), both from the same confidence radius β:
 
@@ -10,7 +10,7 @@ Two upper confidence bounds on s_λ(f(x)), both from the same confidence radius 
 
 * ``bound="directional"`` (the default) — tighter, same guarantee. The proof of Theorem 1
   (Appendix B.1) writes f(x) − μ_t(x) = Φ(x)ᵀ(V_t + ηI)⁻¹(S_t − ηθ*). Projecting on any fixed
-  direction w ∈ Rⁿ *before* applying Cauchy–Schwarz gives
+  direction w ∈ Rⁿ first, and only then applying Cauchy–Schwarz, gives
 
       |wᵀ(f(x) − μ_t(x))| ≤ ‖(V_t+ηI)^{-1/2} Φ(x) w‖ · ‖(V_t+ηI)^{-1/2}(S_t − ηθ*)‖
                           = η^{-1/2} √(wᵀ Γ_t(x, x) w) · ‖(V_t+ηI)^{-1/2}(S_t − ηθ*)‖,
@@ -28,14 +28,9 @@ Two upper confidence bounds on s_λ(f(x)), both from the same confidence radius 
   on the event; the one-step regret bound in the proof of Theorem 2 (Appendix C.2) therefore
   holds unchanged and so does Theorem 2's regret bound.
 
-  Why directional is the default: it is never looser and keeps Theorem 2, and it never did
-  clearly worse in our measurements. On paper 000's RKHS protocol (ICM, B = AᵀA, SE l = 0.2,
-  σ = η = δ = 0.1, Theorem-2 radius with the paper's b, 101-point grid, T = 100, 5 seeds), the
-  time-average scalarized regret of MT-KB was, spectral → directional:
-  Chebyshev n = 2: 0.060 → 0.028; Chebyshev n = 20: 0.115 → 0.015; linear n = 2: 0.094 →
-  0.062; linear n = 20: 0.959 → 0.963 (no gain there; the per-seed values go both ways). Use
-  ``bound="spectral"`` to reproduce the paper exactly. For ``ModelListGP`` (diagonal Γ) the
-  two Chebyshev forms differ as well: max_i λ_i · max_i σ_i versus the per-task λ_i σ_i.
+  The directional bound is the default: it is never looser and keeps Theorem 2.
+  ``bound="spectral"`` reproduces the paper's eq. (2) exactly. For ``ModelListGP`` (diagonal Γ)
+  the two Chebyshev forms differ as well: max_i λ_i · max_i σ_i versus the per-task λ_i σ_i.
 
 What is maximised: all objectives are maximised unless the scalarization lists them in
 ``minimize`` (then they are negated first, see :mod:`botorch_mtucb.acquisition.scalarization.base`);
@@ -57,6 +52,9 @@ Batches: ``set_X_pending`` conditions the model on hallucinated means at pending
 ``k`` points; a joint ``q > 1`` evaluation is refused. See
 :mod:`botorch_mtucb.acquisition.pending` for the batch regret argument and
 ``pending_beta_inflation``.
+
+Also here: :func:`task_mean_and_covariance` (μ(x) and Γ(x, x) of any supported model) and
+:func:`spectral_norm_psd` (‖Γ‖, differentiable).
 """
 
 from __future__ import annotations
@@ -92,18 +90,33 @@ __all__ = ["ScalarizedMultiTaskUCB", "spectral_norm_psd", "task_mean_and_covaria
 
 
 class ScalarizedMultiTaskUCB(AcquisitionFunction):
-    r"""u(x) = upper confidence bound on s_λ(f(x)) from a multi-output posterior (q = 1).
+    r"""Upper confidence bound u(x) on s_λ(f(x)) from a multi-output posterior (q = 1).
 
-    See the module docstring for the two bounds and why they are valid. Works with t-batches
+    ``argmax_x u(x)`` is the point MT-KB (exact model) or MT-BKB (Nyström model) evaluates
+    next (paper 000, Algorithm 1), with
+
+    * ``bound="spectral"``: u(x) = s_λ(μ(x)) + L_λ β ‖Γ(x, x)‖^{1/2} (paper 000, eq. (2));
+    * ``bound="directional"`` (default): u(x) = λᵀμ(x) + β √(λᵀΓ(x, x)λ) for the linear s_λ,
+      min_i λ_i (μ_i(x) + β √Γ_ii(x, x) − z_i) for the Chebyshev one (paper 000, App. B.1;
+      never larger than the spectral bound, same guarantee).
+
+    μ(x) ∈ Rⁿ is the posterior mean and Γ(x, x) the n × n posterior task covariance at x (see
+    the module docstring for the models that provide them). Works with t-batches
     (``batch_shape x 1 x d``), is differentiable for ``optimize_acqf`` (the spectral norm is the
     top eigenvalue of the n × n block, whose gradient is well defined even for repeated
-    eigenvalues), and can be used with ``optimize_acqf_discrete`` on finite arm sets.
+    eigenvalues), and can be used with ``optimize_acqf_discrete`` on finite arm sets. Batches
+    of ``k`` points come from pending points (:meth:`set_X_pending`, GP-BUCB).
 
     Example:
-        >>> s = ChebyshevScalarization(torch.tensor([0.3, 0.7]), ref_point=torch.zeros(2))
+        >>> from botorch_mtucb.acquisition import ChebyshevScalarization, TheoremTwoBeta
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> train_X = torch.rand(10, 2, dtype=torch.float64)
+        >>> train_Y = torch.stack([train_X.sum(-1), train_X.prod(-1)], dim=-1)
+        >>> model = ExactMultiTaskGP(train_X, train_Y)
+        >>> s = ChebyshevScalarization([0.3, 0.7], ref_point=[-1.0, -1.0])
         >>> acqf = ScalarizedMultiTaskUCB(model, s, beta=TheoremTwoBeta(b=1.0, sigma=0.1))
-        >>> acqf(torch.rand(10, 1, d, dtype=torch.float64)).shape
-        torch.Size([10])
+        >>> acqf(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        torch.Size([5])
     """
 
     def __init__(
@@ -121,26 +134,21 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
                 posterior carries the joint task covariance (see the module docstring).
             scalarization: s_λ with ``n`` weights (:class:`LinearScalarization` or
                 :class:`ChebyshevScalarization`).
-            beta: Confidence radius β ≥ 0: a number, a 0-dim tensor, or a
-                :class:`BetaSchedule` evaluated once here on ``model`` (β_{t−1}). Default
-                ``1.0``, the practical width (issue 16): with fitted hyperparameters and
-                standardised outcomes β = 1 matched or beat β = 0.5 and 2 on BraninCurrin
-                (``bench/mtucb_bench/studies/mo_diagnosis.py``: 80 / 79.5 / 78.8 % of the maximum
-                hypervolume after 10 + 30 evaluations, 3 seeds) and on 3 of the 4 paper-000
-                problems (issue 16); β = 0 (the mean) lost (73 %). Not settled: with the
-                augmented nadir scalarization (``ChebyshevScalarization.from_data``) β = 0
-                scored higher on BraninCurrin (91.9 vs 87.1 %) and on DTLZ2 (33 vs 16 %,
-                where every β ≥ 0.5 stays below Sobol), but β = 0 with independent GPs
-                collapsed on BraninCurrin (36.5 %). The theory's radii stay
-                available as schedules: ``beta=TheoremTwoBeta(...)``, ``TheoremThreeBeta``.
+            beta: Confidence radius β ≥ 0, the factor on the posterior width: a number, a 0-dim
+                tensor, or a :class:`BetaSchedule` evaluated once here on ``model`` (β_{t−1} of
+                the round). β = 0 scores the posterior mean alone; a larger β explores more.
+                Default ``1.0``, a practical width for models with fitted hyperparameters and
+                standardised outcomes, without a guarantee. The radii of the regret bounds are
+                the schedules :class:`TheoremTwoBeta` (MT-KB, paper 000 Theorem 2) and
+                :class:`TheoremThreeBeta` (MT-BKB, Theorem 3).
             bound: ``"spectral"`` (paper 000 eq. (2)) or ``"directional"`` (tighter, same
                 guarantee; default).
             X_pending: ``m x d`` points already chosen but not yet observed: the model is
                 conditioned on their hallucinated posterior means (GP-BUCB, see
                 :meth:`set_X_pending`).
             pending_beta_inflation: Factor on β while points are pending: ``1.0`` (none,
-                default), a number ≥ 1, or ``"gp-bucb"`` (exp of the pending points'
-                information gain; :mod:`botorch_mtucb.acquisition.pending`).
+                default), a number ≥ 1, or ``"gp-bucb"`` (exp of the pending points' information
+                gain; :mod:`botorch_mtucb.acquisition.pending`).
         """
         super().__init__(model=model)
         _check_model(model)
@@ -232,6 +240,9 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
     def forward(self, X: Tensor) -> Tensor:
         """Evaluate u on ``batch_shape x 1 x d`` candidates (a ``1 x d`` input is one point).
 
+        Args:
+            X: ``batch_shape x 1 x d`` candidates (``q = 1``).
+
         Returns:
             ``batch_shape`` tensor of UCB values.
         """
@@ -293,7 +304,18 @@ def _check_model(model: Model) -> None:
 
 
 def spectral_norm_psd(covar: Tensor) -> Tensor:
-    """‖Γ‖ = largest eigenvalue of a symmetric PSD ``... x n x n`` matrix (clamped at 0)."""
+    """‖Γ‖ = largest eigenvalue of a symmetric PSD matrix (clamped at 0), differentiable.
+
+    Args:
+        covar: ``batch_shape x n x n`` symmetric PSD matrices (symmetrised first).
+
+    Returns:
+        ``batch_shape`` spectral norms.
+
+    Example:
+        >>> spectral_norm_psd(torch.tensor([[2.0, 1.0], [1.0, 2.0]]))
+        tensor(3.)
+    """
     sym = 0.5 * (covar + covar.transpose(-1, -2))
     return torch.linalg.eigvalsh(sym)[..., -1].clamp_min(0.0)
 
@@ -303,10 +325,24 @@ def task_mean_and_covariance(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
 
     Uses ``model.task_posterior`` for a
     :class:`~botorch_mtucb.protocols.TaskPosteriorModel`, otherwise the MVN of
-    ``model.posterior(X)`` (only for q = 1, where the whole covariance is the task block).
+    ``model.posterior(X)`` (only for q = 1, where the whole covariance is the task block;
+    a ``PosteriorList`` gives the block-diagonal covariance of its parts).
+
+    Args:
+        model: A multi-output BoTorch model.
+        X: ``batch_shape x q x d`` inputs (``q = 1`` unless the model is a
+            ``TaskPosteriorModel``).
 
     Returns:
         ``(mean, covar)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x n x n``.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> train_X = torch.rand(6, 2, dtype=torch.float64)
+        >>> model = SingleTaskGP(train_X, torch.randn(6, 2, dtype=torch.float64))
+        >>> mean, covar = task_mean_and_covariance(model, torch.rand(4, 1, 2, dtype=torch.float64))
+        >>> mean.shape, covar.shape
+        (torch.Size([4, 1, 2]), torch.Size([4, 1, 2, 2]))
     """
     if isinstance(model, TaskPosteriorModel):
         return model.task_posterior(X)

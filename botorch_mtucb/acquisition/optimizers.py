@@ -1,11 +1,13 @@
-"""The per-round maximisers of :func:`botorch_mtucb.loop.run_bo_loop` (step 3 of Algorithm 1).
+"""Per-round maximisers x_t = argmax_x u(x) of an acquisition (paper 000, Algorithm 1, step 3).
+
+An optimizer is a callable ``optimizer(acqf) -> 1 x d`` tensor, the point to evaluate next:
 
 * :class:`BoxOptimizer` — ``optimize_acqf`` (multi-start L-BFGS-B) on a box;
 * :class:`FiniteArmOptimizer` — the exact argmax over a finite arm set.
 
-Both return one point (``q = 1``); the loop builds batches point by point with pending points
-(GP-BUCB, :mod:`botorch_mtucb.acquisition.pending`). Also importable from
-:mod:`botorch_mtucb.loop`.
+Both return one point (``q = 1``); batches are built point by point with pending points
+(GP-BUCB, :mod:`botorch_mtucb.acquisition.pending`). :func:`botorch_mtucb.loop.run_bo_loop`
+calls one per round.
 """
 
 from __future__ import annotations
@@ -24,7 +26,21 @@ __all__ = ["BoxOptimizer", "FiniteArmOptimizer"]
 
 
 class BoxOptimizer:
-    """x_t = argmax over a box with BoTorch's ``optimize_acqf`` (multi-start L-BFGS-B)."""
+    """x_t = argmax over a box with BoTorch's ``optimize_acqf`` (multi-start L-BFGS-B).
+
+    The starts are the best of ``raw_samples`` scrambled-Sobol points; with a ``seed`` the
+    n-th call uses ``seed + n``, so a seeded run is reproducible.
+
+    Example:
+        >>> from botorch.acquisition import PosteriorMean
+        >>> from botorch.models import SingleTaskGP
+        >>> train_X = torch.rand(6, 2, dtype=torch.float64)
+        >>> model = SingleTaskGP(train_X, train_X.sum(-1, keepdim=True))
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> optimizer = BoxOptimizer(bounds, num_restarts=2, raw_samples=16, seed=0)
+        >>> optimizer(PosteriorMean(model)).shape
+        torch.Size([1, 2])
+    """
 
     def __init__(
         self,
@@ -64,7 +80,11 @@ class BoxOptimizer:
         self._calls = 0
 
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
-        """Return the ``1 x d`` maximiser found."""
+        """Maximise ``acqf`` (a ``q = 1`` acquisition) over the box.
+
+        Returns:
+            The ``1 x d`` maximiser found.
+        """
         return self._maximise(acqf, self.bounds)
 
     def _next_options(self) -> dict[str, Any]:
@@ -89,7 +109,16 @@ class BoxOptimizer:
 
 
 class FiniteArmOptimizer:
-    """x_t = exact argmax over a finite arm set (``optimize_acqf_discrete``, first on ties)."""
+    """x_t = exact argmax over a finite arm set (``optimize_acqf_discrete``, first on ties).
+
+    Example:
+        >>> from botorch.acquisition import PosteriorMean
+        >>> from botorch.models import SingleTaskGP
+        >>> arms = torch.linspace(0, 1, 11, dtype=torch.float64).unsqueeze(-1)
+        >>> model = SingleTaskGP(arms[::2], -(arms[::2] - 0.3) ** 2)
+        >>> FiniteArmOptimizer(arms)(PosteriorMean(model)).shape
+        torch.Size([1, 1])
+    """
 
     def __init__(self, choices: Tensor, max_batch_size: int = 2048) -> None:
         """
@@ -108,7 +137,7 @@ class FiniteArmOptimizer:
         self._chunks = self._batched.split(self.max_batch_size)
 
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
-        """Return the ``1 x d`` best arm.
+        """Return the ``1 x d`` best arm (a copy, not a view of the arm set).
 
         The ``q = 1`` case of BoTorch's ``optimize_acqf_discrete`` (same batches, same
         ``torch.argmax``, so the same arm), without its per-call set-up: the loop calls this

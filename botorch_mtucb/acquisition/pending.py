@@ -30,13 +30,14 @@ exp(C)). ``pending_beta_inflation`` selects it: ``1.0`` (the default; the common
 no inflation), a number ≥ 1 (e.g. exp(C) from a bound C ≥ γ_{k−1} of the batch size), or
 ``"gp-bucb"``: exp(C_p) with C_p = ½ log det(I + η⁻¹ Γ_t(X_p, X_p)) the information gain of
 the actual pending points (the realised value of the conditional mutual information GP-BUCB
-bounds by C; needs a model with ``information_gain()``, read before and after conditioning).
+bounds by C; needs a model with ``information_gain()``, read on the model and on the
+conditioned one).
 Multi-task models observe all ``n`` tasks at each pending point, so C_p is joint over tasks.
 
-β itself is evaluated on the model *before* hallucination: it measures the information of
-real data only. Hallucination leaves every random state as it was (Nyström models resample
-their dictionary when conditioned), so a seeded batch run draws the same dictionaries as if
-the pending points had not been hallucinated.
+β itself is evaluated on the real data's model, not the hallucinated one: it measures the
+information of real data only. Hallucination leaves every random state as it was (Nyström
+models resample their dictionary when conditioned), so a seeded batch run draws the same
+dictionaries as if the pending points had not been hallucinated.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ __all__ = [
     "resolve_inflation",
 ]
 
+#: ``pending_beta_inflation``: a number ≥ 1, or ``"gp-bucb"`` for exp(C_p).
 PendingInflation = float | Literal["gp-bucb"]
 
 
@@ -76,6 +78,15 @@ def check_pending(X_pending: Tensor | None, d: int | None) -> Tensor | None:
     Args:
         X_pending: ``m x d`` pending points, or ``None``.
         d: Input dimension they must have (``None``: not checked).
+
+    Returns:
+        ``X_pending`` detached, or ``None`` for ``None`` and for ``0 x d``.
+
+    Example:
+        >>> check_pending(torch.zeros(0, 2), d=2) is None
+        True
+        >>> check_pending(torch.rand(3, 2), d=2).shape
+        torch.Size([3, 2])
     """
     if X_pending is None:
         return None
@@ -96,6 +107,24 @@ def condition_model(model: Model, X: Tensor, Y: Tensor) -> Model:
 
     A ``ModelListGP`` is conditioned sub-model by sub-model and rebuilt: BoTorch's own
     ``ModelListGP.condition_on_observations`` adds a fantasy batch dimension.
+
+    Args:
+        model: A model with ``condition_on_observations`` (a ``ModelListGP``: its sub-models).
+        X: ``m x d`` new inputs.
+        Y: ``m x n`` new observations (original outcome scale).
+
+    Returns:
+        The conditioned model (``model`` itself is left unchanged).
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(5, 1, dtype=torch.float64)
+        >>> model = ModelListGP(SingleTaskGP(X, X.sin()), SingleTaskGP(X, X.cos()))
+        >>> _ = model.posterior(X)  # the caches conditioning needs
+        >>> x_new = torch.tensor([[0.5]], dtype=torch.float64)
+        >>> conditioned = condition_model(model, x_new, torch.tensor([[0.4, 0.9]]).to(X))
+        >>> conditioned.models[0].train_inputs[0].shape  # no fantasy batch dimension
+        torch.Size([6, 1])
     """
     if isinstance(model, ModelListGP):
         subs, i = [], 0
@@ -109,7 +138,7 @@ def condition_model(model: Model, X: Tensor, Y: Tensor) -> Model:
 
 def posterior_mean(model: Model, X: Tensor) -> Tensor:
     """Posterior mean ``m x n`` at ``m x d`` points, in the original outcome scale
-    (``batch_shape x m x n`` for a model with a batch shape, e.g. a batch of members)."""
+    (``batch_shape x m x n`` for a model with a batch shape), without gradients."""
     with torch.no_grad():
         if isinstance(model, TaskPosteriorModel):  # the mean at a point ignores its q-batch
             return model.task_posterior(X)[0].detach()
@@ -121,12 +150,26 @@ def posterior_mean(model: Model, X: Tensor) -> Tensor:
 def hallucinate_mean(model: Model, X_pending: Tensor) -> Model:
     """``model`` conditioned on ``(X_pending, μ(X_pending))``: same mean, smaller variance.
 
+    μ_{t,p}(x) = μ_t(x) and Γ_{t,p}(x, x) ⪯ Γ_t(x, x) (module docstring). Random states that
+    conditioning draws from (a resampled Nyström dictionary,
+    :class:`~botorch_mtucb.protocols.RandomStateModel`) are restored afterwards.
+
     Args:
         model: A model with ``condition_on_observations`` (exact GP posterior).
         X_pending: ``m x d`` pending points.
 
     Returns:
         The conditioned model (``model`` itself is left unchanged).
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> train_X = torch.rand(6, 1, dtype=torch.float64)
+        >>> model = SingleTaskGP(train_X, train_X.sin())
+        >>> x = torch.tensor([[0.5]], dtype=torch.float64)
+        >>> hallucinated = hallucinate_mean(model, x)
+        >>> post, post_p = model.posterior(x), hallucinated.posterior(x)
+        >>> torch.allclose(post_p.mean, post.mean), bool(post_p.variance < post.variance)
+        (True, True)
     """
     Y = posterior_mean(model, X_pending)  # m x n, original scale
     try:
@@ -175,6 +218,22 @@ def gp_bucb_inflation(model: Model, hallucinated: Model) -> Tensor:
 
     C_p is the information gain of the pending points, the difference of the models'
     ``information_gain()`` (clamped at 0; see the module docstring).
+
+    Args:
+        model: The model of the real data (an
+            :class:`~botorch_mtucb.protocols.InformationGainModel`).
+        hallucinated: ``model`` conditioned on the pending points (:func:`hallucinate_mean`).
+
+    Returns:
+        exp(C_p) ≥ 1, a 0-dim tensor.
+
+    Example:
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> train_X = torch.rand(6, 1, dtype=torch.float64)
+        >>> model = ExactMultiTaskGP(train_X, torch.cat([train_X.sin(), train_X.cos()], -1))
+        >>> hallucinated = hallucinate_mean(model, torch.tensor([[0.5]], dtype=torch.float64))
+        >>> bool(gp_bucb_inflation(model, hallucinated) > 1.0)
+        True
     """
     if not (isinstance(model, InformationGainModel)
             and isinstance(hallucinated, InformationGainModel)):
@@ -188,7 +247,15 @@ def gp_bucb_inflation(model: Model, hallucinated: Model) -> Tensor:
 
 
 def resolve_inflation(value: PendingInflation) -> PendingInflation:
-    """Validate ``pending_beta_inflation``: a finite number ≥ 1 or ``"gp-bucb"``."""
+    """Validate ``pending_beta_inflation``: a finite number ≥ 1 or ``"gp-bucb"``.
+
+    Returns:
+        ``"gp-bucb"``, or the number as a float.
+
+    Example:
+        >>> resolve_inflation(2), resolve_inflation("gp-bucb")
+        (2.0, 'gp-bucb')
+    """
     if value == "gp-bucb":
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -203,11 +270,20 @@ def resolve_inflation(value: PendingInflation) -> PendingInflation:
 class PendingState:
     """The hallucinated model of an acquisition and the pending points it holds.
 
-    Conditioning is incremental: when the new ``X_pending`` extends the previous one (what
+    Conditioning is incremental: when the new ``X_pending`` extends the one held (what
     BoTorch's sequential optimisation does), only the new rows are hallucinated.
+
+    Attributes:
+        base: The model of the real data.
+        X: The ``m x d`` pending points held, or ``None``.
+        model: ``base`` conditioned on ``X`` (``base`` itself when nothing is pending).
     """
 
     def __init__(self, base: Model) -> None:
+        """
+        Args:
+            base: The model of the real data.
+        """
         self.base = base
         self.X: Tensor | None = None
         self.model = base

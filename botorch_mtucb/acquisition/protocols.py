@@ -1,8 +1,11 @@
-"""Declared interfaces of acquisition functions, read by the loop instead of attribute probing.
+"""Declared interfaces of acquisition functions and samplers, read instead of attribute probing.
+
+These runtime-checkable ``typing.Protocol`` classes are what the loop and the trust region ask
+of an acquisition (``isinstance(acqf, ScalarizedAcquisition)``); any object that offers the
+attributes qualifies, whether or not it comes from this package.
 
 * :class:`ConfidenceWidthAcquisition` — the confidence width β it uses (``beta``), recorded per
-  round by the loop; implemented by ScalarizedMultiTaskUCB, HeavyTailedUCB and the benchmark
-  MOBO UCB.
+  round by the loop; implemented by ScalarizedMultiTaskUCB and HeavyTailedUCB.
 * :class:`ScalarizedAcquisition` — its model and scalarization s_λ (``model``,
   ``scalarization``), read by the trust region's incumbent rule
   (:class:`~botorch_mtucb.acquisition.trust_region.TrustRegionOptimizer`); implemented by
@@ -26,14 +29,33 @@ __all__ = ["ConfidenceWidthAcquisition", "ModelAnchoredSampler", "ScalarizedAcqu
 
 @runtime_checkable
 class ConfidenceWidthAcquisition(Protocol):
-    """An optimistic acquisition with one confidence width β (recorded per round by the loop)."""
+    """An optimistic acquisition with one confidence width β (recorded per round by the loop).
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> from botorch_mtucb.acquisition import HeavyTailedUCB
+        >>> model = SingleTaskGP(torch.rand(4, 1, dtype=torch.float64),
+        ...                      torch.rand(4, 1, dtype=torch.float64))
+        >>> isinstance(HeavyTailedUCB(model, beta=2.0), ConfidenceWidthAcquisition)
+        True
+    """
 
     beta: Tensor | float
 
 
 @runtime_checkable
 class ScalarizedAcquisition(Protocol):
-    """An acquisition of a scalarized objective s_λ(f(x)) that declares its model and s_λ."""
+    """An acquisition of a scalarized objective s_λ(f(x)) that declares its model and s_λ.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import LinearScalarization, ScalarizedMultiTaskUCB
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> train_X = torch.rand(5, 1, dtype=torch.float64)
+        >>> model = ExactMultiTaskGP(train_X, torch.cat([train_X, -train_X], dim=-1))
+        >>> acqf = ScalarizedMultiTaskUCB(model, LinearScalarization([0.5, 0.5]))
+        >>> isinstance(acqf, ScalarizedAcquisition)
+        True
+    """
 
     model: Model
     scalarization: Scalarization
@@ -46,6 +68,12 @@ class ModelAnchoredSampler(Protocol):
     When ``uses_model`` is true, :func:`~botorch_mtucb.loop.run_bo_loop` calls
     ``anchors(model, bounds, Y, seed)`` once per round and passes the result as
     ``predicted=`` to every draw of the round.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import ScalarizationSampler
+        >>> sampler = ScalarizationSampler(2, ref_point="data", front="predicted")
+        >>> isinstance(sampler, ModelAnchoredSampler), sampler.uses_model
+        (True, True)
     """
 
     uses_model: bool
@@ -53,5 +81,15 @@ class ModelAnchoredSampler(Protocol):
     def anchors(
         self, model: Model, bounds: Tensor, Y: Tensor, seed: int | None = None
     ) -> Tensor:
-        """``n x n`` payoff table of ``model`` on the box ``bounds`` (``Y``: ``N x n``)."""
+        """The ``n x n`` payoff table of ``model``.
+
+        Args:
+            model: A fitted model with ``n`` outputs.
+            bounds: ``2 x d`` search box.
+            Y: ``N x n`` observations.
+            seed: Seed of the maximisation's raw samples.
+
+        Returns:
+            ``n x n`` tensor, row i = the posterior mean at objective i's optimum.
+        """
         ...

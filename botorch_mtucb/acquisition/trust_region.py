@@ -11,7 +11,7 @@ Optimization*, NeurIPS 2019, §2 and App.), in the normalised cube ``[0, 1]^d``:
 * **region**: ``x⁺ ± w_i L / 2`` clipped to the box, with ``w_i = 1`` (``shape="isotropic"``)
   or TuRBO's ``w_i = ℓ_i / (∏_j ℓ_j)^{1/d}`` (``shape="lengthscale"``, ℓ the model's ARD
   lengthscales in unit-cube units); the weighted region is widest along the
-  long-lengthscale inputs (on DTLZ2: the four distance variables);
+  long-lengthscale inputs;
 * **side length** L: ``L_init = 0.8``, ``L_min = 2⁻⁷``, ``L_max = 1.6``. At each call the
   observations the model holds beyond those of the previous call judge the previous
   proposal: a *success* when their best value under the *previous* round's scalarization
@@ -27,7 +27,7 @@ The acquisition must declare its model and scalarization
 e.g. :class:`~botorch_mtucb.acquisition.multi_task_ucb.ScalarizedMultiTaskUCB`); the model must
 be a GPyTorch exact GP with BoTorch transforms (``train_inputs``, ``train_targets`` of shape
 ``N x n``, an optional ``input_transform`` and ``outcome_transform``), such as
-:func:`~botorch_mtucb.multitask.practical.practical_multitask_gp`'s model.
+:func:`~botorch_mtucb.models.practical_multitask_gp`'s model.
 """
 
 from __future__ import annotations
@@ -54,7 +54,21 @@ class TrustRegionOptimizer(BoxOptimizer):
     """x_t = argmax of the acquisition over TuRBO's trust region around the incumbent.
 
     Keeps ``length`` (L), ``success_count`` and ``failure_count`` between calls (one instance
-    per run) and records each call's region in ``regions`` (``2 x d``, original units).
+    per run) and records each call's region in ``regions`` (``2 x d``, original units); the
+    rule is in the module docstring.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import LinearScalarization, ScalarizedMultiTaskUCB
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> train_X = torch.rand(8, 2, dtype=torch.float64)
+        >>> train_Y = torch.stack([train_X.sum(-1), -train_X.prod(-1)], dim=-1)
+        >>> model = ExactMultiTaskGP(train_X, train_Y)
+        >>> acqf = ScalarizedMultiTaskUCB(model, LinearScalarization([0.5, 0.5]))
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> optimizer = TrustRegionOptimizer(bounds, num_restarts=2, raw_samples=16, seed=0)
+        >>> x = optimizer(acqf)
+        >>> x.shape, optimizer.regions[-1].shape, optimizer.length
+        (torch.Size([1, 2]), torch.Size([2, 2]), 0.8)
     """
 
     def __init__(
@@ -160,6 +174,9 @@ class TrustRegionOptimizer(BoxOptimizer):
         Args:
             center: ``d`` incumbent, original units.
             weights: ``d`` positive widths w_i (``None``: ones).
+
+        Returns:
+            ``2 x d`` lower and upper bounds.
         """
         lower, upper = self.bounds.to(center)
         half = 0.5 * self.length * (upper - lower)
@@ -171,7 +188,15 @@ class TrustRegionOptimizer(BoxOptimizer):
 
     # ------------------------------------------------------------------ call
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
-        """Return the ``1 x d`` maximiser found in the trust region."""
+        """Maximise ``acqf`` over the round's trust region (and update L first).
+
+        Args:
+            acqf: A :class:`~botorch_mtucb.acquisition.protocols.ScalarizedAcquisition`
+                (``q = 1``).
+
+        Returns:
+            The ``1 x d`` maximiser found in the trust region.
+        """
         if not isinstance(acqf, ScalarizedAcquisition):
             raise TypeError(
                 "TrustRegionOptimizer needs an acquisition with `model` and `scalarization` "
@@ -207,6 +232,24 @@ def lengthscale_weights(model: Model, bounds: Tensor) -> Tensor:
     The lengthscales are read from the ICM kernel's scalar kernel
     (``covar_module.icm_components()``); they are in unit-cube units when the model
     normalises its inputs (an ``input_transform``), else divided by ``bounds``' ranges.
+
+    Args:
+        model: An ICM model whose scalar kernel has ``d`` ARD lengthscales.
+        bounds: ``2 x d`` search box.
+
+    Returns:
+        ``d`` positive widths with geometric mean 1.
+
+    Example:
+        >>> from gpytorch.kernels import RBFKernel
+        >>> from botorch_mtucb.kernels import ICMKernel
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> X = torch.rand(6, 2, dtype=torch.float64)
+        >>> kernel = ICMKernel(RBFKernel(ard_num_dims=2), num_tasks=2)
+        >>> kernel.icm_components()[0].lengthscale = torch.tensor([[0.1, 0.4]])
+        >>> model = ExactMultiTaskGP(X, torch.cat([X[:, :1], -X[:, 1:]], -1), kernel)
+        >>> lengthscale_weights(model, torch.tensor([[0.0, 0.0], [1.0, 1.0]]).to(X))
+        tensor([0.5000, 2.0000], dtype=torch.float64)
     """
     covar = getattr(model, "covar_module", None)
     parts = covar.icm_components() if hasattr(covar, "icm_components") else None

@@ -7,10 +7,11 @@ Given a dictionary ``D = {d_1, …, d_m}`` of points, the embedding is
 so that ``φ(x)ᵀφ(y) = k_D(x)ᵀ K_D⁺ k_D(y)`` is the projection of ``k`` onto the span of the
 dictionary. The dictionary is drawn from the training points ``x_1, …, x_t``: each is kept
 independently with probability ``p_i = min{q σ²_{t−1}(x_i), 1}``, where ``σ²_{t−1}`` is the
-previous round's approximate posterior variance (paper 001, Algorithm 2 and its "Nyström
-Embedding" routine). Repeated points are kept once: ``D`` is a *set* of points, and on a finite
-arm set the same arm is pulled many times (the authors' code likewise keeps a boolean mask
-over arms). Keeping duplicates would leave ``φᵀφ`` unchanged but add redundant directions.
+approximate posterior variance after round ``t − 1`` (paper 001, Algorithm 2 and its "Nyström
+Embedding" routine; Theorem 4 takes ``q = 6ρ ln(4T/δ)/ε²``). Repeated points are kept once:
+``D`` is a *set* of points, and on a finite arm set the same arm is pulled many times (the
+authors' code likewise keeps a boolean mask over arms). Keeping duplicates would leave
+``φᵀφ`` unchanged but add redundant directions.
 """
 
 from __future__ import annotations
@@ -65,15 +66,24 @@ class NystromFeatures:
 
     A plain (non-Module) object holding the base kernel, the sampling parameters and the
     current dictionary. :meth:`resample` and :meth:`with_dictionary` return *new* objects
-    that share the kernel and generator, so a model and the model it was conditioned from
-    never share a mutable dictionary. A fresh object has an empty dictionary (``m = 0``):
+    that share the kernel and generator, so a model and the model conditioned from it never
+    share a mutable dictionary. A fresh object has an empty dictionary (``m = 0``):
     the features are empty and a model using them falls back to the prior variance.
 
     Example:
-        >>> kern = gpytorch.kernels.RBFKernel(); kern.lengthscale = 0.2
-        >>> nys = NystromFeatures(kern, epsilon=0.1)
-        >>> nys = nys.resample(train_X, variances=torch.ones(len(train_X)), q=10.0)
-        >>> nys(test_X).shape  # test_batch x n x m
+        >>> import torch
+        >>> from gpytorch.kernels import RBFKernel
+        >>> kern = RBFKernel()
+        >>> kern.lengthscale = 0.2
+        >>> nys = NystromFeatures(kern, epsilon=0.1, generator=torch.Generator().manual_seed(0))
+        >>> nys.num_features
+        0
+        >>> train_X = torch.rand(30, 2, dtype=torch.float64)
+        >>> nys = nys.resample(train_X, variances=nys.prior_variance(train_X), q=1.0)
+        >>> nys.num_features  # q k(x, x) = 1: every distinct training point is kept
+        30
+        >>> nys(torch.rand(4, 5, 2, dtype=torch.float64)).shape  # 4 x 5 x m
+        torch.Size([4, 5, 30])
     """
 
     def __init__(
@@ -161,8 +171,9 @@ class NystromFeatures:
 
         Args:
             train_X: ``t x d`` training inputs ``x_1, …, x_t``.
-            variances: ``t`` approximate posterior variances ``σ²_{t−1}(x_i)`` of the
-                previous round (use the prior variance when there is no previous model).
+            variances: ``t`` approximate posterior variances ``σ²_{t−1}(x_i)`` after round
+                ``t − 1`` (the prior variance :meth:`prior_variance` when there is no model
+                yet).
             q: Oversampling parameter; defaults to ``self.q``.
 
         Returns:
@@ -197,12 +208,12 @@ class NystromFeatures:
     # ------------------------------------------------------------------ evaluation
     @property
     def num_features(self) -> int:
-        """Current dictionary size ``m_t`` (0 before the first :meth:`resample`)."""
+        """Current dictionary size ``m_t`` (0 until the first :meth:`resample`)."""
         return 0 if self.dictionary is None else self.dictionary.shape[0]
 
     @property
     def transform(self) -> Tensor | None:
-        """``(K_D^{1/2})⁺`` (``m x m``), or ``None`` before a dictionary is set."""
+        """``(K_D^{1/2})⁺`` (``m x m``), or ``None`` while no dictionary is set."""
         return self._transform
 
     @property

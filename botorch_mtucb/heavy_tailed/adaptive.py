@@ -1,4 +1,4 @@
-"""ATA-GP-UCB's estimator: feature-space ridge regression with per-direction truncation.
+"""ATA-GP-UCB's model: feature-space ridge regression with per-direction truncation (paper 001).
 
 Paper 001, §5.1, Algorithm 2. With a feature map ``φ_t: X → R^{m_t}`` (quadrature Fourier
 features, or a Nyström embedding resampled every round), ``Φ_t = [φ_t(x_1), …, φ_t(x_t)]ᵀ``:
@@ -15,13 +15,13 @@ posterior covariance between two points uses the same bilinear forms.
 Two computational paths give the same numbers:
 
 * dense: ``Φ_t`` is ``t x m``; ``O(m² t)`` per (re)fit.
-* finite arms (``arms=`` or a Nyström :class:`PrecomputedKernel`): ``V = Fᵀ diag(n) F + λI``
-  (``F`` the ``A x m`` arm features, ``n`` the pull counts), ``u_{i,τ} = [F V^{-1/2}]_{a(τ),i}``
-  and per-arm sorted rewards (:mod:`botorch_mtucb.linalg.truncated_sums`):
-  ``O(A m² + m³ + A m log t)`` per round.
+* finite arms (``arms=`` or a Nyström :class:`~botorch_mtucb.kernels.PrecomputedKernel`):
+  ``V = Fᵀ diag(n) F + λI`` (``F`` the ``A x m`` arm features, ``n`` the pull counts),
+  ``u_{i,τ} = [F V^{-1/2}]_{a(τ),i}`` and per-arm sorted rewards
+  (:mod:`botorch_mtucb.linalg.truncated_sums`): ``O(A m² + m³ + A m log t)`` per round.
 
-Precision: ``V`` is factored with every eigenvalue at least ``λ`` before any inverse square
-root (:mod:`botorch_mtucb.linalg.ridge`); where float32 would still be inaccurate (QFF:
+Precision: ``V`` is factored with every eigenvalue at least ``λ``, then inverted or square
+rooted (:mod:`botorch_mtucb.linalg.ridge`); where float32 would still be inaccurate (QFF:
 ``1e-3 · eps · (1 + t Σ_j ν_j/λ) > 1e-3``; Nyström: always, as MT-BKB's pseudo-inverse;
 :func:`~botorch_mtucb.linalg.working_dtype`) features and fit are computed in float64 and
 results returned in float32, with a ``NumericalWarning``.
@@ -37,14 +37,11 @@ from torch import Tensor
 from botorch_mtucb.features.nystrom import NystromFeatures
 from botorch_mtucb.features.quadrature_fourier import QuadratureFourierFeatures
 from botorch_mtucb.heavy_tailed.adaptive_arms import _AdaptiveArmPath
-from botorch_mtucb.heavy_tailed.arms import ArmRewardHistory
-from botorch_mtucb.heavy_tailed.base import (
-    ArmSet,
-    HeavyTailedModel,
-    check_training_data,
-)
+from botorch_mtucb.heavy_tailed.arms import ArmSet, check_training_data
+from botorch_mtucb.heavy_tailed.base import HeavyTailedModel
 from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch
 from botorch_mtucb.heavy_tailed.moments import (
+    MomentEstimator,
     data_driven_moments,
     default_kernel,
     projection_levels,
@@ -52,6 +49,7 @@ from botorch_mtucb.heavy_tailed.moments import (
 from botorch_mtucb.heavy_tailed.schedules import _AdaptiveTruncationSchedules
 from botorch_mtucb.linalg.precision import regularised_condition, working_dtype
 from botorch_mtucb.linalg.ridge import RIDGE_ERROR_FACTOR, spectral_ridge, truncated_ridge
+from botorch_mtucb.linalg.truncated_sums import ArmRewardHistory
 from botorch_mtucb.theory.heavy_tailed import (
     Constants,
     check_constants,
@@ -66,28 +64,49 @@ __all__ = ["AdaptiveTruncationGP"]
 class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, HeavyTailedModel):
     """Single-output BoTorch model of ATA-GP-UCB (paper 001, Algorithm 2).
 
+    Posterior mean ``μ_t(x) = φ_t(x)ᵀθ_t`` and variance ``σ²_t(x)`` of the truncated
+    feature-space ridge regression in the module docstring: every projection term
+    ``u_{i,τ} y_τ`` is kept iff ``|u_{i,τ} y_τ| ≤ b_t``,
+    ``b_t = (v/L)^{1/(1+α)} t^{(1−α)/(2(1+α))}`` (Lemma 1 for QFF, Theorem 4 for Nyström);
+    ``beta()`` gives the width ``β_{t+1}`` of the same results that
+    :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` multiplies ``σ_t`` by. Batched training
+    data (``batch x t x d``, ``batch x t x 1``) gives a
+    :class:`~botorch_mtucb.models.HeavyTailedBatch` of ``batch`` models instead.
+
     Two modes, as :class:`~botorch_mtucb.models.TruncatedGP`:
 
-    * **declared** (``v`` and ``features`` given; paper 001 verbatim, unchanged): rewards as
-      they are, ``λ = 1``, ``beta()`` of Lemma 1 / Theorem 4 or the authors.
-    * **data-driven** (``v=None``, issue 16), as TruncatedGP's: ``α = 1`` unless given; rewards
-      centred at their median ``loc`` (truncation pulls large projections to 0); ``v`` = the
-      median-of-means estimate of ``E|y − loc|^{1+α}`` (it assumes exchangeable rewards and
-      outliers in fewer than half of its groups: ``robust_location_and_moment``); without
+    * **declared** (``v`` and ``features`` given; paper 001 verbatim): rewards as they are,
+      ``λ = 1``, ``beta()`` of Lemma 1 / Theorem 4 or the authors.
+    * **data-driven** (``v=None``), as TruncatedGP's: ``α = 1`` unless given; rewards
+      centred at a location ``loc`` (the median by default; truncation pulls large
+      projections to 0); ``v`` = an estimate of ``E|y − loc|^{1+α}`` (``moment_estimator``,
+      default :class:`~botorch_mtucb.heavy_tailed.moments.MedianOfMeans`: it assumes
+      exchangeable rewards and outliers in fewer than half of its groups); without
       ``features``, Nyström features on a kernel fitted the BoTorch way (``SingleTaskGP`` on
       the centred rewards truncated at TGP's ``b_t``; ``t ≥ 2``, inputs in the unit cube) and
       ``λ`` its noise; ``beta()`` the practical width 1 (``q``: theory constants); per-direction
       truncation levels ``b_{t,i} = v^{1/(1+α)} t^{(1−α)/(2(1+α))} √t max_τ |u_{i,τ}|``
       (``level="projection"``: the paper's level in the units of the terms ``u_{i,τ} y_τ``,
-      :func:`~botorch_mtucb.heavy_tailed.moments.projection_levels`; measured in
-      ``benchmarks/README.md``). ``loc`` and ``v`` are fixed at construction; predictions are
-      in the rewards' units.
+      :func:`~botorch_mtucb.heavy_tailed.moments.projection_levels`). ``loc`` and ``v`` are
+      fixed at construction; predictions are in the rewards' units.
 
     Example:
-        >>> qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=32, dim=1)
-        >>> model = AdaptiveTruncationGP(X, Y, alpha=1.0, v=4.0, features=qff, horizon=1000)
-        >>> acqf = HeavyTailedUCB(model)
-        >>> practical = AdaptiveTruncationGP(normalize(X, bounds), Y)  # data-driven
+        >>> import torch
+        >>> from botorch_mtucb.acquisition import HeavyTailedUCB
+        >>> from botorch_mtucb.features import QuadratureFourierFeatures
+        >>> from botorch_mtucb.models import AdaptiveTruncationGP
+        >>> X = torch.rand(20, 1, dtype=torch.float64)
+        >>> Y = torch.sin(6 * X) + torch.distributions.StudentT(2.0).sample((20, 1))
+        >>> qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=16, dim=1)
+        >>> model = AdaptiveTruncationGP(X, Y, alpha=0.5, v=4.0, features=qff, horizon=100)
+        >>> model.num_features
+        32
+        >>> acqf = HeavyTailedUCB(model)  # β = model.beta(), Lemma 1
+        >>> acqf(torch.rand(5, 1, 1, dtype=torch.float64)).shape
+        torch.Size([5])
+        >>> practical = AdaptiveTruncationGP(X, Y)  # data-driven: Nyström on a fitted kernel
+        >>> practical.beta()
+        1.0
     """
 
     def __init__(
@@ -110,11 +129,12 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         centre: bool | None = None,
         generator: torch.Generator | None = None,
         level: str | None = None,
+        moment_estimator: MomentEstimator | None = None,
     ) -> None:
         """
         Args:
             train_X: ``t x d`` inputs in round order (float arm indices ``t x 1`` with a
-                Nyström :class:`PrecomputedKernel`).
+                Nyström :class:`~botorch_mtucb.kernels.PrecomputedKernel`).
             train_Y: ``t x 1`` raw rewards.
             alpha: Moment order ``α ∈ (0, 1]`` with ``E|y|^{1+α} ≤ v`` (default 1).
             v: Moment bound ``v > 0``; ``None``: data-driven mode (class docstring).
@@ -139,14 +159,18 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
             generator: Generator of the default Nyström features' draws (data-driven mode).
             level: ``"paper"`` (declared default: one level ``b_t`` of Lemma 1 / Theorem 4) or
                 ``"projection"`` (data-driven default: per-direction levels,
-                :meth:`direction_levels`).
+                :func:`~botorch_mtucb.heavy_tailed.moments.projection_levels`).
+            moment_estimator: The :class:`~botorch_mtucb.heavy_tailed.moments.MomentEstimator`
+                of ``loc`` and ``v`` in the data-driven mode (default
+                :class:`~botorch_mtucb.heavy_tailed.moments.MedianOfMeans`); called once, on
+                ``train_Y``.
         """
         super().__init__()
         X, y = check_training_data(train_X, train_Y)
         driven = v is None
         if features is None and not driven:
             raise ValueError("`features` is required with a declared `v` (paper 001 mode).")
-        alpha, v, self._loc = data_driven_moments(y, alpha, v, centre)
+        alpha, v, self._loc = data_driven_moments(y, alpha, v, centre, moment_estimator)
         y = y - self._loc  # a new tensor: the caller's is untouched
         self.alpha, self.v, self.lam, self.delta, self.B = check_heavy_tailed_params(
             alpha, v, 1.0 if lam is None else lam, delta, B
@@ -237,7 +261,7 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
     def _fit(self) -> None:
         """Working dtype (QFF: ``κ̂ = 1 + t Σ_j ν_j/λ ≥ cond(V_t)``, ``‖φ(x)‖² = Σ_j ν_j``;
         Nyström: float64 always, as MT-BKB's: the pseudo-inverse square root of ``K_D`` is
-        rank-revealing and a float32 one drops directions, issue 15), then the fit."""
+        rank-revealing and a float32 one drops directions), then the fit."""
         f, arms = self.features, self._arms
         qff = self.kind == "qff"
         kappa = regularised_condition(self._t * float(f.weights.sum()), self.lam) if qff \
@@ -320,8 +344,9 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         All rewards are re-truncated at the new ``b_{t+n}``; a Nyström dictionary is redrawn
         from all training points with the variances ``σ²_t`` of ``self`` (Algorithm 2).
         ``self`` is left unchanged. Batched (``X`` ``batch x n x d``, ``Y`` ``num_fantasies x
-        batch x n x 1``): a :class:`HeavyTailedBatch` whose members keep the dictionary (a
-        random redraw per member would make look-ahead acquisitions random in ``X``).
+        batch x n x 1``): a :class:`~botorch_mtucb.models.HeavyTailedBatch` whose members keep
+        the dictionary (a random redraw per member would make look-ahead acquisitions random
+        in ``X``).
 
         Args:
             X: ``n x d`` new inputs.

@@ -16,16 +16,13 @@ on the arms with the law of drawing every training point independently (:meth:`_
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from botorch_mtucb.features.nystrom import NystromFeatures
+from botorch_mtucb.heavy_tailed.moments import projection_levels
 from botorch_mtucb.linalg.ridge import arm_ridge_rows, low_rank_factor
-
-if TYPE_CHECKING:
-    from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
 
 __all__: list[str] = []
 
@@ -70,8 +67,6 @@ class _AdaptiveArmPath:
         if self.num_observations and Fp.shape[-1]:
             b = self.truncation_level()
             if self.level == "projection" and math.isfinite(b):
-                from botorch_mtucb.heavy_tailed.moments import projection_levels
-
                 u_max = (G.abs() * (self._counts > 0).to(G).unsqueeze(-1)).amax(0)
                 b = projection_levels(u_max, self.num_observations, self.alpha, self.v)
             r_hat = self._history.truncated_projection(G, b)
@@ -81,11 +76,11 @@ class _AdaptiveArmPath:
         var = self.lam * P.square().sum(-1)
         if self.kind == "nystrom":
             var = var + self._K_A.diagonal() - Fp.square().sum(-1)
-        # Plain tensors into __dict__ (nn.Module.__setattr__ costs ~3 µs per attribute).
+        # Plain tensors straight into __dict__ (skips nn.Module.__setattr__ on the hot path).
         self.__dict__.update(_Fp_A=Fp, _P_A=P, _G_A=G, _r_hat=r_hat, _mean_A=Fp @ theta_r,
                              _var_A=var)
 
-    def _resample_arms(self, new: AdaptiveTruncationGP) -> tuple[NystromFeatures, Tensor]:
+    def _resample_arms(self, new: _AdaptiveArmPath) -> tuple[NystromFeatures, Tensor]:
         """Dictionary draw on an arm set: arm ``a`` (pulled ``n_a`` times) enters with
         probability ``1 − (1 − p_a)^{n_a}``, ``p_a = min{q σ²_t(a), 1}`` — the same law as
         drawing every training point independently and keeping distinct points."""

@@ -1,18 +1,15 @@
-"""Finite arm sets and append-only storage of the heavy-tailed models.
+"""Finite arm sets, append-only storage and training-data checks of the heavy-tailed models.
 
-* :class:`ArmSet` — arm coordinates and the input → arm-index lookup (cached per candidate
-  tensor, so evaluating the same candidates every round does no work and no host sync);
+* :class:`ArmSet` — arm coordinates (``A x d``, or the float indices ``A x 1`` of a
+  :class:`~botorch_mtucb.kernels.PrecomputedKernel`) and the input → arm-index lookup,
+  cached per candidate tensor, so evaluating the same candidates every round does no work
+  and no host synchronisation;
 * :class:`RowBuffer` — append-only rows with doubling capacity, shared by a model and the
   model it is conditioned into (in-place appends by whoever holds the tip);
-* :func:`check_training_data` and :func:`shallow_copy_model` — validated inputs and model
-  copies that share (never mutate) the stores.
+* :func:`check_training_data` — validated ``t x d`` inputs and ``t x 1`` rewards.
 
-The batch of models that fantasies and batched conditioning return,
-:class:`~botorch_mtucb.heavy_tailed.batch.HeavyTailedBatch`, lives in
-:mod:`botorch_mtucb.heavy_tailed.batch`.
-
-:class:`ArmRewardHistory` (ATA-GP-UCB's per-arm sorted rewards) lives in
-:mod:`botorch_mtucb.linalg.truncated_sums` and is re-exported here.
+On a finite domain paper 001's estimators depend on the history only through the pull counts
+``n_a`` and the rewards per arm, so both models store arm indices instead of inputs there.
 """
 
 from __future__ import annotations
@@ -20,24 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from botorch.models.model import Model
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_mtucb.kernels.precomputed import PrecomputedKernel
-from botorch_mtucb.linalg.truncated_sums import ArmRewardHistory
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = [
-    "ArmRewardHistory",
-    "ArmSet",
-    "RowBuffer",
-    "check_training_data",
-    "shallow_copy_model",
-]
-
-
-_DICT_KEYS = ("_parameters", "_buffers", "_modules")
+__all__ = ["ArmSet", "RowBuffer", "check_training_data"]
 
 
 def check_training_data(train_X: Tensor, train_Y: Tensor) -> tuple[Tensor, Tensor]:
@@ -63,39 +49,6 @@ def check_training_data(train_X: Tensor, train_Y: Tensor) -> tuple[Tensor, Tenso
             f"got {tuple(train_Y.shape)}."
         )
     return train_X, train_Y[:, 0].to(train_X)
-
-
-def shallow_copy_model(model: Model) -> Model:
-    """A new model object sharing every (immutable) state tensor and sub-module of ``model``.
-
-    Used by ``condition_on_observations``: the caller then *replaces* (never mutates) the
-    state that changes, so the old model stays valid. The module registries are copied, so
-    registering a sub-module on one model does not affect the other.
-    """
-    new = _bare_instance(model.__class__)
-    state = dict(model.__dict__)
-    for key in _DICT_KEYS:
-        state[key] = state[key].copy()
-    new.__dict__.update(state)
-    return new
-
-
-_PLAIN_NEW: dict[type, bool] = {}
-
-
-def _bare_instance(cls: type) -> Any:
-    """``cls.__new__(cls)``; ``object.__new__(cls)`` where every ``__new__`` in the MRO is
-    ``object``'s or ``HeavyTailedModel``'s (which only dispatches batched training data, and a
-    copy has none: 1–4 µs less per conditioning)."""
-    plain = _PLAIN_NEW.get(cls)
-    if plain is None:
-        from botorch_mtucb.heavy_tailed.base import HeavyTailedModel
-
-        ours = HeavyTailedModel.__dict__["__new__"]
-        plain = _PLAIN_NEW[cls] = all(
-            k.__dict__.get("__new__", ours) is ours for k in cls.__mro__[:-1]
-        )
-    return object.__new__(cls) if plain else cls.__new__(cls)
 
 
 def _needs_grad(X: Tensor, Y: Tensor) -> bool:
@@ -136,7 +89,7 @@ class RowBuffer:
     A model reads ``data[:n]`` for its own ``n``. :meth:`appended` writes in place when the
     caller holds the tip (``n == length``) and copies otherwise, so conditioning the same
     model twice never lets one child see the other's rows. On a CPU, single values are written
-    through a NumPy view of ``data`` (0.1 µs instead of 1.5–3 µs for a tensor ``__setitem__``).
+    through a NumPy view of ``data`` (much cheaper than a tensor ``__setitem__``).
     """
 
     __slots__ = ("_np", "data", "length")
@@ -153,7 +106,7 @@ class RowBuffer:
 
     def __getstate__(self) -> tuple[Tensor, int]:
         """Copies and pickles hold ``data`` and ``length``; the NumPy view is rebuilt from the
-        copied ``data`` (a copied view would write into the old memory)."""
+        copied ``data`` (a copied view would write into the original's memory)."""
         return self.data, self.length
 
     def __setstate__(self, state: tuple[Tensor, int]) -> None:
@@ -195,8 +148,8 @@ class RowBuffer:
 class ArmSet:
     """A finite candidate set: coordinates, kernel matrix and input → arm-index lookup.
 
-    Either a :class:`PrecomputedKernel` (inputs are float arm indices, ``N x 1``) or an
-    explicit ``A x d`` tensor of arm coordinates with any kernel / feature map.
+    Either a :class:`~botorch_mtucb.kernels.PrecomputedKernel` (inputs are float arm indices,
+    ``N x 1``) or an explicit ``A x d`` tensor of arm coordinates with any kernel / feature map.
     """
 
     def __init__(self, points: Tensor, by_index: bool) -> None:
@@ -210,7 +163,8 @@ class ArmSet:
     def resolve(
         cls, arms: Tensor | None, kernel: Kernel | None, like: Tensor
     ) -> ArmSet | None:
-        """Build the arm set from ``arms`` or from a :class:`PrecomputedKernel`, else ``None``."""
+        """The arm set of ``arms`` or of a
+        :class:`~botorch_mtucb.kernels.PrecomputedKernel` ``kernel``, else ``None``."""
         if arms is not None:
             check_finite(arms, "arms")
             if arms.dim() != 2 or arms.shape[-1] != like.shape[-1] or arms.shape[0] < 1:

@@ -1,10 +1,16 @@
-"""Shared plumbing of :class:`TruncatedGP` and :class:`AdaptiveTruncationGP`.
+"""The common base of the heavy-tailed models of paper 001 and their cheap copies.
 
-Input validation, finite arm sets (index lookup and kernel matrix), append-only row storage,
-cheap model copies, the primary state behind ``state_dict`` / ``.to`` and the BoTorch
-posterior wrapper (``check_float_conditioning`` and ``spectral_ridge`` are re-exported from
-:mod:`botorch_mtucb.linalg`, where they live now). The
-algorithms themselves live in ``truncated_gp.py`` and ``adaptive_truncation_gp.py``.
+:class:`~botorch_mtucb.models.TruncatedGP` (TGP-UCB) and
+:class:`~botorch_mtucb.models.AdaptiveTruncationGP` (ATA-GP-UCB) derive from it.
+
+:class:`HeavyTailedModel` is a single-output BoTorch ``Model`` whose posterior at
+``batch_shape x q x d`` inputs is ``N(μ_t, Σ_t)`` built from a mean and a covariance that a
+subclass computes (paper 001, Algorithm 1 for TGP-UCB, Algorithm 2 for ATA-GP-UCB). It holds
+what both share: input validation, the training data in append-only stores, the finite arm
+set, cheap copies for ``condition_on_observations`` (:func:`shallow_copy_model`: a model and
+the model conditioned from it share every unchanged tensor), the primary state behind
+``state_dict`` / ``.to``, the dispatch of batched training data to a
+:class:`~botorch_mtucb.models.HeavyTailedBatch` and the BoTorch posterior wrapper.
 
 Hot-path rules: posterior evaluations do no validation and no host synchronisation (inputs are
 validated at construction and at ``condition_on_observations``); the arm lookup of a candidate
@@ -14,6 +20,7 @@ candidate set every round costs a few attribute reads.
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -31,56 +38,77 @@ from botorch_mtucb.heavy_tailed.arms import (
     _exact_buffer,
     _map_tensors,
     _needs_grad,
-    check_training_data,
-    shallow_copy_model,
 )
 from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch, fantasize
-from botorch_mtucb.linalg.precision import MAX_EPS_KAPPA, check_float_conditioning  # noqa: F401
-from botorch_mtucb.linalg.ridge import spectral_ridge
 from botorch_mtucb.utils.batched_data import has_batched_training_data
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = [
-    "ArmSet",
-    "HeavyTailedBatch",
-    "HeavyTailedModel",
-    "RowBuffer",
-    "check_float_conditioning",
-    "check_training_data",
-    "shallow_copy_model",
-    "spectral_ridge",
-]
+__all__ = ["HeavyTailedModel", "shallow_copy_model"]
+
+
+class _ConstructorSignature:
+    """``cls.__signature__``: the arguments of ``cls.__init__`` (without ``self``).
+
+    :class:`HeavyTailedModel` dispatches batched training data in ``__new__(cls, *args,
+    **kwargs)``, which :func:`inspect.signature` (and Sphinx) would otherwise report as the
+    class's signature. Read on the class only; an instance has no ``__signature__``.
+    """
+
+    def __get__(self, instance: Any, owner: type) -> inspect.Signature:
+        if instance is not None:
+            raise AttributeError("__signature__")
+        sig = inspect.signature(owner.__init__)
+        params = list(sig.parameters.values())[1:]
+        return sig.replace(parameters=params, return_annotation=inspect.Signature.empty)
+
 
 class HeavyTailedModel(Model, FantasizeMixin):
     """Common base: single output, posterior built from a mean and a covariance.
 
     A model holds one ``t x d`` history. Batched training data (``train_X`` ``batch x N x d``,
     ``train_Y`` ``batch x N x 1``) makes the constructor (:meth:`__new__`) return a
-    :class:`HeavyTailedBatch` of ``batch`` members, member ``i`` built, fitted and truncated on
-    its own slice ``(train_X[i], train_Y[i])`` with every other argument as given (a loop over
-    the members, not over observations): ``batch_shape == batch``, but not an instance of the
-    model class.
+    :class:`~botorch_mtucb.models.HeavyTailedBatch` of ``batch`` members, member ``i`` built,
+    fitted and truncated on its own slice ``(train_X[i], train_Y[i])`` with every other
+    argument as given (a loop over the members, not over observations):
+    ``batch_shape == batch``, but not an instance of the model class.
 
-    State shared by both models: the regulariser ``lam``, the number of observations ``_t``,
-    raw rewards in a :class:`RowBuffer` and either inputs (``_X_buf``) or arm indices
-    (``_idx_buf``) in another. The *primary* state (scalars named in ``_STATE``, the training
-    data, the arm set and what a subclass adds in :meth:`_extra_primary`) is what
-    ``state_dict()`` holds (as ``_extra_state``) and what ``.to()`` moves; everything else
-    (factors, caches) is rebuilt from it by :meth:`_build`. Factors live in the working dtype
-    ``_cdtype`` (:func:`~botorch_mtucb.linalg.working_dtype`: the data's, or float64 where the
-    data's would be inaccurate); results are returned in the data's dtype ``_dtype``.
+    State shared by both models: the regulariser ``lam``, the number of observations ``_t``, raw
+    rewards in a :class:`~botorch_mtucb.heavy_tailed.arms.RowBuffer` and either inputs (``_X_buf``)
+    or arm indices (``_idx_buf``) in another. The *primary* state (scalars named in ``_STATE``, the
+    training data, the arm set and what a subclass adds in :meth:`_extra_primary`) is what
+    ``state_dict()`` holds (as ``_extra_state``) and what ``.to()`` moves; everything else (factors,
+    caches) is rebuilt from it by :meth:`_build`. Factors live in the working dtype ``_cdtype``
+    (:func:`~botorch_mtucb.linalg.working_dtype`: the data's, or float64 where the data's would be
+    inaccurate); results are returned in the data's dtype ``_dtype``.
+
+    ``inspect.signature`` of a subclass (and its API reference) shows the subclass's
+    ``__init__`` arguments, not the dispatching ``__new__(cls, *args, **kwargs)``.
+
+    Example:
+        >>> import torch
+        >>> from botorch_mtucb.models import TruncatedGP
+        >>> X, Y = torch.rand(8, 1, dtype=torch.float64), torch.rand(8, 1, dtype=torch.float64)
+        >>> model = TruncatedGP(X, Y, v=1.0)
+        >>> isinstance(model, HeavyTailedModel), model.num_observations
+        (True, 8)
+        >>> model.posterior(torch.rand(4, 3, 1, dtype=torch.float64)).mean.shape
+        torch.Size([4, 3, 1])
+        >>> type(TruncatedGP(X.expand(2, 8, 1), Y.expand(2, 8, 1), v=1.0)).__name__
+        'HeavyTailedBatch'
     """
 
     _num_outputs = 1
     fantasize = fantasize
+    __signature__ = _ConstructorSignature()
     _STATE: tuple[str, ...] = ("alpha", "v", "lam", "delta", "B", "constants", "truncate")
     #: Per-observation keywords that batched training data may batch too (``batch x N``).
     _PER_MEMBER_KWARGS: tuple[str, ...] = ("dictionary_variances",)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         """Batched ``train_X`` / ``train_Y`` (either with more than 2 dimensions): a
-        :class:`HeavyTailedBatch` of per-slice members
-        (:meth:`HeavyTailedBatch.from_batched_data`); otherwise a plain instance."""
+        :class:`~botorch_mtucb.models.HeavyTailedBatch` of per-slice members
+        (:meth:`~botorch_mtucb.models.HeavyTailedBatch.from_batched_data`); otherwise a plain
+        instance."""
         if has_batched_training_data(args, kwargs):
             return HeavyTailedBatch.from_batched_data(cls, args, kwargs)
         return super().__new__(cls)
@@ -115,7 +143,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     def _import_state(self, state: dict[str, Any]) -> None:
         """Replace the whole model state by ``state`` and rebuild factors and caches."""
-        self._check_state(state)  # before anything changes
+        self._check_state(state)  # refuse while nothing has changed yet
         self.__dict__.update(state["scalars"])
         arms = None if state["arms"] is None else ArmSet(state["arms"], state["by_index"])
         X, y = state["X"], state["y"]
@@ -155,12 +183,14 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     @property
     def batch_shape(self) -> torch.Size:
-        """Always ``torch.Size([])`` (batched data gives a :class:`HeavyTailedBatch`)."""
+        """Always ``torch.Size([])`` (batched data gives a
+        :class:`~botorch_mtucb.models.HeavyTailedBatch`)."""
         return torch.Size([])
 
     @property
     def noise(self) -> Tensor:
-        """The regulariser ``λ`` as a 0-dim tensor (:class:`RegularisedModel`; do not modify)."""
+        """The regulariser ``λ`` as a 0-dim tensor
+        (:class:`~botorch_mtucb.protocols.RegularisedModel`; do not modify)."""
         return self._lam_t
 
     @property
@@ -186,7 +216,8 @@ class HeavyTailedModel(Model, FantasizeMixin):
         return self._loc
 
     def _init_data(self, X: Tensor, y: Tensor, arms: ArmSet | None, kernel: Kernel | None) -> None:
-        """Store the training data (copied into :class:`RowBuffer` s) and the arm set."""
+        """Store the training data (copied into
+        :class:`~botorch_mtucb.heavy_tailed.arms.RowBuffer` s) and the arm set."""
         self._arms, self._t, self._dtype = arms, X.shape[0], X.dtype
         self._cdtype = X.dtype  # the working dtype; a subclass's _build may raise it
         self._lam_t = torch.tensor(self.lam, dtype=X.dtype, device=X.device)
@@ -234,9 +265,9 @@ class HeavyTailedModel(Model, FantasizeMixin):
     def mean_and_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
         """Marginal posterior mean and variance at ``batch_shape x q x d`` inputs.
 
-        The fast path of :class:`HeavyTailedUCB` (no joint covariance, no posterior object,
-        no host synchronisation). On the whole arm set in order the results may be views of
-        the model's state: do not modify them in place.
+        The fast path of :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` (no joint covariance, no
+        posterior object, no host synchronisation). On the whole arm set in order the results may be
+        views of the model's state: do not modify them in place.
 
         Returns:
             ``(mean, variance)``, each ``batch_shape x q``.
@@ -261,7 +292,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     def _arm_index(self, X: Tensor) -> tuple[Tensor, bool]:
         """Arm indices of test inputs and whether they are all arms in order (no sync when the
-        candidate tensor was seen before; a first sight validates it)."""
+        candidate tensor is already cached; a first sight validates it)."""
         idx, whole, valid = self._arms.lookup(X)
         if not valid:
             raise ValueError(self._arms._message("X"))
@@ -386,3 +417,37 @@ def _apply_loaded_state(module: HeavyTailedModel, incompatible_keys: Any) -> Non
     state = module.__dict__.pop("_pending_state", None)
     if state is not None:
         module._import_state(state)
+
+
+_DICT_KEYS = ("_parameters", "_buffers", "_modules")
+
+
+def shallow_copy_model(model: Model) -> Model:
+    """A new model object sharing every (immutable) state tensor and sub-module of ``model``.
+
+    Used by ``condition_on_observations``: the caller then *replaces* (never mutates) the
+    state that changes, so the original model stays valid. The module registries are copied, so
+    registering a sub-module on one model does not affect the other.
+    """
+    new = _bare_instance(model.__class__)
+    state = dict(model.__dict__)
+    for key in _DICT_KEYS:
+        state[key] = state[key].copy()
+    new.__dict__.update(state)
+    return new
+
+
+_PLAIN_NEW: dict[type, bool] = {}
+
+
+def _bare_instance(cls: type) -> Any:
+    """``cls.__new__(cls)``; ``object.__new__(cls)`` where every ``__new__`` in the MRO is
+    ``object``'s or ``HeavyTailedModel``'s (which only dispatches batched training data, and a
+    copy has none: the dispatch is skipped on every conditioning)."""
+    plain = _PLAIN_NEW.get(cls)
+    if plain is None:
+        ours = HeavyTailedModel.__dict__["__new__"]
+        plain = _PLAIN_NEW[cls] = all(
+            k.__dict__.get("__new__", ours) is ours for k in cls.__mro__[:-1]
+        )
+    return object.__new__(cls) if plain else cls.__new__(cls)

@@ -72,10 +72,28 @@ class HeavyTailedBatch(Model, FantasizeMixin):
       ``num_fantasies x batch x q x 1`` (batch shape ``num_fantasies x batch``);
     * ``model.fantasize(X, sampler)`` (batch shape ``num_fantasies x batch``).
 
-    It offers ``posterior``, ``mean_and_variance`` (:class:`MarginalMomentsModel`), ``noise``
-    (:class:`RegularisedModel`), ``beta()`` (:class:`WidthScheduleModel`),
-    ``condition_on_observations``, ``fantasize``, ``train_X`` / ``train_Y``, ``state_dict``
-    round trips, ``.to``, deepcopy and pickling.
+    It offers ``posterior``, ``mean_and_variance``
+    (:class:`~botorch_mtucb.protocols.MarginalMomentsModel`), ``noise``
+    (:class:`~botorch_mtucb.protocols.RegularisedModel`), ``beta()``
+    (:class:`~botorch_mtucb.protocols.WidthScheduleModel`), ``condition_on_observations``,
+    ``fantasize``, ``train_X`` / ``train_Y``, ``state_dict`` round trips, ``.to``, deepcopy and
+    pickling.
+
+    Example:
+        >>> import torch
+        >>> from botorch.sampling import SobolQMCNormalSampler
+        >>> from botorch_mtucb.models import HeavyTailedBatch, TruncatedGP
+        >>> X = torch.rand(3, 10, 1, dtype=torch.float64)  # 3 data sets of 10 rounds
+        >>> Y = torch.sin(6 * X) + 0.1 * torch.randn(3, 10, 1, dtype=torch.float64)
+        >>> batch = TruncatedGP(X, Y, v=1.0)
+        >>> isinstance(batch, HeavyTailedBatch), batch.batch_shape, len(batch.members)
+        (True, torch.Size([3]), 3)
+        >>> batch.posterior(torch.rand(3, 4, 1, dtype=torch.float64)).mean.shape
+        torch.Size([3, 4, 1])
+        >>> sampler = SobolQMCNormalSampler(torch.Size([2]))
+        >>> fantasy = batch.fantasize(torch.rand(3, 1, 1, dtype=torch.float64), sampler)
+        >>> fantasy.batch_shape  # num_fantasies x batch
+        torch.Size([2, 3])
     """
 
     _num_outputs = 1
@@ -190,9 +208,10 @@ class HeavyTailedBatch(Model, FantasizeMixin):
 
     def beta(self) -> float | Tensor:
         """The members' widths ``β_{t+1}``: a float when they agree, else a float64 tensor
-        ``batch_shape x 1`` — the shape that analytic acquisitions (:class:`HeavyTailedUCB`,
-        BoTorch's ``UpperConfidenceBound`` with ``beta ** 2``) broadcast against their
-        ``batch' x batch_shape x 1`` means before squeezing the output dimension."""
+        ``batch_shape x 1`` — the shape that analytic acquisitions
+        (:class:`~botorch_mtucb.acquisition.HeavyTailedUCB`, BoTorch's ``UpperConfidenceBound`` with
+        ``beta ** 2``) broadcast against their ``batch' x batch_shape x 1`` means (with the output
+        dimension still there)."""
         betas = [m.beta() for m in self.members]
         if all(b == betas[0] for b in betas):
             return betas[0]
@@ -220,7 +239,7 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         return {"batch_shape": tuple(self._batch_shape)}
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any) -> None:
-        """Refuse (before anything changes) a state that holds different values for a module
+        """Refuse, with nothing changed yet, a state that holds different values for a module
         the members share here (a kernel passed to the batched constructor): loading it would
         leave every member with the last member's values."""
         seen: dict[int, str] = {}

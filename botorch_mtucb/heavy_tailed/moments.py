@@ -1,22 +1,43 @@
-"""Practical defaults of the heavy-tailed models (issue 16): data-driven (α, v) and a fitted kernel.
+"""Data-driven ``(α, v)``, the moment-estimator seam and the fitted default kernel (paper 001).
 
-Used by :class:`~botorch_mtucb.models.TruncatedGP` and
-:class:`~botorch_mtucb.models.AdaptiveTruncationGP` when they are built without ``v`` (and by
-the issue-16 benchmark suite). Measurements: ``bench/mtucb_bench/studies/ht_moment_estimates.py``
-and ``benchmarks/README.md`` (heavy-tailed suite section).
+Paper 001 assumes a declared moment bound ``E[|y_t|^{1+α} | F_{t−1}] ≤ v`` (§2) and sets the
+truncation levels from it (TGP-UCB, Algorithm 1: ``b_t = v^{1/(1+α)} t^{1/(2(1+α))}``;
+ATA-GP-UCB, Algorithm 2: Lemma 1 / Theorem 4). :class:`~botorch_mtucb.models.TruncatedGP` and
+:class:`~botorch_mtucb.models.AdaptiveTruncationGP` built without ``v`` (the data-driven mode)
+read it off the rewards instead:
+
+* a :class:`MomentEstimator` returns a location ``loc`` and an estimate ``v̂`` of
+  ``E|y − loc|^{1+α}``; the default, :class:`MedianOfMeans`, is the median and a
+  median-of-means estimate (:func:`robust_location_and_moment`). A new estimator is one class
+  with a ``location_and_moment`` method, passed to a model as ``moment_estimator=``;
+* :func:`data_driven_moments` turns the optional ``(α, v, centre)`` of a model into the values
+  it uses;
+* :func:`default_kernel` / :func:`fit_kernel_on_targets` give the kernel (and ``λ``) of a model
+  built without one;
+* :func:`projection_levels` gives ATA-GP-UCB's data-driven per-direction truncation levels;
+* :data:`PRACTICAL_WIDTH` is the constant UCB width of the data-driven mode.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import warnings
+from typing import Protocol, runtime_checkable
 
 import torch
-from gpytorch.kernels import Kernel
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.models.transforms import Standardize
+from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
+from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
 __all__ = [
     "DEFAULT_LENGTHSCALE",
     "PRACTICAL_WIDTH",
+    "MedianOfMeans",
+    "MomentEstimator",
     "data_driven_moments",
     "default_kernel",
     "fit_kernel_on_targets",
@@ -27,8 +48,8 @@ __all__ = [
 #: Default SE lengthscale when no kernel is given (paper 001, §6 synthetic experiments).
 DEFAULT_LENGTHSCALE = 0.2
 
-#: UCB width ``w`` of ``μ + w σ`` used by the data-driven models' ``beta()`` (issue 16 suite:
-#: w = 1 against 0.5 and 2; benchmarks/README.md).
+#: UCB width ``w`` of ``μ + w σ`` returned by the data-driven models' ``beta()``
+#: (``constants="practical"``), in place of the theory's ``β_{t+1}``.
 PRACTICAL_WIDTH = 1.0
 
 
@@ -46,8 +67,8 @@ def robust_location_and_moment(
     heavier tails ``v̂`` is a robust scale statistic that grows slowly with ``t``, not a
     consistent estimate. Assumes exchangeable rewards (the spread of ``f`` over the evaluated
     points counts as spread, which keeps the level above the signal) and outliers in fewer
-    than ``K/2`` groups. Biased low for skewed values (≈ 0.69× for pairs of χ²₁ values).
-    Measured against the truth in ``bench/mtucb_bench/studies/ht_moment_estimates.py``.
+    than ``K/2`` groups. Biased low for skewed values (the median of group means lies below
+    their mean).
 
     Args:
         y: ``t ≥ 1`` rewards.
@@ -57,6 +78,12 @@ def robust_location_and_moment(
 
     Returns:
         ``(loc, v̂)`` as 0-dim tensors (``v̂ ≥ 1e-12``).
+
+    Example:
+        >>> y = torch.tensor([1.0, 2.0, 3.0, 4.0, 100.0], dtype=torch.float64)
+        >>> loc, v = robust_location_and_moment(y, alpha=1.0)
+        >>> float(loc), float(v)
+        (3.0, 1.0)
     """
     if y.dim() != 1 or y.shape[0] == 0:
         raise ValueError(f"`y` must be a non-empty vector of rewards, got {tuple(y.shape)}.")
@@ -72,33 +99,128 @@ def robust_location_and_moment(
     return loc, (sums / counts).median().clamp_min(1e-12)
 
 
+
+@runtime_checkable
+class MomentEstimator(Protocol):
+    """What a data-driven heavy-tailed model asks of its rewards: a location and a moment.
+
+    Paper 001's truncation levels need the moment bound ``v`` of ``E|y|^{1+α} ≤ v`` (§2). A model
+    built without ``v`` calls :meth:`location_and_moment` once, at construction, on its ``t ≥ 1``
+    raw rewards: the location ``loc`` is subtracted from the rewards (the model stores ``y − loc``
+    and adds ``loc`` back to its predictions) and the moment ``v̂`` of ``E|y − loc|^{1+α}`` replaces
+    ``v`` in every level and width. Both stay fixed when the model is conditioned on more data.
+
+    Any object with this method satisfies the protocol (``isinstance`` checks it at runtime);
+    the default is :class:`MedianOfMeans`.
+
+    Example:
+        >>> class MeanAbs:
+        ...     def location_and_moment(self, y, alpha, centre):
+        ...         loc = y.mean() if centre else y.new_zeros(())
+        ...         return loc, (y - loc).abs().pow(1 + alpha).mean()
+        >>> isinstance(MeanAbs(), MomentEstimator)
+        True
+    """
+
+    def location_and_moment(
+        self, y: Tensor, alpha: float, centre: bool
+    ) -> tuple[Tensor | float, Tensor | float]:
+        """Location and moment estimate of ``t`` rewards.
+
+        Args:
+            y: ``t ≥ 1`` raw rewards (a vector; do not modify).
+            alpha: Moment order ``α ∈ (0, 1]``.
+            centre: ``False``: the location is 0 and the moment is the raw ``E|y|^{1+α}``.
+
+        Returns:
+            ``(loc, v̂)``: 0-dim tensors or numbers, ``v̂ > 0`` and finite.
+        """
+        ...  # pragma: no cover
+
+
+class MedianOfMeans:
+    """The default :class:`MomentEstimator`: median location, median-of-means moment.
+
+    ``loc = median(y)`` and ``v̂`` the median of ``K = max(1, min(⌈8 ln(1/δ)⌉, ⌊t/2⌋))`` group
+    means of ``|y_s − loc|^{1+α}`` (:func:`robust_location_and_moment`, where its assumptions
+    are stated).
+
+    Example:
+        >>> y = torch.tensor([1.0, 2.0, 3.0, 4.0, 100.0], dtype=torch.float64)
+        >>> loc, v = MedianOfMeans().location_and_moment(y, 1.0, centre=True)
+        >>> float(loc), float(v)
+        (3.0, 1.0)
+    """
+
+    def __init__(self, delta: float = 0.1) -> None:
+        """
+        Args:
+            delta: Confidence ``δ ∈ (0, 1)`` of the group count ``K``.
+        """
+        if not 0.0 < float(delta) < 1.0:
+            raise ValueError(f"`delta` must lie in (0, 1), got {delta!r}.")
+        self.delta = float(delta)
+
+    def location_and_moment(self, y: Tensor, alpha: float, centre: bool) -> tuple[Tensor, Tensor]:
+        """:func:`robust_location_and_moment` with this estimator's ``δ``."""
+        return robust_location_and_moment(y, alpha, self.delta, centre)
+
+    def __repr__(self) -> str:
+        return f"MedianOfMeans(delta={self.delta})"
+
+
+_DEFAULT_ESTIMATOR = MedianOfMeans()
+
+
 def data_driven_moments(
-    y: Tensor, alpha: float | None, v: float | None, centre: bool | None
+    y: Tensor,
+    alpha: float | None,
+    v: float | None,
+    centre: bool | None,
+    estimator: MomentEstimator | None = None,
 ) -> tuple[float, float | None, float]:
     """``(α, v, loc)`` of a heavy-tailed model: the data-driven estimates where not given.
 
-    ``α = 1`` unless given; with ``v=None`` (the data-driven mode) ``v̂`` from
-    :func:`robust_location_and_moment` (about the median when centring, else about 0; 1
-    without data). ``centre=None`` centres only in the data-driven mode.
+    ``α = 1`` unless given; with ``v=None`` (the data-driven mode) ``v̂`` from ``estimator``
+    (about its location when centring, else about 0; 1 without data). ``centre=None`` centres
+    only in the data-driven mode.
 
     Args:
         y: ``t`` raw rewards (``t = 0`` allowed).
         alpha: Moment order or ``None``.
         v: Declared moment bound or ``None``.
-        centre: Subtract the median (``None``: only when ``v`` is ``None``).
+        centre: Subtract the estimator's location (``None``: only when ``v`` is ``None``).
+        estimator: A :class:`MomentEstimator`; default :class:`MedianOfMeans` with ``δ = 0.1``.
 
     Returns:
         ``(alpha, v, loc)`` as Python floats (``v`` is the declared one when given).
+
+    Raises:
+        ValueError: if ``estimator`` is not a :class:`MomentEstimator`.
+
+    Example:
+        >>> y = torch.tensor([1.0, 2.0, 3.0, 4.0, 100.0], dtype=torch.float64)
+        >>> data_driven_moments(y, alpha=None, v=None, centre=None)
+        (1.0, 1.0, 3.0)
+        >>> data_driven_moments(y, alpha=0.5, v=4.0, centre=None)  # declared: as given
+        (0.5, 4.0, 0.0)
     """
+    if estimator is None:
+        estimator = _DEFAULT_ESTIMATOR
+    elif not isinstance(estimator, MomentEstimator):
+        raise ValueError(
+            "`moment_estimator` must have a `location_and_moment(y, alpha, centre)` method "
+            f"(MomentEstimator), got {type(estimator).__name__}."
+        )
     alpha = 1.0 if alpha is None else float(alpha)
     centre = v is None if centre is None else bool(centre)
     loc, v_hat = 0.0, None
     if centre and y.shape[0]:
-        loc_t, v_hat = robust_location_and_moment(y, alpha)
+        loc_t, v_hat = estimator.location_and_moment(y, alpha, True)
         loc = float(loc_t)
     if v is None:
         if v_hat is None:  # no centring (or no data): the moment about 0
-            v_hat = robust_location_and_moment(y, alpha, centre=False)[1] if y.shape[0] else 1.0
+            v_hat = estimator.location_and_moment(y, alpha, False)[1] if y.shape[0] else 1.0
         v = float(v_hat)
     return alpha, v, loc
 
@@ -114,8 +236,6 @@ def default_kernel(X: Tensor, targets: Tensor | None = None) -> tuple[Kernel, fl
     Raises:
         ValueError: if ``X`` leaves ``[0, 1]^d``.
     """
-    from gpytorch.kernels import RBFKernel
-
     if X.shape[0] and ((X < -1e-9) | (X > 1 + 1e-9)).any():
         raise ValueError(
             "`train_X` lies outside the unit cube [0, 1]^d, where the default kernel "
@@ -140,15 +260,6 @@ def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:
     Returns:
         ``(kernel, lam)``.
     """
-    import copy
-    import warnings
-
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models import SingleTaskGP
-    from botorch.models.transforms import Standardize
-    from gpytorch.kernels import ScaleKernel
-    from gpytorch.mlls import ExactMarginalLogLikelihood
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant (all-truncated) targets are legitimate
         gp = SingleTaskGP(X, targets.unsqueeze(-1), outcome_transform=Standardize(m=1))
@@ -162,7 +273,7 @@ def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:
 
 
 def projection_levels(u_max: Tensor, t: int, alpha: float, v: float) -> Tensor:
-    """Data-driven per-direction truncation levels of ATA-GP-UCB (issue 16).
+    """Data-driven per-direction truncation levels of ATA-GP-UCB (paper 001, Algorithm 2).
 
     ``b_{t,i} = v^{1/(1+α)} t^{(1−α)/(2(1+α))} · √t · max_τ |u_{i,τ}|``: paper 001's level
     (Lemma 1 / Theorem 4, ``b_t = (v/L)^{1/(1+α)} t^{(1−α)/(2(1+α))}``, its schedule in ``t``
@@ -175,7 +286,7 @@ def projection_levels(u_max: Tensor, t: int, alpha: float, v: float) -> Tensor:
     to the direction's largest weight, so a term is kept iff its reward is within
     ``v^{1/(1+α)} t^{(1−α)/(2(1+α))} √t`` of the centre, up to its weight's share. The union-bound
     factor ``L`` is dropped (as the practical width drops the theory's β). Assumes ``v``
-    estimates ``E|y − loc|^{1+α}`` of one reward (:func:`robust_location_and_moment`).
+    estimates ``E|y − loc|^{1+α}`` of one reward (a :class:`MomentEstimator`).
 
     Args:
         u_max: ``m`` largest weights ``max_τ |u_{i,τ}|`` per direction.
@@ -185,6 +296,10 @@ def projection_levels(u_max: Tensor, t: int, alpha: float, v: float) -> Tensor:
 
     Returns:
         ``m`` levels ``b_{t,i}`` (dtype and device of ``u_max``).
+
+    Example:
+        >>> projection_levels(torch.tensor([0.25, 1.0]), t=16, alpha=1.0, v=4.0)
+        tensor([2., 8.])
     """
     scale = v ** (1.0 / (1.0 + alpha)) * float(t) ** ((1.0 - alpha) / (2.0 * (1.0 + alpha)) + 0.5)
     return scale * u_max

@@ -1,11 +1,14 @@
-"""The heavy-tailed models' schedule methods, and the old location of the schedule functions.
+"""ATA-GP-UCB's schedules as model methods: ``b_t``, ``β_{t+1}``, the Nyström ``q`` and ``m_t``.
 
-The private mixin ``_AdaptiveTruncationSchedules`` gives
-:class:`~botorch_mtucb.models.AdaptiveTruncationGP` its ``b_t``, ``β_t``, Nyström ``q`` and
-feature counts (thin methods over the pure functions of
-:mod:`botorch_mtucb.theory.heavy_tailed`, where the paper equations are). The functions
-themselves are re-exported here so that ``from botorch_mtucb.heavy_tailed.schedules
-import …`` keeps working; new code imports them from :mod:`botorch_mtucb.theory.heavy_tailed`.
+Private mixin of :class:`~botorch_mtucb.models.AdaptiveTruncationGP`: thin methods over the
+pure functions of :mod:`botorch_mtucb.theory.heavy_tailed`, where the paper equations are
+(paper 001, Lemma 1 / Theorem 3 for QFF, Theorem 4 for Nyström):
+
+    b_t = (v / L)^{1/(1+α)} t^{(1−α)/(2(1+α))},
+    β_{t+1} = B' + 4 √(m_t/λ) v^{1/(1+α)} L^{α/(1+α)} t^{(1−α)/(2(1+α))},
+
+with ``L = ln(2 m T/δ)`` (QFF) or ``ln(4 m_t T/δ)`` (Nyström), ``B' = B`` (QFF) or
+``B(1 + 1/√(1−ε))`` (Nyström), and ``T`` the horizon (``max(t, 1)`` without one).
 """
 
 from __future__ import annotations
@@ -13,32 +16,14 @@ from __future__ import annotations
 from botorch_mtucb.features.nystrom import NystromFeatures
 from botorch_mtucb.heavy_tailed.moments import PRACTICAL_WIDTH
 from botorch_mtucb.theory.heavy_tailed import (
-    Constants,
-    FeatureKind,
     ata_beta,
     ata_log_term,
     ata_truncation_level,
-    check_constants,
-    check_heavy_tailed_params,
     effective_horizon,
     nystrom_q,
-    tgp_beta,
-    tgp_truncation_level,
 )
 
-__all__ = [
-    "Constants",
-    "FeatureKind",
-    "ata_beta",
-    "ata_log_term",
-    "ata_truncation_level",
-    "check_constants",
-    "check_heavy_tailed_params",
-    "effective_horizon",
-    "nystrom_q",
-    "tgp_beta",
-    "tgp_truncation_level",
-]
+__all__: list[str] = []
 
 
 class _AdaptiveTruncationSchedules:
@@ -51,7 +36,8 @@ class _AdaptiveTruncationSchedules:
 
     @property
     def dictionary_size(self) -> int:
-        """Nyström dictionary size ``m_t`` (:class:`DictionaryModel`; QFF models have none)."""
+        """Nyström dictionary size ``m_t`` (:class:`~botorch_mtucb.protocols.DictionaryModel`;
+        QFF models have none)."""
         if self.kind != "nystrom":
             raise AttributeError("A QFF AdaptiveTruncationGP has no dictionary.")
         return self.features.num_features

@@ -1,37 +1,38 @@
-"""TGP-UCB's estimator: a GP posterior on rewards truncated at their own round's level.
+"""TGP-UCB's model: a GP posterior on rewards truncated at their round's level (paper 001).
 
 Paper 001, §3, Algorithm 1. With observations ``y_1, …, y_t`` in round order,
 
     ŷ_s = y_s · 1{|y_s| ≤ b_s},       b_s = v^{1/(1+α)} s^{1/(2(1+α))},
-    μ̂_t(x) = k_t(x)ᵀ (K_t + λI)⁻¹ Ŷ_t,   σ²_t(x) = k(x, x) − k_t(x)ᵀ (K_t + λI)⁻¹ k_t(x).
+    μ̂_t(x) = k_t(x)ᵀ (K_t + λI)⁻¹ Ŷ_t,   σ²_t(x) = k(x, x) − k_t(x)ᵀ (K_t + λI)⁻¹ k_t(x),
+
+and TGP-UCB evaluates ``argmax_x μ̂_t(x) + β_{t+1} σ_t(x)`` next (Theorem 1's ``β_{t+1}``,
+:func:`~botorch_mtucb.theory.heavy_tailed.tgp_beta`, through
+:class:`~botorch_mtucb.acquisition.HeavyTailedUCB`).
 
 Each reward keeps the level of its own round, so ``ŷ_s`` never changes once observed
 (``level="per-round"``, the default with a declared ``v``). The data-driven mode truncates
-every reward at the current round's level ``b_t`` instead (``level="current"``), as the
-issue-16 suite's :func:`~mtucb_bench.robust_baselines.practical_truncated_gp`
-does: ``v̂`` is an estimate and the early levels ``b_1, b_2, …`` would zero 17–20 % of the
-rewards at t = 30 instead of 10–13 % (``bench/mtucb_bench/studies/ht_moment_estimates.py``).
+every reward at the current round's level ``b_t`` instead (``level="current"``): its ``v̂`` is
+an estimate, and the small early levels ``b_1, b_2, …`` would zero more rewards than the
+moment bound intends.
 
 Two computational paths give the same numbers:
 
 * dense (continuous domains): Cholesky of ``K_t + λI``; ``condition_on_observations``
   extends the factor by a block (``O(t²)`` per new point instead of ``O(t³)``;
-  ``models/_truncated_dense.py``).
-* finite arms (a :class:`PrecomputedKernel`, or ``arms=``): only counts and sums of
-  truncated rewards per arm matter (:mod:`botorch_mtucb.linalg.arm_space`); a new
+  :mod:`~botorch_mtucb.heavy_tailed.truncated_dense`).
+* finite arms (a :class:`~botorch_mtucb.kernels.PrecomputedKernel`, or ``arms=``): only counts
+  and sums of truncated rewards per arm matter (:mod:`botorch_mtucb.linalg.arm_space`); a new
   observation is one rank-one (Kalman) update of the mean and covariance together in
-  ``O(A²)``, independent of ``t`` (``models/_truncated_arms.py``; with ``level="current"``
-  the per-arm sums follow the growing level incrementally). Measured
-  drift after 3000 updates against a fresh float64 build: 1e-14 (float64), 8e-5 relative
-  in the variance (float32).
+  ``O(A²)``, independent of ``t`` (:mod:`~botorch_mtucb.heavy_tailed.truncated_arms`; with
+  ``level="current"`` the per-arm sums follow the growing level incrementally).
 
 Precision: Cholesky factors use GPyTorch's ``psd_safe_cholesky`` (jitter and a
 ``NumericalWarning`` where a factorisation fails). A float32 model whose ``K_t + λI`` is too
-badly conditioned for float32 (``0.2 · eps · (1 + tr K_t/λ) > 1e-3``, the measured TGP mean
-error; :func:`~botorch_mtucb.linalg.working_dtype`) factors and predicts in float64 and
-returns float32 results, with a ``NumericalWarning`` — also when a ``condition_on_observations``
-crosses the threshold (then the factor is rebuilt once in float64). Test inputs are cast to
-the working dtype.
+badly conditioned for float32 (``c · eps · (1 + tr K_t/λ) > 1e-3`` with the error constant
+``c = TGP_ERROR_FACTOR`` of the TGP mean; :func:`~botorch_mtucb.linalg.working_dtype`) factors
+and predicts in float64 and returns float32 results, with a ``NumericalWarning`` — also when a
+``condition_on_observations`` crosses the threshold (then the factor is rebuilt once in
+float64). Test inputs are cast to the working dtype.
 """
 
 from __future__ import annotations
@@ -43,15 +44,11 @@ from gpytorch.kernels import Kernel
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from botorch_mtucb.heavy_tailed.base import (
-    ArmSet,
-    HeavyTailedModel,
-    _needs_grad,
-    check_training_data,
-)
+from botorch_mtucb.heavy_tailed.arms import ArmSet, _needs_grad, check_training_data
+from botorch_mtucb.heavy_tailed.base import HeavyTailedModel
 from botorch_mtucb.heavy_tailed.moments import (
-    DEFAULT_LENGTHSCALE,  # noqa: F401  (its old import path)
     PRACTICAL_WIDTH,
+    MomentEstimator,
     data_driven_moments,
     default_kernel,
 )
@@ -70,25 +67,34 @@ from botorch_mtucb.theory.heavy_tailed import (
 
 __all__ = ["TruncatedGP"]
 
-#: Error constant ``c`` of the TGP posterior mean, relative error ≈ ``c · eps · κ̂`` (measured).
+#: Error constant ``c`` of the TGP posterior mean: relative error ≈ ``c · eps · κ̂`` with
+#: ``κ̂ = 1 + tr(K_t)/λ`` (decides the working dtype).
 TGP_ERROR_FACTOR = 0.2
 
 
 class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
     """Single-output BoTorch model of TGP-UCB (paper 001, Algorithm 1).
 
+    Posterior ``N(μ̂_t(x), σ²_t(x))`` of a GP with kernel ``k`` and noise variance ``λ`` on the
+    truncated rewards ``ŷ_s = y_s 1{|y_s| ≤ b_s}``, ``b_s = v^{1/(1+α)} s^{1/(2(1+α))}``
+    (module docstring); ``beta()`` gives the width ``β_{t+1}`` of Theorem 1 that
+    :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` multiplies ``σ_t`` by. Batched training
+    data (``batch x t x d``, ``batch x t x 1``) gives a
+    :class:`~botorch_mtucb.models.HeavyTailedBatch` of ``batch`` models instead.
+
     Two modes:
 
     * **declared** (``v`` given; paper 001 verbatim): rewards used as they are, the default
       kernel SE with lengthscale 0.2, ``λ = 1``, ``beta()`` of Theorem 1 or the authors.
-    * **data-driven** (``v=None``, the practical default of issue 16): ``α = 1`` unless given;
-      rewards centred at their median ``loc`` (truncation zeroes large rewards, so uncentred
-      rewards would be pulled to 0 of the raw scale); ``v`` = the median-of-means estimate
-      of ``E|y − loc|^{1+α}`` (:func:`robust_location_and_moment`; what it assumes is
-      documented there); every reward truncated at the current level ``b_t``
-      (``level="current"``, the suite's choice; ``level="per-round"`` gives Algorithm 1's
-      levels); without ``covar_module``, the kernel and ``λ`` are fitted the BoTorch
-      way on the truncated centred rewards (:func:`fit_kernel_on_targets`; ``t ≥ 2``);
+    * **data-driven** (``v=None``): ``α = 1`` unless given; rewards centred at a location
+      ``loc`` (the median by default; truncation zeroes large rewards, so uncentred rewards
+      would be pulled to 0 of the raw scale); ``v`` = an estimate of ``E|y − loc|^{1+α}``
+      (``moment_estimator``, default :class:`~botorch_mtucb.heavy_tailed.moments.MedianOfMeans`,
+      whose assumptions are documented there); every reward truncated at the current level
+      ``b_t`` (``level="current"``; ``level="per-round"`` gives Algorithm 1's levels) and
+      winsorised (``clip=True``); without ``covar_module``, the kernel and ``λ`` are fitted the
+      BoTorch way on the truncated centred rewards
+      (:func:`~botorch_mtucb.heavy_tailed.moments.fit_kernel_on_targets`; ``t ≥ 2``);
       ``beta()`` is the constant practical width ``PRACTICAL_WIDTH = 1`` (``constants=
       "practical"``). ``loc`` and ``v`` are fixed at construction: rebuild the model to
       update them (``condition_on_observations`` keeps them). Predictions are in the
@@ -98,10 +104,21 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
     otherwise give a zero mean almost everywhere): normalise them or pass ``covar_module``.
 
     Example:
-        >>> model = TruncatedGP(train_X, train_Y, alpha=1.0, v=4.0, B=1.0, constants="authors")
-        >>> acqf = HeavyTailedUCB(model)          # β = model.beta()
-        >>> model = model.condition_on_observations(x_new, y_new)
-        >>> practical = TruncatedGP(normalize(X, bounds), Y)   # data-driven α, v, kernel, β
+        >>> import torch
+        >>> from botorch_mtucb.acquisition import HeavyTailedUCB
+        >>> from botorch_mtucb.models import TruncatedGP
+        >>> X = torch.rand(20, 2, dtype=torch.float64)
+        >>> Y = torch.sin(6 * X[:, :1]) + torch.distributions.StudentT(2.0).sample((20, 1))
+        >>> model = TruncatedGP(X, Y, alpha=0.5, v=4.0, B=1.0)  # declared (α, v)
+        >>> acqf = HeavyTailedUCB(model)  # β = model.beta(), Theorem 1
+        >>> acqf(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        torch.Size([5])
+        >>> model = model.condition_on_observations(X[:1], Y[:1])
+        >>> model.num_observations
+        21
+        >>> practical = TruncatedGP(X, Y)  # data-driven α, v, kernel and width
+        >>> practical.beta()
+        1.0
     """
 
     def __init__(
@@ -121,11 +138,12 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
         centre: bool | None = None,
         level: str | None = None,
         clip: bool | None = None,
+        moment_estimator: MomentEstimator | None = None,
     ) -> None:
         """
         Args:
             train_X: ``t x d`` inputs in round order (float arm indices ``t x 1`` with a
-                :class:`PrecomputedKernel`).
+                :class:`~botorch_mtucb.kernels.PrecomputedKernel`).
             train_Y: ``t x 1`` raw (untruncated) rewards, row ``s`` observed in round ``s+1``.
             alpha: Moment order ``α ∈ (0, 1]`` with ``E|y|^{1+α} ≤ v`` (default 1).
             v: Moment bound ``v > 0``; ``None``: data-driven mode (class docstring).
@@ -143,8 +161,8 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
             truncate: ``False`` sets ``b_t = ∞`` (plain GP-UCB posterior).
             arms: Optional ``A x d`` finite candidate set; all training inputs and all
                 posterior inputs must then be rows of it (fast arm-space path).
-            centre: Subtract the median reward before truncating (default: only in the
-                data-driven mode).
+            centre: Subtract the estimator's location (the median reward) first (default:
+                only in the data-driven mode).
             level: ``"per-round"`` (Algorithm 1: ``ŷ_s`` at its own round's ``b_s``; default
                 with a declared ``v``) or ``"current"`` (every reward at the latest ``b_t``,
                 re-truncated on conditioning; default of the data-driven mode).
@@ -154,15 +172,18 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
                 that Theorem 1 uses (the clipping error ``(|y| − b)_+`` is at most
                 ``|y| 1{|y| > b}``); clipping is monotone, so the largest rewards stay the
                 largest targets instead of becoming typical ones (zeroing maps every peak
-                reward beyond ``b`` to the median when the bulk of f is flat; measured in
-                ``bench/mtucb_bench/suites/ht_suite.py``, Hartmann6 with 2 % gross outliers).
+                reward beyond ``b`` to the centre when the bulk of f is flat).
+            moment_estimator: The :class:`~botorch_mtucb.heavy_tailed.moments.MomentEstimator`
+                of ``loc`` and ``v`` in the data-driven mode (default
+                :class:`~botorch_mtucb.heavy_tailed.moments.MedianOfMeans`); called once, on
+                ``train_Y``.
         """
         super().__init__()
         X, y = check_training_data(train_X, train_Y)
         driven = v is None
         if constants is None:
             constants = "practical" if driven else "theory"
-        alpha, v, self._loc = data_driven_moments(y, alpha, v, centre)
+        alpha, v, self._loc = data_driven_moments(y, alpha, v, centre, moment_estimator)
         y = y - self._loc  # a new tensor: the caller's is untouched
         self.alpha, self.v, self.lam, self.delta, self.B = check_heavy_tailed_params(
             alpha, v, 1.0 if lam is None else lam, delta, B

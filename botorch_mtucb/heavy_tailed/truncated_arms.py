@@ -10,7 +10,7 @@ of ``μ_A`` and ``Σ_A`` at once, :func:`~botorch_mtucb.linalg.arm_space.augment
 per-arm sums ``s`` at the new level and kept apart (``_mean_cur``); the level only grows, so
 ``s`` is kept up to date incrementally (:class:`_LevelSums`: a bisection, the rewards that
 move inside and a copy of the list of those beyond the level, instead of re-truncating all
-``t`` rewards; measured in ``bench/mtucb_bench/studies/tgp_current_level.py``).
+``t`` rewards).
 
 The one-observation conditioning (``1 x d``, ``1 x 1``, no gradients) reads the observation to the
 host once (free on a CPU; on other devices one synchronisation), finds its arm by exact match and
@@ -27,7 +27,8 @@ import math
 import torch
 from torch import Tensor
 
-from botorch_mtucb.heavy_tailed.arms import _needs_grad, shallow_copy_model
+from botorch_mtucb.heavy_tailed.arms import _needs_grad
+from botorch_mtucb.heavy_tailed.base import shallow_copy_model
 from botorch_mtucb.linalg.arm_space import (
     arm_space_posterior,
     augmented_rank_one,
@@ -39,7 +40,8 @@ __all__: list[str] = []
 
 
 class _TruncatedArmPath:
-    """Arm-space state and updates of :class:`TruncatedGP` (see the module docstring)."""
+    """Arm-space state and updates of :class:`~botorch_mtucb.models.TruncatedGP` (module
+    docstring)."""
 
     @property
     def _cov_A(self) -> Tensor:

@@ -7,7 +7,7 @@ continuous domain): ``μ̂_t(x) = k_t(x)ᵀ (K_t + λI)⁻¹ Ŷ_t`` and
 (``O(t² n)`` for ``n`` new points instead of ``O((t+n)³)``); a float32 model whose
 ``tr(K_t)`` crosses the precision threshold is rebuilt once in float64 (see the
 :mod:`~botorch_mtucb.heavy_tailed.truncated` docstring). The finite-arm path is
-``models/_truncated_arms.py``.
+:mod:`~botorch_mtucb.heavy_tailed.truncated_arms`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import math
 import torch
 from torch import Tensor
 
-from botorch_mtucb.heavy_tailed.arms import RowBuffer, shallow_copy_model
+from botorch_mtucb.heavy_tailed.arms import RowBuffer
+from botorch_mtucb.heavy_tailed.base import shallow_copy_model
 from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.utils.validation import check_finite
 
@@ -26,7 +27,8 @@ __all__: list[str] = []
 
 
 class _TruncatedDensePath:
-    """Dense-path factor, moments and conditioning of :class:`TruncatedGP` (module docstring)."""
+    """Dense-path factor, moments and conditioning of
+    :class:`~botorch_mtucb.models.TruncatedGP` (module docstring)."""
 
     def _kernel(self, X1: Tensor, X2: Tensor, diag: bool = False) -> Tensor:
         """Kernel matrix (or diagonal) in the working dtype (a float64 copy of the kernel
@@ -71,11 +73,11 @@ class _TruncatedDensePath:
         self, X: Tensor, Y: Tensor, kwargs: dict
     ) -> list[_TruncatedDensePath] | None:
         """``m`` models, ``self`` conditioned on ``(X, Y[i])`` for each ``i``, that share one
-        factor: the fantasies of one input (:class:`HeavyTailedBatch`). ``X`` ``q x d``, ``Y``
-        ``m x q x 1``. The inputs and ``K_t + λI`` do not depend on the rewards, so the block
-        Cholesky extension is done once and each sibling differs only in its targets and
-        weights ``(K_t + λI)⁻¹ Ŷ_i`` (one ``cholesky_solve`` with ``m`` right-hand sides).
-        ``None`` on a finite arm set (each member is then its own arm-space model)."""
+        factor: the fantasies of one input (:class:`~botorch_mtucb.models.HeavyTailedBatch`). ``X``
+        ``q x d``, ``Y`` ``m x q x 1``. The inputs and ``K_t + λI`` do not depend on the rewards, so
+        the block Cholesky extension is done once and each sibling differs only in its targets and
+        weights ``(K_t + λI)⁻¹ Ŷ_i`` (one ``cholesky_solve`` with ``m`` right-hand sides). ``None``
+        on a finite arm set (each member is then its own arm-space model)."""
         if self._arms is not None or Y.dim() != 3 or Y.shape[-1] != 1:
             return None
         base = self.condition_on_observations(X, Y[0], **kwargs)  # validates X and Y[0]

@@ -37,6 +37,11 @@ def kron_interleaved(data_covar: Tensor, task_covar: Tensor) -> Tensor:
 
     Returns:
         ``batch_shape x (N1·n) x (N2·n)`` tensor with entry ``[i·n+a, j·n+b] = K_ij B_ab``.
+
+    Example:
+        >>> K, B = torch.tensor([[1.0, 0.5], [0.5, 1.0]]), torch.tensor([[2.0, 1.0], [1.0, 3.0]])
+        >>> kron_interleaved(K, B)[1, 2]   # K[0, 1] · B[1, 0]
+        tensor(0.5000)
     """
     n1, n2 = data_covar.shape[-2:]
     n = task_covar.shape[-1]
@@ -49,6 +54,17 @@ class MultiTaskKernel(Kernel):
 
     Subclasses implement :meth:`separable_components`; this base class provides the GPyTorch
     ``forward`` (interleaved ``(N1·n) x (N2·n)`` output) and the ICM detection used by models.
+
+    Example:
+        >>> from gpytorch.kernels import RBFKernel
+        >>> class Identical(MultiTaskKernel):   # Γ = k · 11ᵀ: every task the same function
+        ...     def __init__(self, n):
+        ...         super().__init__(num_tasks=n)
+        ...         self.k = RBFKernel()
+        ...     def separable_components(self):
+        ...         return [(self.k, torch.ones(self.num_tasks, self.num_tasks))]
+        >>> Identical(3)(torch.rand(4, 1)).shape   # (4·3) x (4·3)
+        torch.Size([12, 12])
     """
 
     def __init__(self, num_tasks: int, **kwargs) -> None:
@@ -73,6 +89,7 @@ class MultiTaskKernel(Kernel):
         return None
 
     def num_outputs_per_input(self, x1: Tensor, x2: Tensor) -> int:
+        """``n``: GPyTorch's number of outputs per input point."""
         return self.num_tasks
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params):

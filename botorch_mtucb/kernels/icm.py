@@ -15,7 +15,7 @@ __all__ = ["ICMKernel", "TaskSimilarityKernel", "initial_covar_factor"]
 
 
 class ICMKernel(MultiTaskKernel):
-    """Separable (ICM) multi-task kernel Γ(x, x') = k(x, x') B.
+    """Separable (ICM) multi-task kernel Γ(x, x') = k(x, x') B (paper 000, §2).
 
     ``B`` is either learnable, parametrised as ``F Fᵀ + diag(v)`` with ``F`` of shape
     ``n x rank`` and ``v > 0`` (positive semi-definite by construction, as GPyTorch's
@@ -24,6 +24,7 @@ class ICMKernel(MultiTaskKernel):
     a rank-one start would stay rank one under every gradient-based fit).
 
     Example:
+        >>> import torch
         >>> from gpytorch.kernels import RBFKernel
         >>> kernel = ICMKernel(RBFKernel(), num_tasks=2, task_covar=torch.eye(2))
         >>> kernel(torch.rand(5, 1)).shape   # (5·2) x (5·2), interleaved
@@ -79,6 +80,7 @@ class ICMKernel(MultiTaskKernel):
         return self.covar_factor @ self.covar_factor.transpose(-1, -2) + torch.diag_embed(var)
 
     def separable_components(self) -> list[tuple[Kernel, Tensor]]:
+        """The single term ``[(k, B)]``."""
         return [(self.data_covar_module, self.task_covar_matrix)]
 
 
@@ -86,6 +88,13 @@ class TaskSimilarityKernel(MultiTaskKernel):
     """Task-similarity kernel of Evgeniou et al.: Γ = k·B_ω, B_ω = ωI + (1−ω) 11ᵀ/n.
 
     ``ω = 1`` makes the tasks unrelated, ``ω = 0`` identical (paper 000, §2 and Lemma 1).
+
+    Example:
+        >>> from gpytorch.kernels import RBFKernel
+        >>> kernel = TaskSimilarityKernel(RBFKernel(), num_tasks=2, omega=0.5)
+        >>> kernel.task_covar_matrix   # 0.5 I + 0.5 · 11ᵀ/2
+        tensor([[0.7500, 0.2500],
+                [0.2500, 0.7500]], dtype=torch.float64)
     """
 
     def __init__(
@@ -122,6 +131,7 @@ class TaskSimilarityKernel(MultiTaskKernel):
 
     @property
     def omega(self) -> Tensor:
+        """The similarity parameter ω ∈ [0, 1] (a 0-dim tensor)."""
         if self.learn_omega:
             return self.raw_omega_constraint.transform(self.raw_omega)
         return self.fixed_omega
@@ -145,6 +155,7 @@ class TaskSimilarityKernel(MultiTaskKernel):
         return omega * eye + (1 - omega) * torch.ones_like(eye) / n
 
     def separable_components(self) -> list[tuple[Kernel, Tensor]]:
+        """The single term ``[(k, B_ω)]``."""
         return [(self.data_covar_module, self.task_covar_matrix)]
 
 
@@ -165,6 +176,10 @@ def initial_covar_factor(num_tasks: int, rank: int) -> Tensor:
 
     Returns:
         The ``num_tasks x rank`` factor in the default dtype.
+
+    Example:
+        >>> initial_covar_factor(3, 2).shape
+        torch.Size([3, 2])
     """
     F = 0.5 * torch.ones(num_tasks, rank) / rank**0.5
     if rank > 1:

@@ -20,6 +20,13 @@ class IndependentTasksKernel(MultiTaskKernel):
     Either one scalar kernel per task, or a single kernel shared by all tasks (pass a
     ``Kernel`` and ``num_tasks``); the shared case is ICM with B = I and gets the models'
     fast path.
+
+    Example:
+        >>> import torch
+        >>> from gpytorch.kernels import MaternKernel, RBFKernel
+        >>> kernel = IndependentTasksKernel([RBFKernel(), MaternKernel(nu=2.5)])
+        >>> kernel(torch.rand(3, 1)).to_dense().shape   # (3·2) x (3·2), zero across tasks
+        torch.Size([6, 6])
     """
 
     def __init__(
@@ -56,6 +63,7 @@ class IndependentTasksKernel(MultiTaskKernel):
         return torch.eye(self.num_tasks, **kw)
 
     def separable_components(self) -> list[tuple[Kernel, Tensor]]:
+        """``[(k_i, e_i e_iᵀ)]``: task i's kernel on its own diagonal entry."""
         eye = self.task_covar_matrix
         return [(k, torch.outer(eye[i], eye[i])) for i, k in enumerate(self.data_covar_modules)]
 
@@ -65,6 +73,17 @@ class SumOfSeparableKernel(MultiTaskKernel):
 
     Not diagonalisable in general, so models use their generic (dense) path for it unless all
     terms share one scalar kernel object.
+
+    Example:
+        >>> import torch
+        >>> from gpytorch.kernels import MaternKernel, RBFKernel
+        >>> from botorch_mtucb.kernels import ICMKernel
+        >>> kernel = SumOfSeparableKernel([
+        ...     ICMKernel(RBFKernel(), 2, task_covar=torch.ones(2, 2)),      # shared trend
+        ...     ICMKernel(MaternKernel(), 2, task_covar=torch.eye(2)),       # own deviations
+        ... ])
+        >>> len(kernel.separable_components()), kernel(torch.rand(4, 1)).shape
+        (2, torch.Size([8, 8]))
     """
 
     def __init__(self, kernels: Sequence[MultiTaskKernel], **kwargs) -> None:
@@ -87,4 +106,5 @@ class SumOfSeparableKernel(MultiTaskKernel):
         return [B for _, B in self.separable_components()]
 
     def separable_components(self) -> list[tuple[Kernel, Tensor]]:
+        """Every member's terms, in order."""
         return [c for k in self.kernels for c in k.separable_components()]

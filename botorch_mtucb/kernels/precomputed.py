@@ -1,4 +1,5 @@
-"""A scalar kernel over a finite set of arms given as a fixed PSD matrix."""
+"""A scalar kernel over a finite set of arms given as a fixed PSD matrix: k(i, j) = M_ij
+(paper 001, §6: the stock and light-sensor experiments)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,15 @@ class PrecomputedKernel(Kernel):
     Inputs are validated (integer, in range) the first time a tensor is seen; later calls with
     the same tensor (same storage, shape, strides and version, e.g. the candidate set of every
     acquisition evaluation) skip the check, so evaluations do not synchronise with the device.
+
+    Example:
+        >>> import torch
+        >>> M = torch.tensor([[1.0, 0.8, 0.1], [0.8, 1.0, 0.2], [0.1, 0.2, 1.0]])
+        >>> kernel = PrecomputedKernel(M)
+        >>> arms = torch.tensor([[0.0], [2.0]])   # N x 1 arm indices
+        >>> kernel(arms).to_dense()
+        tensor([[1.0000, 0.1000],
+                [0.1000, 1.0000]])
     """
 
     has_lengthscale = False
@@ -38,6 +48,7 @@ class PrecomputedKernel(Kernel):
 
     @property
     def num_arms(self) -> int:
+        """Number of arms A."""
         return self.matrix.shape[0]
 
     def arm_indices(self, x: Tensor, name: str = "x") -> Tensor:
@@ -67,6 +78,8 @@ class PrecomputedKernel(Kernel):
         return idx
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
+        """``batch_shape x N1 x N2`` matrix M[i1, i2] (its diagonal with ``diag``) for arm
+        indices ``x1``, ``x2`` (``batch_shape x N x 1``)."""
         i1 = self._cached_indices(x1, "x1")
         i2 = self._cached_indices(x2, "x2")
         M = self.matrix.to(dtype=x1.dtype)

@@ -1,4 +1,16 @@
-"""Structured linear algebra for multi-task kernels."""
+"""Structured linear algebra for multi-task kernels (paper 000, §3.3, App. A, Lemma 8) and
+the heavy-tailed ridge fits (paper 001, Algorithm 2).
+
+* :class:`CholeskyFactor` — solves, log-determinants and block extension of ``A = L Lᵀ``;
+* :class:`ICMRotation`, :func:`interleave_blocks` — Γ = k·B as ``n`` scalar problems in
+  B's eigenbasis;
+* :func:`icm_inv_quad_logdet` and its linear operators — the ICM marginal likelihood from
+  ``eigh(K)`` and ``eigh(B)``;
+* :func:`reduced_pinv_sqrt`, :func:`psd_pinv_sqrt_factor`, :func:`pivoted_cholesky` — the
+  one Nyström factorisation;
+* :func:`working_dtype` and friends — the float32 policy; :func:`spectral_ridge`,
+  :class:`ArmRewardHistory` — ATA-GP-UCB's ridge fit and truncated sums.
+"""
 
 from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.linalg.icm import ICMRotation, interleave_blocks

@@ -80,7 +80,7 @@ def kalman_rank_one(
     """One observation ``y`` at arm ``a``: the updated ``(μ_A, Σ_A)`` and ``c = λ + Σ_aa``.
 
     Only tensor–tensor operations (a Python scalar in an operation costs as much as the
-    operation itself at these sizes); ``Σ_aa`` is clamped at 0 before the inverse square root.
+    operation itself at these sizes); ``Σ_aa`` is clamped at 0 ahead of the inverse square root.
 
     Args:
         mean: ``A`` posterior mean, or ``None`` to update the covariance only.
@@ -130,7 +130,7 @@ def augmented_rank_one(
         S: ``(A+1) x (A+1)`` augmented state (:func:`augmented_state`).
         a: The arm.
         y: The observation (a Python number), or ``None`` to update the ``Σ_A`` block only
-            (``S[-1, :-1]`` then no longer holds the mean).
+            (``S[-1, :-1]`` then does not hold the mean).
         lam: 0-dim ``λ`` in ``S``'s dtype.
         e_last: ``A+1`` unit vector ``e_{A+1}`` in ``S``'s dtype.
 

@@ -21,9 +21,15 @@ class CholeskyFactor:
     """Lower Cholesky factor ``L`` of a (batched) SPD matrix ``A = L Lᵀ``.
 
     Example:
-        >>> F = CholeskyFactor.from_matrix(K + 0.1 * torch.eye(t))
-        >>> alpha = F.solve(y)                 # A⁻¹ y
-        >>> F = F.extend(K_old_new, K_new_new + 0.1 * torch.eye(m))   # A of t + m rows
+        >>> X = torch.linspace(0, 1, 5, dtype=torch.float64).unsqueeze(-1)
+        >>> A = torch.exp(-((X - X.T) ** 2)) + 0.1 * torch.eye(5, dtype=torch.float64)
+        >>> F = CholeskyFactor.from_matrix(A[:3, :3])
+        >>> y = torch.ones(3, 1, dtype=torch.float64)
+        >>> torch.allclose(A[:3, :3] @ F.solve(y), y)   # A⁻¹ y
+        True
+        >>> F = F.extend(A[:3, 3:], A[3:, 3:])   # the factor of all 5 rows
+        >>> torch.allclose(F.logdet(), torch.logdet(A))
+        True
     """
 
     def __init__(self, L: Tensor) -> None:

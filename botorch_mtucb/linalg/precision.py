@@ -2,7 +2,7 @@
 
 A posterior computed from a factorisation of ``K + ηI`` loses about ``c · κ · eps`` of relative
 accuracy, ``κ = (λ_max(K) + η)/η`` its condition number, ``eps`` the machine epsilon of the
-dtype and ``c`` a method constant (≈ 1 for a Cholesky solve, ≈ 0.2 measured for the TGP mean,
+dtype and ``c`` a method constant (≈ 1 for a Cholesky solve, smaller for the TGP mean and
 ≈ 1e-3 for an SVD-based ridge fit). float64 (eps ≈ 2.2e-16) has room for any regulariser these
 models accept; float32 (eps ≈ 1.2e-7) does not once ``κ`` passes ~10⁴ (near-duplicate inputs,
 a small η or λ, or simply many observations: ``tr K_t`` grows with ``t``), and the mean can then
@@ -15,7 +15,7 @@ in a BO loop the condition number grows with the number of rounds (TGP-UCB's
 ``κ̂ = 1 + tr(K_t)/λ`` is linear in ``t``), so a refusal would stop a running loop at an
 unpredictable round although an accurate answer costs only a float64 factorisation; a user who
 asked for float32 gets float32 results that are right, and the warning says what it cost.
-:func:`check_float_conditioning` (the older refusal) is kept for callers that prefer to raise.
+:func:`check_float_conditioning` is the strict alternative for callers that prefer to raise.
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ MAX_EPS_KAPPA = 0.1
 
 
 def regularised_condition(trace: float, lam: float) -> float:
-    """``κ̂ = 1 + tr(K)/λ``, an upper bound on ``cond(K + λI)`` for PSD ``K`` (``tr K ≥ λ_max``)."""
+    """``κ̂ = 1 + tr(K)/λ``, an upper bound on ``cond(K + λI)`` for PSD ``K`` (``tr K ≥ λ_max``).
+
+    Example:
+        >>> regularised_condition(trace=9.0, lam=1.0)
+        10.0
+    """
     return 1.0 + trace / lam
 
 
@@ -58,11 +63,20 @@ def working_dtype(
             computation that always needs float64 (a rank-revealing pseudo-inverse).
         what: What is being computed (for the warning).
         error_factor: The method constant ``c`` of the error estimate ``c · κ · eps``
-            (measured per method; 1 for a plain Cholesky solve).
+            (per method; 1 for a plain Cholesky solve).
 
     Returns:
         ``dtype`` when ``c · κ · eps(dtype) ≤ PRECISION_BUDGET`` (or ``dtype`` is float64), else
         ``torch.float64`` — after a ``NumericalWarning`` saying so.
+
+    Example:
+        >>> working_dtype(torch.float32, condition=100.0)
+        torch.float32
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     working_dtype(torch.float32, condition=1e8, what="the TGP mean")
+        torch.float64
     """
     if dtype == torch.float64:
         return dtype
@@ -94,8 +108,8 @@ def check_float_conditioning(
     """Refuse a regularised system that ``dtype`` cannot solve accurately (strict variant).
 
     ``κ̂ = 1 + tr(K)/λ ≥ cond(K + λI)``; above ``eps · κ̂ = max_eps_kappa`` this raises. The
-    models no longer call it (they follow :func:`working_dtype`); it is kept for code that
-    prefers a refusal to a float64 fallback.
+    models follow :func:`working_dtype` instead; this is for code that prefers a refusal to a
+    float64 fallback.
 
     Args:
         trace: ``tr(K)`` (a bound on ``λ_max(K)``).
@@ -106,6 +120,13 @@ def check_float_conditioning(
 
     Raises:
         ValueError: when ``eps · κ̂ > max_eps_kappa``.
+
+    Example:
+        >>> check_float_conditioning(10.0, 1.0, torch.float32, "M")   # accepted
+        >>> check_float_conditioning(1e8, 1e-2, torch.float32, "M")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: M in torch.float32 cannot be accurate here: ...
     """
     eps = torch.finfo(dtype).eps
     kappa = regularised_condition(trace, lam)

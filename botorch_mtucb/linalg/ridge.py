@@ -22,7 +22,7 @@ __all__ = [
 
 #: ``eps · tr(ΦᵀΦ)/λ`` up to which ``eigh`` of the Gram is accurate enough (else SVD of Φ).
 _GRAM_OK = 1e-6
-#: Error constant ``c`` of the SVD-based fit, relative error ≈ ``c · eps · κ`` (measured).
+#: Error constant ``c`` of the SVD-based fit, relative error ≈ ``c · eps · κ``.
 RIDGE_ERROR_FACTOR = 1e-3
 
 
@@ -33,10 +33,9 @@ def spectral_ridge(
 
     Paper 001, Algorithm 2: ``V_t`` and the rows ``u_iᵀ`` of ``V_t^{-1/2} Φ_tᵀ``. When
     ``eps · tr(ΦᵀΦ)/λ ≤ 1e-6`` the Gram's eigendecomposition is used with its eigenvalues
-    clamped at 0 before adding ``λ`` (never an inverse square root of round-off); otherwise
+    clamped at 0, then ``λ`` is added (never an inverse square root of round-off); otherwise
     the SVD ``Φ = U S Wᵀ`` gives ``e = S² + λ`` and ``V^{-1/2} Φᵀ = W diag(S/√(S² + λ)) Uᵀ``
-    without squaring the condition number (float32 stays accurate to ≈ 1e-3 down to
-    ``λ = 1e-7`` with ``‖φ‖ = 1``, measured). Where even that is not accurate in ``Φ``'s
+    without squaring the condition number. Where even that is not accurate in ``Φ``'s
     dtype (``1e-3 · eps · κ̂ > PRECISION_BUDGET``, :func:`~botorch_mtucb.linalg.working_dtype`)
     the factorisation is done in float64, with a ``NumericalWarning``. One host sync (the
     trace).
@@ -52,6 +51,13 @@ def spectral_ridge(
         ``(W, e, U)`` in the working dtype (``Φ``'s, or float64): ``m x m`` orthonormal,
         ``m`` eigenvalues and the ``m x t`` matrix ``U = V^{-1/2} Φᵀ`` whose rows are
         Algorithm 2's ``u_iᵀ`` (or ``None``).
+
+    Example:
+        >>> Phi = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+        >>> W, e, U = spectral_ridge(Phi, 0.5)
+        >>> V = Phi.T @ Phi + 0.5 * torch.eye(3, dtype=torch.float64)
+        >>> torch.allclose((W * e) @ W.T, V), torch.allclose(U.T @ U, Phi @ V.inverse() @ Phi.T)
+        (True, True)
     """
     t, m = Phi.shape
     if t == 0 or m == 0:

@@ -25,7 +25,21 @@ __all__ = ["ArmRewardHistory"]
 
 
 class ArmRewardHistory:
-    """Rewards grouped by arm, sorted by absolute value, with prefix sums of signed rewards."""
+    """Rewards grouped by arm, sorted by absolute value, with prefix sums of signed rewards.
+
+    Answers S_a(c) = Σ_{τ: a(τ)=a, |y_τ| ≤ c} y_τ for many (arm, threshold) pairs at once
+    (paper 001, Algorithm 2 on a finite arm set; module docstring).
+
+    Example:
+        >>> h = ArmRewardHistory(torch.tensor([0, 1, 0]), torch.tensor([1.0, -2.0, 5.0]), 2)
+        >>> h.truncated_sums(torch.tensor([[2.0], [3.0]]))   # arm 0: |y| ≤ 2; arm 1: |y| ≤ 3
+        tensor([[ 1.],
+                [-2.]])
+        >>> h.append(torch.tensor(0), torch.tensor(-0.5))
+        >>> h.truncated_sums(torch.tensor([[2.0], [3.0]]))
+        tensor([[ 0.5000],
+                [-2.0000]])
+    """
 
     def __init__(self, arm_idx: Tensor, y: Tensor, num_arms: int) -> None:
         """
@@ -62,6 +76,7 @@ class ArmRewardHistory:
 
     @property
     def capacity(self) -> int:
+        """Padded row length (at least the largest per-arm count)."""
         return self.abs_sorted.shape[-1]
 
     def append(self, arm: Tensor, y: Tensor) -> None:

@@ -1,4 +1,4 @@
-"""The practical defaults of :func:`botorch_mtucb.loop.run_bo_loop` (issue 16).
+"""The practical defaults of :func:`botorch_mtucb.loop.run_bo_loop`.
 
 Called with only ``observe``, ``num_rounds`` and a box (``bounds=`` or a
 :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`), the loop is what a careful
@@ -9,18 +9,18 @@ BoTorch user writes by hand:
 * the model :func:`~botorch_mtucb.models.practical_multitask_gp` on the box (normalised
   inputs, standardised outcomes, ICM Matérn-5/2 with a learned B, constant mean, learned
   noise), conditioned on each round's points and refitted on the :class:`RefitSchedule`,
-  each refit warm-started from the previous one (:func:`practical_model_factory`);
+  each refit warm-started from the last one (:func:`practical_model_factory`);
 * the scale-free augmented Chebyshev scalarization with a fresh λ_t each round
   (``ScalarizationSampler(n, "chebyshev", ref_point="data", front="predicted")``: reference
   point and ranges from the observed non-dominated points and the model's payoff table;
   n ≥ 2 objectives);
 * :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with its default (practical)
-  width and the directional bound, maximised by ``BoxOptimizer(bounds, num_restarts=4,
-  raw_samples=256)``.
+  width and the directional bound (:func:`scalarized_ucb_factory`), maximised by
+  ``BoxOptimizer(bounds, num_restarts=4, raw_samples=256)``.
 
 Every piece given explicitly replaces its default; a call that gives ``initial_X`` and the
-model, acquisition and optimizer (every call written before these defaults) runs exactly as
-before (``update="condition"``, no refits).
+model, acquisition and optimizer runs with exactly those pieces (``update="condition"``, no
+refits).
 """
 
 from __future__ import annotations
@@ -28,26 +28,32 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.models.model import Model
 from torch import Tensor
 
+from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
+from botorch_mtucb.acquisition.pending import PendingInflation, resolve_inflation
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.acquisition.scalarization.sampling import ScalarizationSampler
-from botorch_mtucb.multitask.practical_fit import WarmStartPracticalFactory
+from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
 from botorch_mtucb.utils.initial_design import check_bounds, sobol_initial_design
 
 __all__ = [
     "DEFAULT_NUM_RESTARTS",
     "DEFAULT_RAW_SAMPLES",
+    "RefitRule",
     "RefitSchedule",
     "practical_model_factory",
+    "scalarized_ucb_factory",
 ]
 
-#: ``optimize_acqf`` starts and raw samples of the default optimizer (the benchmark suite's).
+#: ``optimize_acqf`` starts and raw samples of the default optimizer.
 DEFAULT_NUM_RESTARTS, DEFAULT_RAW_SAMPLES = 4, 256
 
 #: ``refit_every``: an int k (refit after every k-th round) or ``(t, N, N_fit) -> bool``.
@@ -59,29 +65,27 @@ class RefitSchedule:
     """When to refit hyperparameters: every round while N ≤ ``every_round_until``, then when
     the data have grown by ``growth`` (relative) since the last fit.
 
-    Round t refits (``model_factory`` on all N observations) if N ≤ ``every_round_until`` or
-    N − N_fit ≥ max(1, ⌈``growth`` · N_fit⌉), N_fit the number of observations at the last fit
-    (integer arithmetic: no refit is lost to rounding); other
-    rounds condition the model on the new points (``condition_on_observations``: same
-    hyperparameters, exact posterior). With the defaults and q = 1: every round up to 20
-    points, then every 3 rounds at N = 25, every 5 at N = 50, every 20 at N = 200, so the
-    number of fits grows like log N instead of N.
+    Round t refits (``model_factory`` on all N observations) if
 
-    **Cost** (``practical_multitask_gp``, BraninCurrin, n = 2, d = 2, one CPU thread, best
-    of 3): one refit 0.06 s at N = 10, 0.17 s
-    at N = 50, 0.30 s at N = 100, 0.82 s at N = 200; a ``condition_on_observations`` 0.003 s;
-    one acquisition maximisation 0.01–0.06 s. Refitting every round would make the refit
-    ~90 % of a round at N = 50; this schedule amortises it to 0.034 s per round there.
-    Hyperparameters fitted on N points change little when 10 % more points arrive: in the
-    default loop (max(5, 2d) Sobol points + 30 rounds, 3 seeds, hypervolume % of the maximum)
-    the schedule matched refitting every round (BraninCurrin 89.9 vs 88.8 %, VehicleSafety
-    91.5 vs 89.3 %, within seed noise) with 21 and 17 fits instead of 31; never refitting
-    lost on BraninCurrin (72.6 %). At that horizon the round's wall time was dominated by
-    the acquisition maximisation, not the fits.
+        N ≤ ``every_round_until``  or  N − N_fit ≥ max(1, ⌈``growth`` · N_fit⌉),
+
+    N_fit the number of observations at the last fit (integer arithmetic: no refit is lost
+    to rounding); other rounds condition the model on the new points
+    (``condition_on_observations``: same hyperparameters, exact posterior). With the defaults
+    and q = 1: every round up to 20 points, then every 3 rounds at N = 25, every 5 at N = 50,
+    every 20 at N = 200, so the number of fits grows like log N instead of N. A refit costs a
+    marginal-likelihood optimisation (O(N³) per step), a conditioning one rank-q update.
 
     Attributes:
         every_round_until: Refit at every round while N is at most this.
         growth: Relative growth of N since the last fit that triggers a refit (> 0).
+
+    Example:
+        >>> schedule = RefitSchedule()
+        >>> [schedule(t=1, N=N, N_fit=N - 1) for N in (10, 20, 21)]
+        [True, True, False]
+        >>> schedule(t=5, N=22, N_fit=20)   # 2 = ⌈0.1 · 20⌉ new points since the last fit
+        True
     """
 
     every_round_until: int = 20
@@ -99,7 +103,16 @@ class RefitSchedule:
             raise ValueError(f"`growth` must be a positive number, got {self.growth!r}.")
 
     def __call__(self, t: int, N: int, N_fit: int) -> bool:
-        """Whether round ``t`` (1-based), now with ``N`` observations, refits (fit at N_fit)."""
+        """Whether round ``t`` refits.
+
+        Args:
+            t: Round index, 1-based (unused: the schedule depends on the data size only).
+            N: Number of observations after the round.
+            N_fit: Number of observations at the last fit.
+
+        Returns:
+            ``True`` when the round refits.
+        """
         if N <= self.every_round_until:
             return True
         return N - N_fit >= max(1, math.ceil(self.growth * N_fit - 1e-9))
@@ -123,13 +136,65 @@ def refit_due(refit_every: RefitRule, t: int, N: int, N_fit: int) -> bool:
     return bool(refit_every) and t % refit_every == 0
 
 
+def scalarized_ucb_factory(
+    beta: float | BetaSchedule | None = None,
+    bound: Literal["spectral", "directional"] = "directional",
+    pending_beta_inflation: PendingInflation = 1.0,
+) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
+    """Acquisition factory for :func:`~botorch_mtucb.loop.run_bo_loop`: ``(model, s_λ) ->``
+    :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` (paper 000, eq. (2) with
+    ``bound="spectral"``, App. B.1 with ``bound="directional"``).
+
+    Args:
+        beta: Confidence radius β (a float or a schedule evaluated on the model);
+            ``None`` keeps the acquisition's default (practical) width.
+        bound: ``"spectral"`` (the paper's rule) or ``"directional"`` (tighter, same
+            guarantee).
+        pending_beta_inflation: Width inflation of batch points chosen with pending points
+            (``q > 1``, GP-BUCB; :mod:`botorch_mtucb.acquisition.pending`).
+
+    Returns:
+        ``(model, scalarization) -> ScalarizedMultiTaskUCB``; it raises ``ValueError`` when
+        called without a scalarization.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import LinearScalarization
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> model = ExactMultiTaskGP(torch.rand(6, 2, dtype=torch.float64),
+        ...                          torch.rand(6, 2, dtype=torch.float64))
+        >>> factory = scalarized_ucb_factory(beta=2.0, bound="spectral")
+        >>> s = LinearScalarization(torch.tensor([0.5, 0.5], dtype=torch.float64))
+        >>> acqf = factory(model, s)
+        >>> acqf(torch.rand(4, 1, 2, dtype=torch.float64)).shape   # b x q x d -> b
+        torch.Size([4])
+    """
+    resolve_inflation(pending_beta_inflation)
+    width = {} if beta is None else {"beta": beta}
+
+    def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
+        if scalarization is None:
+            raise ValueError("The scalarized UCB needs a `scalarization_sampler`.")
+        return ScalarizedMultiTaskUCB(
+            model, scalarization, **width, bound=bound,
+            pending_beta_inflation=pending_beta_inflation,
+        )
+
+    return factory
+
+
 def practical_model_factory(bounds: Tensor) -> Callable[[Tensor, Tensor], Model]:
     """The loop's default model factory: ``(X, Y) ->`` the practical model
     (:func:`~botorch_mtucb.models.practical_multitask_gp` on ``bounds``), its first fit cold
-    and every later fit warm-started from the previous one
-    (:class:`~botorch_mtucb.multitask.practical_fit.WarmStartPracticalFactory`; one factory per
-    run). Measured in ``bench/mtucb_bench/perf/mo_round_time.py``: with the :class:`RefitSchedule` it
-    makes MT-UCB's round 0.09–0.18× of qLogNParEGO's, hypervolume unchanged within noise."""
+    and every later fit warm-started from the last one
+    (:class:`~botorch_mtucb.multitask.practical.WarmStartPracticalFactory`; one factory per
+    run).
+
+    Args:
+        bounds: ``2 x d`` box of the domain (lower < upper).
+
+    Returns:
+        ``(N x d, N x n) -> Model``.
+    """
     check_bounds(bounds)
     return WarmStartPracticalFactory(bounds.clone())
 

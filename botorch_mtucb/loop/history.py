@@ -1,4 +1,6 @@
-"""What :func:`botorch_mtucb.loop.run_bo_loop` records: RoundRecord and LoopHistory."""
+"""What :func:`botorch_mtucb.loop.run_bo_loop` records: one :class:`RoundRecord` per
+evaluation and the run's :class:`LoopHistory`, with the regret summaries of paper 000, §2:
+the cumulative scalarized regret R_C(T) = Σ_{t≤T} r_t and its time average R_C(T)/T."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ __all__ = ["LoopHistory", "RoundRecord"]
 
 @dataclass
 class RoundRecord:
-    """What happened in one round.
+    """What happened in one evaluation (one point of a round).
 
     Attributes:
         t: Evaluation index, 1-based (the round index when ``q = 1``).
@@ -27,6 +29,13 @@ class RoundRecord:
         dictionary_size: Size m_t of a Nyström dictionary after the update, when the model
             exposes one (``dictionary_size``: MT-BKB; ``None`` otherwise).
         batch: Round (batch) index, 1-based; equal to ``t`` when ``q = 1``.
+
+    Example:
+        >>> r = RoundRecord(t=1, x=torch.tensor([0.5]), y=torch.tensor([1.0, 2.0]),
+        ...                 weights=torch.tensor([0.3, 0.7]), regret=0.1, beta=1.0,
+        ...                 wall_time=0.02, batch=1)
+        >>> r.to_dict()["y"]
+        [1.0, 2.0]
     """
 
     t: int
@@ -56,6 +65,17 @@ class LoopHistory:
         initial_Y: ``N0 x n`` their observations.
         rounds: One :class:`RoundRecord` per round.
         model: The final model (not exported).
+
+    Example:
+        >>> h = LoopHistory(initial_X=torch.zeros(2, 1), initial_Y=torch.zeros(2, 2))
+        >>> for t, regret in enumerate([0.4, 0.2], start=1):
+        ...     h.rounds.append(RoundRecord(t=t, x=torch.full((1,), t / 4), y=torch.ones(2),
+        ...                                 weights=None, regret=regret, beta=None,
+        ...                                 wall_time=0.0, batch=t))
+        >>> h.X.shape, h.Y.shape   # T x d, T x n
+        (torch.Size([2, 1]), torch.Size([2, 2]))
+        >>> h.time_average_regret()   # R_C(t) / t
+        tensor([0.4000, 0.3000], dtype=torch.float64)
     """
 
     initial_X: Tensor
@@ -65,12 +85,12 @@ class LoopHistory:
 
     @property
     def X(self) -> Tensor:
-        """``T x d`` query points x_1, …, x_T."""
+        """``T x d`` query points x_1, …, x_T (``0 x d`` until the first round)."""
         return torch.stack([r.x for r in self.rounds]) if self.rounds else self.initial_X[:0]
 
     @property
     def Y(self) -> Tensor:
-        """``T x n`` observations y_1, …, y_T."""
+        """``T x n`` observations y_1, …, y_T (``0 x n`` until the first round)."""
         return torch.stack([r.y for r in self.rounds]) if self.rounds else self.initial_Y[:0]
 
     @property

@@ -1,4 +1,17 @@
-"""The shared base of the multi-task GPs: BoTorch plumbing around a posterior solver."""
+r"""The shared base of the multi-task GPs of paper 000: BoTorch plumbing around a solver.
+
+For vector observations ``y_s ∈ R^n`` and a matrix-valued kernel Γ, the models' posterior is
+(paper 000, eq. (1))
+
+.. math::
+    μ_t(x) = G_t(x)^T (G_t + ηI_{nt})^{-1} Y_t, \qquad
+    Γ_t(x, x') = Γ(x, x') − G_t(x)^T (G_t + ηI_{nt})^{-1} G_t(x'),
+
+or its Nyström approximation (MT-BKB). :class:`MultiTaskGPBase` holds what both estimators
+share (data, noise, transforms, caching, ``posterior``, the task-posterior protocols and
+conditioning); the numerical work is a
+:class:`~botorch_mtucb.multitask.solvers.base.MultiTaskSolver`'s.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +29,7 @@ from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scal
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.constraints import GreaterThan
 from gpytorch.distributions import MultitaskMultivariateNormal
-from gpytorch.likelihoods import MultitaskGaussianLikelihood
+from gpytorch.likelihoods import Likelihood, MultitaskGaussianLikelihood
 from gpytorch.means import Mean, MultitaskMean
 from gpytorch.models import ExactGP
 from torch import Tensor
@@ -28,10 +41,7 @@ from botorch_mtucb.linalg.precision import working_dtype
 from botorch_mtucb.multitask.conditioning import MultiTaskConditioningMixin
 from botorch_mtucb.multitask.likelihoods import FixedNoiseMultitaskGaussianLikelihood
 from botorch_mtucb.multitask.solver_cache import SolverCacheMixin
-from botorch_mtucb.multitask.solvers.exact import (
-    MultiTaskSolver,
-    dense,
-)
+from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, dense
 from botorch_mtucb.multitask.utils import (
     ZeroMultitaskMean,
     joint_task_mvn,
@@ -40,7 +50,7 @@ from botorch_mtucb.multitask.utils import (
 from botorch_mtucb.settings import check_test_inputs
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["MultiTaskGPBase", "ZeroMultitaskMean"]
+__all__ = ["MultiTaskGPBase"]
 
 
 class MultiTaskGPBase(
@@ -54,13 +64,24 @@ class MultiTaskGPBase(
     and ``condition_on_observations``. A subclass declares how its posterior is computed by
     implementing two methods:
 
-    * :meth:`_build_solver` — the :class:`~botorch_mtucb.multitask.solvers.exact.MultiTaskSolver` for
-      the current training data and hyperparameters;
+    * :meth:`_build_solver` — the
+      :class:`~botorch_mtucb.multitask.solvers.base.MultiTaskSolver` for the current training
+      data and hyperparameters;
     * :meth:`_after_conditioning` — what a conditioned copy inherits from this model (e.g. an
       extended factorisation, or the variances its dictionary is drawn from).
 
     and may refine :meth:`_working_dtype` (the precision of the factorisation) and
     :meth:`_deepcopy_memo` (objects that conditioned copies share).
+
+    Example:
+        >>> from botorch_mtucb.multitask.solvers.exact import DenseSolver
+        >>> class DenseMultiTaskGP(MultiTaskGPBase):  # the exact posterior, always dense
+        ...     def _build_solver(self):
+        ...         return DenseSolver(*self._solver_inputs(*self._base_train_data()))
+        ...     def _after_conditioning(self, new, old_solver, Xt):
+        ...         pass  # ``new`` builds its own solver when first queried
+        >>> model = DenseMultiTaskGP(train_X, train_Y)  # N x d, N x n
+        >>> mean, blocks = model.task_posterior(X)  # b x q x n, b x q x n x n
     """
 
     _supports_batched_models = True
@@ -80,18 +101,7 @@ class MultiTaskGPBase(
     ) -> None:
         """Validate the data and build the GPyTorch parts (see the subclasses' arguments)."""
         validate_train_data(train_X, train_Y, allow_batch=True)
-        if train_Yvar is not None:
-            check_finite(train_Yvar, "train_Yvar")
-            if train_Yvar.shape != train_Y.shape or not bool((train_Yvar > 0).all()):
-                raise ValueError(
-                    "`train_Yvar` must hold positive noise variances of the shape of `train_Y` "
-                    f"{tuple(train_Y.shape)}, got shape {tuple(train_Yvar.shape)}."
-                )
-            if learn_noise:
-                raise ValueError("`learn_noise=True` contradicts a known `train_Yvar`.")
-        noise_t = torch.as_tensor(noise, dtype=train_X.dtype, device=train_X.device)
-        if noise_t.numel() != 1 or not torch.isfinite(noise_t) or noise_t.item() <= 0:
-            raise ValueError(f"`noise` (η) must be a positive finite scalar, got {noise!r}.")
+        noise_t = _checked_noise(train_X, train_Y, train_Yvar, noise, learn_noise)
         n = train_Y.shape[-1]
         d = train_X.shape[-1]
         with torch.no_grad():
@@ -99,33 +109,11 @@ class MultiTaskGPBase(
         if outcome_transform is not None:
             outcome_transform.train()
             train_Y, train_Yvar = outcome_transform(train_Y, train_Yvar, X=transformed_X)
-        if covar_module is None:
-            covar_module = ICMKernel(
-                get_covar_module_with_dim_scaled_prior(ard_num_dims=transformed_X.shape[-1]),
-                num_tasks=n,
-                rank=n,
-            )
-        if not isinstance(covar_module, MultiTaskKernel):
-            raise ValueError(
-                "`covar_module` must be a botorch_mtucb multi-task kernel (e.g. ICMKernel), "
-                f"got {type(covar_module).__name__}."
-            )
-        if covar_module.num_tasks != n:
-            raise ValueError(
-                f"`covar_module` has num_tasks={covar_module.num_tasks} but `train_Y` has "
-                f"{n} columns."
-            )
+        covar_module = _checked_kernel(covar_module, transformed_X.shape[-1], n)
         self._num_outputs = n
         self._input_batch_shape = train_X.shape[:-2]
         self._aug_batch_shape = train_X.shape[:-2]
-        if train_Yvar is None:
-            likelihood = MultitaskGaussianLikelihood(
-                num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
-                noise_constraint=GreaterThan(1e-9),
-            )
-        else:
-            likelihood = FixedNoiseMultitaskGaussianLikelihood(train_Yvar)
-        ExactGP.__init__(self, train_X, train_Y, likelihood)
+        ExactGP.__init__(self, train_X, train_Y, _likelihood(n, train_Yvar))
         if train_Yvar is None:
             self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
             self.likelihood.raw_noise.requires_grad_(learn_noise)
@@ -392,3 +380,66 @@ class MultiTaskGPBase(
         raise NotImplementedError(
             f"{type(self).__name__} couples its tasks; use `posterior(X, output_indices=...)`."
         )
+
+
+def _checked_noise(
+    train_X: Tensor,
+    train_Y: Tensor,
+    train_Yvar: Tensor | None,
+    noise: float | Tensor,
+    learn_noise: bool,
+) -> Tensor:
+    """η as a tensor of ``train_X``'s dtype, after checking it and the known noise.
+
+    Raises:
+        ValueError: If ``train_Yvar`` is not positive of the shape of ``train_Y``, contradicts
+            ``learn_noise``, or ``noise`` is not a positive finite scalar.
+    """
+    if train_Yvar is not None:
+        check_finite(train_Yvar, "train_Yvar")
+        if train_Yvar.shape != train_Y.shape or not bool((train_Yvar > 0).all()):
+            raise ValueError(
+                "`train_Yvar` must hold positive noise variances of the shape of `train_Y` "
+                f"{tuple(train_Y.shape)}, got shape {tuple(train_Yvar.shape)}."
+            )
+        if learn_noise:
+            raise ValueError("`learn_noise=True` contradicts a known `train_Yvar`.")
+    noise_t = torch.as_tensor(noise, dtype=train_X.dtype, device=train_X.device)
+    if noise_t.numel() != 1 or not torch.isfinite(noise_t) or noise_t.item() <= 0:
+        raise ValueError(f"`noise` (η) must be a positive finite scalar, got {noise!r}.")
+    return noise_t
+
+
+def _checked_kernel(covar_module: MultiTaskKernel | None, d: int, n: int) -> MultiTaskKernel:
+    """``covar_module`` checked for ``n`` tasks; ``None`` gives the default ICM kernel over
+    BoTorch's dimension-scaled RBF on ``d`` (transformed) inputs with a full-rank ``B``.
+
+    Raises:
+        ValueError: If ``covar_module`` is not a multi-task kernel of ``n`` tasks.
+    """
+    if covar_module is None:
+        covar_module = ICMKernel(
+            get_covar_module_with_dim_scaled_prior(ard_num_dims=d), num_tasks=n, rank=n
+        )
+    if not isinstance(covar_module, MultiTaskKernel):
+        raise ValueError(
+            "`covar_module` must be a botorch_mtucb multi-task kernel (e.g. ICMKernel), "
+            f"got {type(covar_module).__name__}."
+        )
+    if covar_module.num_tasks != n:
+        raise ValueError(
+            f"`covar_module` has num_tasks={covar_module.num_tasks} but `train_Y` has "
+            f"{n} columns."
+        )
+    return covar_module
+
+
+def _likelihood(n: int, train_Yvar: Tensor | None) -> Likelihood:
+    """The homoscedastic ``n``-task Gaussian likelihood (one global η), or the known-noise
+    likelihood of the (outcome-transformed) ``train_Yvar``."""
+    if train_Yvar is None:
+        return MultitaskGaussianLikelihood(
+            num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
+            noise_constraint=GreaterThan(1e-9),
+        )
+    return FixedNoiseMultitaskGaussianLikelihood(train_Yvar)

@@ -144,7 +144,7 @@ def batched_members(model_cls: type, args: tuple, kwargs: dict) -> tuple[list, t
         kwargs: Its keyword arguments.
 
     Returns:
-        The members and the batch shape.
+        The ``prod(batch)`` members (row-major) and the batch shape.
 
     Raises:
         ValueError: if ``train_X`` and ``train_Y`` are not tensors of the same non-empty batch
@@ -152,6 +152,11 @@ def batched_members(model_cls: type, args: tuple, kwargs: dict) -> tuple[list, t
             ``torch.Generator``, an integer or ``None``.
         NotImplementedError: for a stateful transform other than ``Normalize`` /
             ``InputStandardize`` / ``Standardize``.
+
+    Example:
+        >>> from botorch_mtucb.models import NystromMultiTaskGP
+        >>> Xb, Yb = train_X.expand(2, -1, -1), train_Y.expand(2, -1, -1)
+        >>> members, batch = batched_members(NystromMultiTaskGP, (Xb, Yb), {"generator": 0})
     """
     try:
         bound = inspect.signature(model_cls.__init__).bind(None, *args, **kwargs)

@@ -29,7 +29,7 @@ from gpytorch import settings as gpt_settings
 from torch import Tensor
 
 from botorch_mtucb.linalg.factor import CholeskyFactor
-from botorch_mtucb.multitask.solvers.exact import MultiTaskSolver
+from botorch_mtucb.multitask.solvers.base import MultiTaskSolver
 from botorch_mtucb.multitask.utils import validate_train_data
 from botorch_mtucb.utils.validation import check_finite
 
@@ -39,12 +39,25 @@ __all__ = ["ConditionedSolver", "MultiTaskConditioningMixin"]
 class ConditionedSolver(MultiTaskSolver):
     """A base solver's posterior updated on ``m`` (batched) observations.
 
+    ``μ'(x) = μ(x) + Γ_t(x, X_1) (Γ_t(X_1, X_1) + ηI)⁻¹ (Y_1 − μ(X_1))`` and
+    ``Γ'(x, x') = Γ_t(x, x') − Γ_t(x, X_1) (Γ_t(X_1, X_1) + ηI)⁻¹ Γ_t(X_1, x')`` (module
+    docstring): one ``mn x mn`` Cholesky factor, and each query asks the base for the joint
+    posterior at ``X ∪ X_1``.
+
     Args:
         base: The solver of the model that is conditioned.
         X1: ``batch x m x d`` appended inputs (input-transformed, the base's dtype).
         resid1: ``batch' x m x n`` appended targets minus the prior mean (``batch'`` may have
             leading fantasy dimensions in front of ``batch``).
         noise: η (0-dim tensor), or ``batch x m x n`` noise variances of the new rows.
+
+    Example:
+        >>> from botorch_mtucb.multitask.solvers.exact import DenseSolver
+        >>> eta = torch.tensor(0.1, dtype=torch.float64)
+        >>> base = DenseSolver(kernel, train_X[:8], train_resid[:8], eta)
+        >>> X1, R1 = train_X[8:].expand(2, -1, -1), train_resid[8:].expand(5, 2, -1, -1)
+        >>> solver = ConditionedSolver(base, X1, R1, eta)  # 5 fantasies x batch 2
+        >>> mean, blocks = solver.predict(torch.rand(2, 1, d, dtype=torch.float64), False)
     """
 
     def __init__(self, base: MultiTaskSolver, X1: Tensor, resid1: Tensor, noise: Tensor) -> None:
@@ -100,6 +113,13 @@ class MultiTaskConditioningMixin:
     Unbatched data go through the model's own :meth:`_after_conditioning` (an extended
     factorisation, a new dictionary); batched data (fantasies) through
     :class:`ConditionedSolver`, recorded so that a rebuilt solver replays them.
+
+    Example:
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> model = ExactMultiTaskGP(train_X, train_Y)
+        >>> new = model.condition_on_observations(x_new, y_new)  # m x d, m x n
+        >>> fantasies = model.condition_on_observations(x_new, y_new.expand(4, -1, -1))
+        >>> fantasies.batch_shape  # torch.Size([4])
     """
 
     def _base_train_data(self) -> tuple[Tensor, Tensor]:

@@ -1,4 +1,9 @@
-"""Exact multi-task GP / kernel regression: the MT-KB model (paper 000, §3.1, §3.3, App. A)."""
+"""Exact multi-task GP / kernel regression: the MT-KB model (paper 000, §3.1, §3.3, App. A).
+
+:class:`ExactMultiTaskGP` computes the posterior of paper 000, eq. (1) with the ICM solver
+when the kernel is one separable term Γ = k·B and the noise one shared η, else with the dense
+Cholesky solver (:mod:`botorch_mtucb.multitask.solvers.exact`).
+"""
 
 from __future__ import annotations
 
@@ -12,16 +17,12 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
-from botorch_mtucb.multitask.base import MultiTaskGPBase, ZeroMultitaskMean
-from botorch_mtucb.multitask.solvers.exact import (
-    DenseSolver,
-    ICMSolver,
-    MultiTaskSolver,
-    extend_solver,
-)
+from botorch_mtucb.multitask.base import MultiTaskGPBase
+from botorch_mtucb.multitask.solvers.base import MultiTaskSolver
+from botorch_mtucb.multitask.solvers.exact import DenseSolver, ICMSolver, extend_solver
 from botorch_mtucb.utils.model_data import original_train_inputs
 
-__all__ = ["ExactMultiTaskGP", "ZeroMultitaskMean"]
+__all__ = ["ExactMultiTaskGP"]
 
 
 class ExactMultiTaskGP(MultiTaskGPBase):
@@ -48,9 +49,11 @@ class ExactMultiTaskGP(MultiTaskGPBase):
     ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``.
 
     Example:
-        >>> model = ExactMultiTaskGP(train_X, train_Y)          # N x d, N x n
+        >>> model = ExactMultiTaskGP(train_X, train_Y)  # N x d, N x n
         >>> post = model.posterior(torch.rand(5, 1, d, dtype=torch.float64))
-        >>> post.mean.shape                                      # 5 x 1 x n
+        >>> post.mean.shape  # 5 x 1 x n
+        >>> mean, blocks = model.task_posterior(torch.rand(5, d, dtype=torch.float64))
+        >>> model = model.condition_on_observations(x_new, y_new)  # m x d, m x n
     """
 
     def __init__(

@@ -1,4 +1,8 @@
-"""Known per-observation noise for the multi-task GPs (``train_Yvar``)."""
+"""Known per-observation noise for the multi-task GPs (``train_Yvar``).
+
+With known variances the regulariser ``ηI`` of paper 000, eq. (1) becomes
+``N = diag(vec Yvar)`` (interleaved order): ``μ_t(x) = G_t(x)ᵀ (G_t + N)⁻¹ Y_t``.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,10 @@ class FixedNoiseMultitaskGaussianLikelihood(_MultitaskGaussianLikelihoodBase):
 
     Args:
         noise: ``batch_shape x N x n`` known noise variances (> 0).
+
+    Example:
+        >>> lik = FixedNoiseMultitaskGaussianLikelihood(torch.full((N, n), 0.05))
+        >>> lik.noise.shape  # N x n
     """
 
     def __init__(self, noise: Tensor) -> None:

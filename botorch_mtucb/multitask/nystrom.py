@@ -1,6 +1,11 @@
 """Nyström multi-task GP with a variance-sampled dictionary: the MT-BKB model.
 
 Paper 000, §3.2 (Algorithm 2), Theorem 3, Appendix A eqs. (7)–(8) and Appendix D.
+:class:`NystromMultiTaskGP` draws the dictionary and replays Algorithm 2's rounds; the
+posterior of a given dictionary is a Nyström solver's
+(:mod:`botorch_mtucb.multitask.solvers.nystrom` for any kernel,
+:mod:`botorch_mtucb.multitask.solvers.nystrom_icm` for Γ = k·B). :func:`theorem3_q` is the
+oversampling parameter that makes the dictionary ε-accurate.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.precision import working_dtype
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.nystrom_batch import NystromMultiTaskBatch
-from botorch_mtucb.multitask.solvers.nystrom import ICMNystromSolver, NystromSolver
+from botorch_mtucb.multitask.solvers.nystrom import NystromSolver
+from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 from botorch_mtucb.utils.batched_data import has_batched_training_data
 
 __all__ = ["NystromMultiTaskGP", "theorem3_q"]
@@ -31,6 +37,15 @@ def theorem3_q(epsilon: float, delta: float, horizon: int) -> float:
         epsilon: Accuracy ε ∈ (0, 1).
         delta: Confidence δ ∈ (0, 1].
         horizon: Time horizon T ≥ 1.
+
+    Returns:
+        ``q`` (a float); the inclusion probabilities are ``p = min{q ‖Γ̃(x, x)‖, 1}``.
+
+    Raises:
+        ValueError: If ``epsilon``, ``delta`` or ``horizon`` is out of range.
+
+    Example:
+        >>> q = theorem3_q(epsilon=0.5, delta=0.1, horizon=100)
     """
     _check_epsilon_delta(epsilon, delta)
     if not isinstance(horizon, int) or horizon < 1:
@@ -110,7 +125,8 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         >>> model = NystromMultiTaskGP(train_X, train_Y, epsilon=0.5, horizon=1000,
         ...                            generator=torch.Generator().manual_seed(0))
         >>> model.dictionary_size, model.dictionary_indices[:5]
-        >>> model = model.condition_on_observations(x_new, y_new)   # next round
+        >>> mean, blocks = model.task_posterior(torch.rand(5, d, dtype=torch.float64))
+        >>> model = model.condition_on_observations(x_new, y_new)  # next round
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -318,9 +334,9 @@ class NystromMultiTaskGP(MultiTaskGPBase):
             )
 
     def _working_dtype(self, X: Tensor) -> torch.dtype:
-        """float64 unless the data are float64: the dictionary Gram's pseudo-inverse square
-        root is rank-revealing, and float32 would drop informative directions (measured: a 12 %
-        variance error with every point in the dictionary)."""
+        """float64 whatever the data's dtype: the dictionary Gram's pseudo-inverse square root
+        is rank-revealing, and float32 would drop informative directions (lower-precision data
+        get a ``NumericalWarning`` and results in their dtype)."""
         return working_dtype(X.dtype, math.inf, "MT-BKB's Nyström posterior")
 
     def _make_solver(

@@ -5,7 +5,7 @@ the data, so dictionaries differ in size from member to member and cannot share 
 embedding: :class:`NystromMultiTaskBatch` holds ``b`` unbatched :class:`NystromMultiTaskGP`
 members and stacks their posteriors (a Python loop over the batch members, never over
 observations). The transforms of batched data are fitted the BoTorch way before the members
-are built (``_nystrom_batch_members``).
+are built (:func:`~botorch_mtucb.multitask.batch_members.batched_members`).
 """
 
 from __future__ import annotations
@@ -82,6 +82,13 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
       ``load_state_dict`` (each member's dictionary indices and probabilities included),
       ``.to``, ``deepcopy`` and pickling; ``subset_output`` is refused (coupled tasks), as for
       a single model.
+
+    Example:
+        >>> from botorch_mtucb.models import NystromMultiTaskGP
+        >>> Xb, Yb = train_X.expand(2, -1, -1), train_Y.expand(2, -1, -1)  # 2 x N x d, 2 x N x n
+        >>> batch = NystromMultiTaskGP(Xb, Yb, generator=0)  # a NystromMultiTaskBatch
+        >>> mean, blocks = batch.task_posterior(torch.rand(2, 5, d, dtype=torch.float64))
+        >>> mean.shape, batch.members[1].dictionary_size  # 2 x 5 x n
     """
 
     def __init__(self, members: list[Model], batch: torch.Size) -> None:

@@ -1,10 +1,13 @@
-"""The careful BoTorch user's multi-task GP: the practical default model of MT-UCB (issue 16).
+"""The careful BoTorch user's multi-task GP: the practical default model of MT-UCB.
 
-:class:`~botorch_mtucb.models.ExactMultiTaskGP`'s own keyword defaults stay the paper's
+:class:`~botorch_mtucb.models.ExactMultiTaskGP`'s own keyword defaults are the paper's
 estimator (paper 000, eq. (1): a fixed regulariser η = 0.1, zero prior mean, fixed
-hyperparameters unless fitted) so that ``ExactMultiTaskGP(X, Y)`` remains the named *paper
-setting*. :func:`practical_multitask_gp` builds and fits the model a BoTorch user would
-build for real data instead.
+hyperparameters unless fitted), so that ``ExactMultiTaskGP(X, Y)`` is the named *paper
+setting*. :func:`practical_multitask_gp` builds and fits the model a BoTorch user would build
+for real data instead (normalised inputs, standardised outcomes, Matérn-5/2 ICM kernel with a
+learned task matrix, constant mean, learned noise), and :class:`WarmStartPracticalFactory`
+refits it round after round from the previous round's hyperparameters. The fitting itself
+is :func:`~botorch_mtucb.multitask.practical_fit.fit_practical_model`.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ from torch import Tensor
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
+from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
+from botorch_mtucb.multitask.practical_fit import fit_practical_model
 from botorch_mtucb.utils.initial_design import check_bounds
 
 __all__ = [
     "LENGTHSCALE_PRIORS",
     "PRACTICAL_NOISE_FLOOR",
     "PRACTICAL_NOISE_INIT",
+    "WarmStartPracticalFactory",
     "add_practical_noise_prior",
     "practical_modules",
     "practical_multitask_gp",
@@ -40,7 +46,7 @@ PRACTICAL_NOISE_FLOOR = 1e-4
 PRACTICAL_NOISE_INIT = math.exp(-5.0)
 #: Lengthscale priors of the practical Matérn-5/2 (``lengthscale_prior``; unit-cube inputs):
 #: ``"dim-scaled"`` (default) BoTorch's LogNormal(√2 + ½ log d, √3) (median e^{√2 + ½ log d},
-#: ≈ 10 at d = 6) and ``"gamma"`` Gamma(3, 6) (mode 1/3, mean 1/2; BoTorch's former default).
+#: ≈ 10 at d = 6) and ``"gamma"`` Gamma(3, 6) (mode 1/3, mean 1/2).
 LENGTHSCALE_PRIORS = ("dim-scaled", "gamma")
 
 LengthscalePrior = Literal["dim-scaled", "gamma"]
@@ -72,25 +78,11 @@ def practical_multitask_gp(
     - the noise variance η learned with BoTorch's LogNormal(−4, 1) prior, started at
       e^{−5} and floored at :data:`PRACTICAL_NOISE_FLOOR` (or known noise ``train_Yvar``).
 
-    **Why these defaults.** Held-out NRMSE at 20 Sobol points (``bench/mtucb_bench/studies/mo_diagnosis.py``,
-    3 seeds) of this model / ``ExactMultiTaskGP``'s paper defaults (RBF, η = 0.1 fixed, zero
-    mean, raw outcomes) / independent ``SingleTaskGP`` s: BraninCurrin 0.20 / 0.31 / 0.25;
-    VehicleSafety 0.095 / 0.22 / 0.145; DTLZ2 0.30 / 0.26 / 0.31 (worse there: DTLZ2's
-    objectives conflict, a learned B has little to share). In the README loop the fitted
-    Matérn / constant-mean / learned-noise model raised BraninCurrin's hypervolume from 65 %
-    to 79 % of the maximum (same scale-free scalarization).
-
-    **Why this lengthscale prior** (issue 16, ``bench/mtucb_bench/studies/mo_dtlz2_diagnosis.py``, 5 trials
-    per problem, 12 + 20 evaluations). The dimension-scaled LogNormal has median ≈ 10 on the
-    unit cube at d = 6: with 12–32 points it leaves weakly identified inputs nearly linear
-    (DTLZ2's four distance variables: lengthscales 3–13), so MT-UCB's argmax lands on the
-    faces of the box (75 % of those coordinates at round 1), where DTLZ2 is worst; its HV
-    stays below Sobol's (17.6 vs 29.4 %). Gamma(3, 6) (mean 0.5) lifts DTLZ2 to 26.2 % (5/5
-    trials) but raises R_C(T)/T on VehicleSafety and CarSideImpact in 5/5 trials (+49 %,
-    +34 %; their optima lie on faces, where the near-linear extrapolation is right) and costs
-    BraninCurrin 2 HV points (4/5). Neither prior is better in general, so the default stays
-    BoTorch's and ``"gamma"`` is an option for problems believed to have interior optima in
-    most inputs.
+    **Lengthscale prior.** The dimension-scaled LogNormal (BoTorch's) has a median near 10 on
+    the unit cube at d = 6: with few points it leaves weakly identified inputs nearly linear,
+    which sends the UCB argmax to the faces of the box. Gamma(3, 6) (mean 0.5) keeps the
+    model local; it suits problems believed to have interior optima in most inputs, the
+    default suits optima on the faces. Neither is better in general.
 
     Args:
         train_X: ``N x d`` training inputs (not modified).
@@ -102,21 +94,26 @@ def practical_multitask_gp(
             the marginal likelihood cannot identify them), through
             :func:`~botorch_mtucb.multitask.practical_fit.fit_practical_model`: the same
             objective as ``ExactMarginalLogLikelihood`` evaluated by the lean ICM closure, and
-            an L-BFGS-B memory equal to the number of hyperparameters (same optimum, 1.2–6.7×
-            fewer evaluations; ``bench/mtucb_bench/perf/mo_round_time.py``). ``False`` returns the model
-            at its initial hyperparameters (e.g. to load a ``state_dict``).
+            an L-BFGS-B memory equal to the number of hyperparameters (the same optimum in
+            fewer evaluations). ``False`` returns the model at its initial hyperparameters
+            (e.g. to load a ``state_dict``).
         train_Yvar: Known ``N x n`` noise variances (then η is not learned).
         fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll`` (``optimizer_kwargs``
             replaces the L-BFGS-B memory, ``closure`` the lean closure).
         lengthscale_prior: Prior of the Matérn-5/2 lengthscales (unit cube), one of
             :data:`LENGTHSCALE_PRIORS`: ``"dim-scaled"`` (default, BoTorch's) or ``"gamma"``
-            (BoTorch's former Gamma(3, 6)); see "Why this lengthscale prior" above.
+            (Gamma(3, 6)); see "Lengthscale prior" above.
 
     Returns:
-        The model in eval mode, with the dtype and device of ``train_X``.
+        The :class:`ExactMultiTaskGP` in eval mode, with the dtype and device of ``train_X``;
+        its posterior is in the original outcome scale (``batch_shape x q x n`` mean).
 
     Raises:
         ValueError: If the data, ``bounds`` or ``lengthscale_prior`` are malformed.
+
+    Example:
+        >>> model = practical_multitask_gp(train_X, train_Y, bounds)  # N x d, N x n, 2 x d
+        >>> mean, blocks = model.task_posterior(torch.rand(5, d, dtype=torch.float64))
     """
     if not isinstance(train_X, Tensor) or train_X.dim() != 2 or not train_X.is_floating_point():
         raise ValueError(
@@ -147,8 +144,6 @@ def practical_multitask_gp(
         add_practical_noise_prior(model)
     model = model.to(train_X)
     if fit:
-        from botorch_mtucb.multitask.practical_fit import fit_practical_model  # imports this module
-
         fit_practical_model(model, fit_kwargs=fit_kwargs)
     model.eval()
     return model
@@ -173,6 +168,10 @@ def practical_modules(
 
     Raises:
         ValueError: If ``lengthscale_prior`` is not one of :data:`LENGTHSCALE_PRIORS`.
+
+    Example:
+        >>> kernel, mean = practical_modules(d, n)
+        >>> model = ExactMultiTaskGP(train_X, train_Y, covar_module=kernel, mean_module=mean)
     """
     if lengthscale_prior not in LENGTHSCALE_PRIORS:
         raise ValueError(
@@ -193,6 +192,9 @@ def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
 
     Raises:
         ValueError: If the model's noise is known (``train_Yvar``) or not learned.
+
+    Example:
+        >>> model = add_practical_noise_prior(ExactMultiTaskGP(train_X, train_Y, learn_noise=True))
     """
     if model.known_noise or not model.learn_noise:
         raise ValueError(
@@ -207,10 +209,65 @@ def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
     return model
 
 
+class WarmStartPracticalFactory:
+    """``(X, Y) -> practical_multitask_gp(X, Y, bounds, independent)``, each fit warm-started.
+
+    The first call fits from the model's initial hyperparameters (a cold fit, exactly
+    ``practical_multitask_gp``); every later call starts L-BFGS-B from the hyperparameters of
+    the previous call's fit. Use one factory per BO run (it holds the previous model).
+
+    Warm starts optimise the same objective, so every fit is a local optimum of the marginal
+    likelihood of paper 000, eq. (1)'s model; it may differ from the cold fit's where the
+    likelihood has several.
+
+    Attributes:
+        bounds: ``2 x d`` box (``Normalize``), or ``None``.
+        independent: IT-UCB's independent tasks instead of the learned ICM B.
+        lean: Fit through :func:`~botorch_mtucb.multitask.practical_fit.practical_mll_closure`.
+        warm: Warm-start from the previous fit (``False``: every call is a cold fit).
+        num_fits: Number of fits so far.
+
+    Example:
+        >>> factory = WarmStartPracticalFactory(bounds)  # one per BO run
+        >>> model = factory(train_X[:8], train_Y[:8])  # cold fit
+        >>> model = factory(train_X, train_Y)  # starts from the first fit
+    """
+
+    def __init__(
+        self,
+        bounds: Tensor | None = None,
+        independent: bool = False,
+        lean: bool = True,
+        warm: bool = True,
+    ) -> None:
+        """
+        Args:
+            bounds: ``2 x d`` box of the domain (lower < upper), or ``None``.
+            independent: One Matérn-5/2 per task and B = I.
+            lean: Use the lean likelihood closure.
+            warm: Start each fit after the first from the previous fit.
+        """
+        self.bounds = None if bounds is None else check_bounds(bounds).clone()
+        self.independent = bool(independent)
+        self.lean = bool(lean)
+        self.warm = bool(warm)
+        self.num_fits = 0
+        self._previous: MultiTaskGPBase | None = None
+
+    def __call__(self, X: Tensor, Y: Tensor) -> MultiTaskGPBase:
+        """The practical model on ``X`` (``N x d``) and ``Y`` (``N x n``), fitted, eval mode."""
+        model = practical_multitask_gp(X, Y, self.bounds, self.independent, fit=False)
+        start = self._previous if self.warm else None
+        fit_practical_model(model, warm_start=start, lean=self.lean)
+        self._previous = model
+        self.num_fits += 1
+        return model
+
+
 def _matern(d: int, prior: LengthscalePrior = "dim-scaled") -> Kernel:
     """ARD Matérn-5/2 over ``d`` inputs with the lengthscale ``prior``: Gamma(3, 6) started at
-    GPyTorch's softplus(0) = 0.69 as BoTorch's former default did (``"gamma"``), or BoTorch's
-    dimension-scaled LogNormal started at its mode (``"dim-scaled"``)."""
+    GPyTorch's softplus(0) = 0.69 (``"gamma"``), or BoTorch's dimension-scaled LogNormal
+    started at its mode (``"dim-scaled"``)."""
     if prior == "dim-scaled":
         return get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
     return MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_prior=GammaPrior(3.0, 6.0))

@@ -1,28 +1,33 @@
-r"""Cheaper refits of the practical multi-task GP: a lean likelihood closure and warm starts.
+r"""Fitting the multi-task GPs cheaply: a lean likelihood closure, warm starts, L-BFGS memory.
 
-:func:`~botorch_mtucb.models.practical_multitask_gp` is refitted by ``fit_gpytorch_mll`` (L-BFGS-B)
-whenever a BO loop refits it. Profiling one refit (``bench/mtucb_bench/perf/mo_round_time.py``) showed where
-the time goes: 50–900 likelihood evaluations per cold fit (most on a long tail in which a task
-variance of B drifts towards 0), each ~1.5–4 ms, most of it GPyTorch's generic machinery
-(lazy kernel tensors, multitask distributions, broadcasting, linear-operator dispatch) around a
-few small dense operations. Two levers, neither of which changes the model or its optimum:
+The hyperparameters of a multi-task GP (paper 000, eq. (1), with Γ = Σ_j k_j B_j) are fitted
+by maximising the normalised marginal log likelihood
+
+.. math::
+    \frac{1}{Nn}\Big(\log \mathcal N(\mathrm{vec}\,Y;\ μ,\ Σ) + \sum \log p(θ)\Big),
+    \qquad Σ = \sum_j K_j ⊗ B_j + ηI,
+
+with BoTorch's ``fit_gpytorch_mll`` (L-BFGS-B). Most of the cost of one evaluation through
+GPyTorch is generic machinery (lazy kernel tensors, multitask distributions, broadcasting)
+around a few small dense operations. Three levers, none of which changes the objective:
 
 * :func:`practical_mll_closure`: the same objective as GPyTorch's
-  ``ExactMarginalLogLikelihood`` on the model's training data — (log N(vec Y; μ, Σ) +
-  Σ log priors) / (N·n), paper 000 eq. (1) with Σ = Σ_j K_j ⊗ B_j + ηI — written directly on the
-  kernel matrices: for one ICM term through :class:`~botorch_mtucb.linalg.ICMInvQuadLogdet`
-  (two small ``eigh``), otherwise a dense Cholesky factor of Σ. Value and gradient equal
-  GPyTorch's (tests: 1e-10).
-* warm starts (:func:`copy_hyperparameters`, :class:`WarmStartPracticalFactory`): L-BFGS-B starts
-  from the previous fit's hyperparameters instead of the fixed initial values; the optimiser,
-  its tolerances and the fallback of ``fit_gpytorch_mll`` are BoTorch's, so the result is a
-  local optimum of the same objective (measured against cold fits in the benchmark: the same
-  optimum in most refits; a different local optimum, better or worse, in a few).
+  ``ExactMarginalLogLikelihood`` written directly on the kernel matrices
+  (:func:`practical_mll`): for one ICM term through
+  :class:`~botorch_mtucb.linalg.ICMInvQuadLogdet` (two small ``eigh``), otherwise a dense
+  Cholesky factor of Σ. Value and gradient equal GPyTorch's.
+* warm starts (:func:`copy_hyperparameters`, ``warm_start`` of :func:`fit_practical_model`):
+  L-BFGS-B starts from a previous fit's hyperparameters instead of the fixed initial values;
+  the optimiser, its tolerances and the fallback of ``fit_gpytorch_mll`` are BoTorch's, so
+  the result is a local optimum of the same objective (possibly another one than a cold
+  fit's).
 * a longer L-BFGS memory (:func:`lbfgs_memory`: ``maxcor`` = the number of hyperparameters,
-  10 to 100, instead of scipy's 10): the practical model has d + n² + 2n + 1 of them (22–28 on
-  the suite's correlated problems) and an ill-conditioned likelihood surface, on which a
-  10-pair memory crawls; with the full memory the same optimum (MLL equal to 1e-5) took 1.2–6.7×
-  fewer evaluations (corr-hartmann N = 13: 1286 → 191).
+  10 to 100, instead of scipy's 10): the practical model has d + n² + 2n + 1 of them and an
+  ill-conditioned likelihood surface, on which a 10-pair memory converges slowly.
+
+:func:`~botorch_mtucb.multitask.practical.practical_multitask_gp` and
+:class:`~botorch_mtucb.multitask.practical.WarmStartPracticalFactory` fit through
+:func:`fit_practical_model`.
 """
 
 from __future__ import annotations
@@ -44,11 +49,8 @@ from torch import Tensor
 
 from botorch_mtucb.linalg.icm_likelihood import ICMInvQuadLogdet
 from botorch_mtucb.multitask.base import MultiTaskGPBase
-from botorch_mtucb.multitask.practical import practical_multitask_gp
-from botorch_mtucb.utils.initial_design import check_bounds
 
 __all__ = [
-    "WarmStartPracticalFactory",
     "copy_hyperparameters",
     "fit_practical_model",
     "lbfgs_memory",
@@ -107,6 +109,14 @@ def practical_mll(mll: ExactMarginalLogLikelihood, train_X: Tensor | None = None
 
     Returns:
         The 0-dim normalised marginal log likelihood (differentiable in the hyperparameters).
+
+    Raises:
+        ValueError: If ``mll`` is not of a model :func:`practical_mll` covers.
+
+    Example:
+        >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
+        >>> model = practical_multitask_gp(train_X, train_Y, bounds, fit=False).train()
+        >>> value = practical_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     """
     if not _supported(mll):
         raise ValueError(
@@ -150,6 +160,12 @@ def practical_mll_closure(mll: ExactMarginalLogLikelihood) -> ForwardBackwardClo
     Args:
         mll: The marginal likelihood to be fitted (model and likelihood as in
             :func:`practical_mll`).
+
+    Example:
+        >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
+        >>> model = practical_multitask_gp(train_X, train_Y, bounds, fit=False)
+        >>> mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        >>> _ = fit_gpytorch_mll(mll, closure=practical_mll_closure(mll))
     """
     if not _supported(mll):
         return None
@@ -177,6 +193,12 @@ def copy_hyperparameters(source: torch.nn.Module, target: torch.nn.Module) -> in
 
     Returns:
         The number of parameter tensors copied.
+
+    Example:
+        >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
+        >>> fitted = practical_multitask_gp(train_X[:8], train_Y[:8], bounds)
+        >>> model = practical_multitask_gp(train_X, train_Y, bounds, fit=False)
+        >>> copied = copy_hyperparameters(fitted, model)
     """
     src = dict(source.named_parameters())
     copied = 0
@@ -194,6 +216,9 @@ def lbfgs_memory(num_parameters: int) -> int:
 
     Args:
         num_parameters: Number of scalar hyperparameters fitted.
+
+    Example:
+        >>> options = {"maxcor": lbfgs_memory(28)}  # 28
     """
     return int(min(100, max(10, num_parameters)))
 
@@ -218,6 +243,12 @@ def fit_practical_model(
 
     Returns:
         ``model``, fitted (skipped when N < 2, as in ``practical_multitask_gp``), eval mode.
+
+    Example:
+        >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
+        >>> first = practical_multitask_gp(train_X[:8], train_Y[:8], bounds)
+        >>> model = practical_multitask_gp(train_X, train_Y, bounds, fit=False)
+        >>> model = fit_practical_model(model, warm_start=first)
     """
     if warm_start is not None:
         copy_hyperparameters(warm_start, model)
@@ -234,49 +265,3 @@ def fit_practical_model(
             fit_gpytorch_mll(mll, **kwargs)
     model.eval()
     return model
-
-
-class WarmStartPracticalFactory:
-    """``(X, Y) -> practical_multitask_gp(X, Y, bounds, independent)``, each fit warm-started.
-
-    The first call fits from the model's initial hyperparameters (a cold fit, exactly
-    ``practical_multitask_gp``); every later call starts L-BFGS-B from the hyperparameters of
-    the previous call's fit. Use one factory per BO run (it holds the previous model).
-
-    Attributes:
-        bounds: ``2 x d`` box (``Normalize``), or ``None``.
-        independent: IT-UCB's independent tasks instead of the learned ICM B.
-        lean: Fit through :func:`practical_mll_closure`.
-        warm: Warm-start from the previous fit (``False``: every call is a cold fit).
-        num_fits: Number of fits so far.
-    """
-
-    def __init__(
-        self,
-        bounds: Tensor | None = None,
-        independent: bool = False,
-        lean: bool = True,
-        warm: bool = True,
-    ) -> None:
-        """
-        Args:
-            bounds: ``2 x d`` box of the domain (lower < upper), or ``None``.
-            independent: One Matérn-5/2 per task and B = I.
-            lean: Use the lean likelihood closure.
-            warm: Start each fit after the first from the previous fit.
-        """
-        self.bounds = None if bounds is None else check_bounds(bounds).clone()
-        self.independent = bool(independent)
-        self.lean = bool(lean)
-        self.warm = bool(warm)
-        self.num_fits = 0
-        self._previous: MultiTaskGPBase | None = None
-
-    def __call__(self, X: Tensor, Y: Tensor) -> MultiTaskGPBase:
-        """The practical model on ``X`` (``N x d``) and ``Y`` (``N x n``), fitted."""
-        model = practical_multitask_gp(X, Y, self.bounds, self.independent, fit=False)
-        start = self._previous if self.warm else None
-        fit_practical_model(model, warm_start=start, lean=self.lean)
-        self._previous = model
-        self.num_fits += 1
-        return model

@@ -1,13 +1,13 @@
 """The cached posterior solver of the multi-task GPs (mixed into ``MultiTaskGPBase``).
 
-A solver (:mod:`botorch_mtucb.multitask.solvers.exact`) holds the factorisation for one training set
-and one set of hyperparameters. It is built on the first posterior call and reused while
-nothing it depends on changed: the training tensors (identity, storage, version counter) and
-the values of every parameter and buffer, compared in one flattened comparison per dtype. The
-list of those tensors (and flat views of them) is itself reused until some module (re)assigns a
-parameter, buffer or submodule (PyTorch's global registration hooks bump :data:`_STATE_EPOCH`),
-a tensor's storage is swapped or the model is moved (``_apply``), so a posterior call does not
-walk the module tree.
+A solver (:class:`~botorch_mtucb.multitask.solvers.base.MultiTaskSolver`) holds the
+factorisation of paper 000, eq. (1) for one training set and one set of hyperparameters. It is
+built on the first posterior call and reused while nothing it depends on changed: the training
+tensors (identity, storage, version counter) and the values of every parameter and buffer,
+compared in one flattened comparison per dtype. The list of those tensors (and flat views of
+them) is itself reused until some module (re)assigns a parameter, buffer or submodule
+(PyTorch's global registration hooks bump :data:`_STATE_EPOCH`), a tensor's storage is swapped
+or the model is moved (``_apply``), so a posterior call does not walk the module tree.
 
 The acquisition hot path's frozen predictors
 (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, see :meth:`_projected_predictor`)
@@ -32,7 +32,7 @@ from torch import Tensor
 from torch.nn.modules import module as module_hooks
 
 from botorch_mtucb.linalg.icm import ProjectedICMPredictor
-from botorch_mtucb.multitask.solvers.exact import MultiTaskSolver
+from botorch_mtucb.multitask.solvers.base import MultiTaskSolver
 
 __all__ = ["SolverCacheMixin"]
 
@@ -70,7 +70,16 @@ def _plain_affine(tf: AffineInputTransform, d: int) -> bool:
 
 
 class SolverCacheMixin:
-    """``solver()`` with its cache; subclasses implement :meth:`_build_solver`."""
+    """``solver()`` with its cache; subclasses implement :meth:`_build_solver`.
+
+    Example:
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> model = ExactMultiTaskGP(train_X, train_Y)  # a SolverCacheMixin
+        >>> solver = model.solver()
+        >>> model.solver() is solver  # True: nothing changed
+        >>> model.likelihood.noise = 0.2
+        >>> model.solver() is solver  # False: rebuilt for the new η
+    """
 
     def _cache_key(self) -> tuple[tuple, tuple[Tensor, ...]]:
         """What the solver depends on: the training data and every parameter and buffer.

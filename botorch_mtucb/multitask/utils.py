@@ -1,5 +1,10 @@
 """Pieces of the multi-task GPs that need no model: the zero prior mean, training-data
-validation and the assembly of the joint task posterior."""
+validation and the assembly of the joint task posterior.
+
+The posterior over ``q`` points and ``n`` tasks is one Gaussian with mean ``μ_t(x)``
+(``batch_shape x q x n``) and the interleaved covariance ``[Γ_t(x_a, x_b)]_{ab}`` (index
+``point·n + task``) of paper 000, eq. (1).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,9 @@ class ZeroMultitaskMean(Mean):
 
     The paper's estimator (paper 000, eq. (1)); cheaper to build than a ``MultitaskMean`` of
     ``n`` ``ZeroMean`` modules.
+
+    Example:
+        >>> ZeroMultitaskMean(num_tasks=3)(torch.rand(5, 2)).shape  # 5 x 3
     """
 
     def __init__(self, num_tasks: int) -> None:
@@ -50,6 +58,14 @@ def joint_task_mvn(
     Returns:
         A ``MultitaskMultivariateNormal`` (interleaved, lazy covariance: no Cholesky until
         something samples), or a ``MultivariateNormal`` when one task is kept.
+
+    Raises:
+        ValueError: If ``observation_noise`` or ``output_indices`` do not fit ``n`` tasks.
+
+    Example:
+        >>> mean, cov = torch.zeros(4, 2, 3), torch.eye(6).expand(4, 6, 6)  # q = 2, n = 3
+        >>> mvn = joint_task_mvn(mean, cov, torch.tensor(0.1), observation_noise=True)
+        >>> mvn.mean.shape  # 4 x 2 x 3
     """
     cov = 0.5 * (cov + cov.transpose(-1, -2))
     n = mean.shape[-1]
@@ -89,7 +105,11 @@ def validate_train_data(
     Finite, floating point, matching rows and (with ``allow_batch``) equal batch shapes.
 
     Raises:
-        BotorchTensorDimensionError: on wrong shapes; ValueError on NaN / inf / no rows.
+        BotorchTensorDimensionError: On wrong shapes.
+        ValueError: On NaN / inf, no rows or integer tensors.
+
+    Example:
+        >>> validate_train_data(train_X, train_Y)  # N x d, N x n: passes
     """
     nx, ny = names
     check_finite(train_X, nx)

@@ -1,25 +1,18 @@
-"""Theory constants of both papers as pure functions (one place per formula)."""
+"""Theory constants of both papers as pure functions (one place per formula).
 
-from botorch_mtucb.theory.multi_task import (
-    c_epsilon,
-    check_epsilon_delta,
-    rho,
-    theorem2_beta,
-    theorem3_beta,
-    theorem3_q,
-)
+* :mod:`~botorch_mtucb.theory.multi_task` — paper 000: ``ρ``, ``c_ε``, Theorem 3's ``q``,
+  ``β_t`` of MT-KB (Theorem 2) and ``β̃_t`` of MT-BKB (Theorem 3);
+* :mod:`~botorch_mtucb.theory.heavy_tailed` — paper 001: truncation levels ``b_t`` and widths
+  ``β_{t+1}`` of TGP-UCB (Theorem 1) and ATA-GP-UCB (Lemma 1, Theorems 3–4), the Nyström
+  ``q`` (Theorem 4), with the authors' public-code constants beside them.
 
-__all__ = [
-    "c_epsilon",
-    "check_epsilon_delta",
-    "rho",
-    "theorem2_beta",
-    "theorem3_beta",
-    "theorem3_q",
-]
+Example:
+    >>> from botorch_mtucb import theory
+    >>> theory.rho(0.5), theory.tgp_truncation_level(16, alpha=1.0, v=4.0)
+    (3.0, 4.0)
+"""
 
-# Heavy-tailed BO (paper 001): truncation levels, confidence widths, Nyström q.
-from botorch_mtucb.theory.heavy_tailed import (  # noqa: E402
+from botorch_mtucb.theory.heavy_tailed import (
     ata_beta,
     ata_log_term,
     ata_truncation_level,
@@ -31,16 +24,30 @@ from botorch_mtucb.theory.heavy_tailed import (  # noqa: E402
     tgp_truncation_level,
     tgp_truncation_levels,
 )
+from botorch_mtucb.theory.multi_task import (
+    c_epsilon,
+    check_epsilon_delta,
+    rho,
+    theorem2_beta,
+    theorem3_beta,
+    theorem3_q,
+)
 
-__all__ += [
+__all__ = [
     "ata_beta",
     "ata_log_term",
     "ata_truncation_level",
+    "c_epsilon",
     "check_constants",
+    "check_epsilon_delta",
     "check_heavy_tailed_params",
     "effective_horizon",
     "nystrom_q",
+    "rho",
     "tgp_beta",
     "tgp_truncation_level",
     "tgp_truncation_levels",
+    "theorem2_beta",
+    "theorem3_beta",
+    "theorem3_q",
 ]

@@ -1,11 +1,11 @@
 """Theory constants of heavy-tailed BO (paper 001) as pure functions: ``b_t``, ``β_t``, ``q``.
 
-One place per formula; :class:`~botorch_mtucb.models.TruncatedGP` and
-:class:`~botorch_mtucb.models.AdaptiveTruncationGP` read every schedule from here (the module
-``botorch_mtucb.heavy_tailed.schedules`` re-exports these names for old imports).
-ρ = (1+ε)/(1−ε) is :func:`botorch_mtucb.theory.multi_task.rho` (the same ρ as paper 000).
+One place per formula; :class:`~botorch_mtucb.models.TruncatedGP` (TGP-UCB, Algorithm 1) and
+:class:`~botorch_mtucb.models.AdaptiveTruncationGP` (ATA-GP-UCB, Algorithm 2) read every
+schedule from here. ρ = (1+ε)/(1−ε) is :func:`botorch_mtucb.theory.multi_task.rho` (the same
+ρ as paper 000).
 
-Two sets of constants (paper 001 and ``../shared/papers/README.md``):
+Two sets of constants:
 
 ``"theory"`` (default of the models)
     TGP-UCB, Theorem 1:   ``b_t = v^{1/(1+α)} t^{1/(2(1+α))}``,
@@ -58,7 +58,12 @@ FeatureKind = Literal["qff", "nystrom"]
 
 
 def check_constants(constants: str) -> str:
-    """Validate the ``constants`` option (``"theory"`` or ``"authors"``)."""
+    """Validate the ``constants`` option (``"theory"`` or ``"authors"``).
+
+    Example:
+        >>> check_constants("authors")
+        'authors'
+    """
     if constants not in ("theory", "authors"):
         raise ValueError(f"`constants` must be 'theory' or 'authors', got {constants!r}.")
     return constants
@@ -88,6 +93,10 @@ def check_heavy_tailed_params(
 
     Returns:
         The five values as floats.
+
+    Example:
+        >>> check_heavy_tailed_params(1, 4, 1, 0.1, 1)
+        (1.0, 4.0, 1.0, 0.1, 1.0)
     """
     try:
         alpha = float(alpha)
@@ -107,7 +116,12 @@ def check_heavy_tailed_params(
 
 
 def effective_horizon(horizon: int | None, t: int) -> int:
-    """The horizon ``T`` entering the schedules: ``horizon``, or ``max(t, 1)`` if ``None``."""
+    """The horizon ``T`` entering the schedules: ``horizon``, or ``max(t, 1)`` if ``None``.
+
+    Example:
+        >>> effective_horizon(None, 0), effective_horizon(None, 7), effective_horizon(100, 7)
+        (1, 7, 100)
+    """
     return max(int(t), 1) if horizon is None else int(horizon)
 
 
@@ -121,6 +135,10 @@ def tgp_truncation_level(t: int, alpha: float, v: float) -> float:
         t: Round index ``t ≥ 0``.
         alpha: Moment order ``α ∈ (0, 1]``.
         v: Moment bound ``v > 0``.
+
+    Example:
+        >>> tgp_truncation_level(16, alpha=1.0, v=4.0)  # 4^{1/2} · 16^{1/4}
+        4.0
     """
     return v ** (1.0 / (1.0 + alpha)) * float(t) ** (1.0 / (2.0 * (1.0 + alpha)))
 
@@ -135,6 +153,11 @@ def tgp_truncation_levels(rounds: Tensor, alpha: float, v: float) -> Tensor:
 
     Returns:
         ``n`` levels ``b_s`` (dtype and device of ``rounds``).
+
+    Example:
+        >>> import torch
+        >>> tgp_truncation_levels(torch.tensor([1.0, 16.0]), alpha=1.0, v=4.0)
+        tensor([2., 4.])
     """
     return v ** (1.0 / (1.0 + alpha)) * rounds.pow(1.0 / (2.0 * (1.0 + alpha)))
 
@@ -163,6 +186,12 @@ def tgp_beta(
 
     Returns:
         ``β_{t+1}`` as a float.
+
+    Example:
+        >>> round(tgp_beta(16, 1.0, 4.0, lam=1.0, delta=0.1, B=1.0, log_det=2.0), 4)
+        31.8406
+        >>> round(tgp_beta(16, 1.0, 4.0, 1.0, 0.1, 1.0, log_det=0.0, constants="authors"), 4)
+        7.8357
     """
     if check_constants(constants) == "theory":
         b_t = tgp_truncation_level(t, alpha, v)
@@ -186,6 +215,10 @@ def ata_log_term(
         delta: Confidence ``δ ∈ (0, 1]``.
         kind: ``"qff"`` or ``"nystrom"``.
         constants: ``"theory"`` or ``"authors"``.
+
+    Example:
+        >>> round(ata_log_term(64, 100, 0.1, "qff"), 4)  # ln(2 · 64 · 100 / 0.1)
+        11.7598
     """
     if check_constants(constants) == "theory":
         if kind == "qff":
@@ -206,6 +239,10 @@ def ata_truncation_level(t: int, alpha: float, v: float, log_term: float) -> flo
 
     Returns ``inf`` (no truncation) when ``L ≤ 0`` (only possible with the authors' constants
     at ``m'T = 1``).
+
+    Example:
+        >>> ata_truncation_level(16, alpha=1.0, v=4.0, log_term=4.0)  # (4/4)^{1/2} · 16^0
+        1.0
     """
     if log_term <= 0:
         return math.inf
@@ -241,6 +278,10 @@ def ata_beta(
 
     Returns:
         ``β_{t+1}`` as a float.
+
+    Example:
+        >>> ata_beta(16, 1.0, 4.0, lam=1.0, B=1.0, m=64, log_term=4.0, kind="qff")  # 1 + 4·8·2·2
+        129.0
     """
     L = max(log_term, 0.0)
     moment = v ** (1.0 / (1.0 + alpha)) * L ** (alpha / (1.0 + alpha))
@@ -260,6 +301,10 @@ def nystrom_q(T: int, delta: float, epsilon: float, constants: Constants = "theo
         delta: Confidence ``δ ∈ (0, 1]``.
         epsilon: Nyström accuracy ``ε ∈ (0, 1)``.
         constants: ``"theory"`` or ``"authors"``.
+
+    Example:
+        >>> round(nystrom_q(100, delta=0.1, epsilon=0.5), 2)  # 6 · 3 · ln(4000) / 0.25
+        597.17
     """
     if check_constants(constants) == "theory":
         return 6.0 * rho(epsilon) * math.log(4.0 * T / delta) / epsilon**2

@@ -24,7 +24,15 @@ __all__ = ["c_epsilon", "check_epsilon_delta", "rho", "theorem2_beta", "theorem3
 
 
 def check_epsilon_delta(epsilon: float, delta: float) -> None:
-    """Validate a Nyström accuracy ε ∈ (0, 1) and a confidence δ ∈ (0, 1]."""
+    """Validate a Nyström accuracy ε ∈ (0, 1) and a confidence δ ∈ (0, 1].
+
+    Example:
+        >>> check_epsilon_delta(0.5, 1.0)  # valid: returns None
+        >>> check_epsilon_delta(1.0, 0.1)
+        Traceback (most recent call last):
+            ...
+        ValueError: `epsilon` must lie in (0, 1), got 1.0.
+    """
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (
         0.0 < float(epsilon) < 1.0
     ):
@@ -40,6 +48,10 @@ def rho(epsilon: float) -> float:
 
     Args:
         epsilon: Accuracy ε ∈ (0, 1).
+
+    Example:
+        >>> rho(0.5)
+        3.0
     """
     if not 0.0 < float(epsilon) < 1.0:
         raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
@@ -51,6 +63,10 @@ def c_epsilon(epsilon: float) -> float:
 
     Args:
         epsilon: Accuracy ε ∈ (0, 1).
+
+    Example:
+        >>> c_epsilon(0.75)  # 1 + 1/√0.25
+        3.0
     """
     if not 0.0 < float(epsilon) < 1.0:
         raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
@@ -64,6 +80,10 @@ def theorem3_q(epsilon: float, delta: float, horizon: int) -> float:
         epsilon: Accuracy ε ∈ (0, 1).
         delta: Confidence δ ∈ (0, 1].
         horizon: Time horizon T ≥ 1.
+
+    Example:
+        >>> round(theorem3_q(0.5, 0.1, 100), 2)  # 6 · 3 · log(4000) / 0.25
+        597.17
     """
     check_epsilon_delta(epsilon, delta)
     if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
@@ -88,6 +108,10 @@ def theorem2_beta(
 
     Returns:
         β_t as a 0-dim tensor (dtype of ``log_det``, float64 for numbers).
+
+    Example:
+        >>> theorem2_beta(b=1.0, sigma=0.5, eta=0.25, delta=0.1, log_det=2.0)
+        tensor(3.5701, dtype=torch.float64)
     """
     log_det = torch.as_tensor(log_det, dtype=torch.float64) if not torch.is_tensor(
         log_det
@@ -119,6 +143,10 @@ def theorem3_beta(
 
     Returns:
         β̃_t as a 0-dim tensor.
+
+    Example:
+        >>> theorem3_beta(1.0, 0.5, eta=0.25, delta=0.1, epsilon=0.5, log_det_sum=2.0)
+        tensor(5.8771, dtype=torch.float64)
     """
     s = torch.as_tensor(log_det_sum, dtype=torch.float64) if not torch.is_tensor(
         log_det_sum

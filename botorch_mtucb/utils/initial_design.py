@@ -21,7 +21,7 @@ MIN_INITIAL_DESIGN = 5
 
 
 def initial_design_size(d: int, budget: int | None = None) -> int:
-    """Number of space-filling points before the first model-based round: max(5, 2·d).
+    """Number of space-filling points ahead of the first model-based round: max(5, 2·d).
 
     This is Ax's rule (``calculate_num_initialization_trials``: twice the number of tunable
     parameters, at least 5, at most a fifth of the trial budget when one is known, the floor
@@ -30,11 +30,8 @@ def initial_design_size(d: int, budget: int | None = None) -> int:
     (:func:`~botorch_mtucb.models.practical_multitask_gp`) fits d ARD lengthscales, the task
     matrix B and one constant mean and the noise per output; with fewer than about 2 points
     per input dimension the marginal likelihood cannot tell a short lengthscale from noise,
-    and the first rounds are spent fitting rather than optimising. Measured (issue 16): one
-    initial point left an rkhs-n20 trial on its first arm for all 100 rounds, 5 points gave
-    R_C(T)/T = 0.0003; the hypervolume figures of ``bench/mtucb_bench/studies/mo_diagnosis.py`` used 10
-    Sobol points (2·d on VehicleSafety, d = 5). More than 2·d spends budget on random
-    points that the model-based rounds place better.
+    and the first rounds are spent fitting rather than optimising. More than 2·d spends
+    budget on random points that the model-based rounds place better.
 
     Args:
         d: Input dimension (a positive integer).
@@ -43,6 +40,10 @@ def initial_design_size(d: int, budget: int | None = None) -> int:
 
     Returns:
         The design size.
+
+    Example:
+        >>> initial_design_size(2), initial_design_size(6), initial_design_size(6, budget=40)
+        (5, 12, 8)
     """
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ValueError(f"`d` (input dimension) must be a positive integer, got {d!r}.")
@@ -64,6 +65,13 @@ def check_bounds(bounds: Tensor, d: int | None = None, name: str = "bounds") -> 
 
     Returns:
         ``bounds`` itself (not copied).
+
+    Raises:
+        ValueError: If ``bounds`` is not a finite floating ``2 x d`` tensor with lower < upper.
+
+    Example:
+        >>> check_bounds(torch.tensor([[0.0, -1.0], [1.0, 1.0]]), d=2).shape
+        torch.Size([2, 2])
     """
     want = "2 x d" if d is None else f"2 x d = (2, {d})"
     if not isinstance(bounds, Tensor):
@@ -95,6 +103,12 @@ def sobol_initial_design(
     Returns:
         ``n x d`` points lower + (upper − lower) · u, u the first ``n`` scrambled Sobol points
         of [0, 1)^d.
+
+    Example:
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 2.0]], dtype=torch.float64)
+        >>> X = sobol_initial_design(bounds, seed=0)   # max(5, 2·2) = 5 points
+        >>> X.shape, bool((X >= bounds[0]).all() and (X <= bounds[1]).all())
+        (torch.Size([5, 2]), True)
     """
     check_bounds(bounds)
     d = bounds.shape[-1]

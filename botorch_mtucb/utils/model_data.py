@@ -21,6 +21,15 @@ def original_train_inputs(model: Model) -> Tensor:
 
     Raises:
         TypeError: If ``model`` has no ``train_inputs`` (not a GPyTorch exact GP).
+
+    Example:
+        >>> import torch
+        >>> from botorch.models import SingleTaskGP
+        >>> from botorch.models.transforms import Normalize
+        >>> X = 10 * torch.rand(4, 2, dtype=torch.float64)
+        >>> model = SingleTaskGP(X, X.sum(-1, keepdim=True), input_transform=Normalize(2))
+        >>> torch.equal(original_train_inputs(model.eval()), X)   # not the normalised inputs
+        True
     """
     inputs = getattr(model, "train_inputs", None)  # GPyTorch's ExactGP attribute
     if not inputs:
@@ -40,6 +49,14 @@ def training_data(model: Model) -> tuple[Tensor, Tensor]:
     Raises:
         TypeError: If ``model`` is not an unbatched exact GP with ``N x n`` ``train_targets``
             (the multi-task models' layout).
+
+    Example:
+        >>> import torch
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> X, Y = torch.rand(5, 1, dtype=torch.float64), torch.rand(5, 2, dtype=torch.float64)
+        >>> X_, Y_ = training_data(ExactMultiTaskGP(X, Y))
+        >>> X_.shape, Y_.shape
+        (torch.Size([5, 1]), torch.Size([5, 2]))
     """
     X = original_train_inputs(model)
     Y = getattr(model, "train_targets", None)

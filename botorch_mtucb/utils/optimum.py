@@ -1,6 +1,6 @@
 """Local polish of a maximiser on a box: the x*_λ of the regret on continuous domains.
 
-On a continuous domain max_x s_λ(f(x)) has no closed form. The benchmarks and the loop take the
+On a continuous domain max_x s_λ(f(x)) has no closed form. The loop's regret metric takes the
 best point of a dense grid and then *polish* it with a local ascent of the known,
 differentiable true objective started there. A Chebyshev scalarization min_i λ_i (f_i(x) − z_i)
 is not differentiable where two tasks tie — which is exactly where its maximum usually lies —
@@ -49,6 +49,13 @@ def polish_maxima(
         ``(X, values)``: ``M x d`` polished points and their ``M`` objective values, with
         ``values[m] >= min_i pieces(X0)[m, i]`` (a start is kept where the ascent did not
         improve on it).
+
+    Example:
+        >>> bounds = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+        >>> pieces = lambda X: torch.cat([X, 1 - X], dim=-1)   # min is maximal at x = 0.5
+        >>> X, v = polish_maxima(pieces, torch.tensor([[0.1]], dtype=torch.float64), bounds)
+        >>> round(float(X[0, 0]), 4), round(float(v[0]), 4)
+        (0.5, 0.5)
     """
     if X0.dim() != 2:
         raise ValueError(f"`X0` must be an M x d tensor, got shape {tuple(X0.shape)}.")

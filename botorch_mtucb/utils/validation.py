@@ -16,8 +16,15 @@ def check_finite(value: Tensor, name: str) -> None:
     """Raise ``ValueError`` if ``value`` holds NaN or infinite entries.
 
     Args:
-        value: Tensor to check.
+        value: Tensor to check (any shape).
         name: Argument name used in the error message.
+
+    Example:
+        >>> check_finite(torch.ones(2, 3), "X")   # passes silently
+        >>> check_finite(torch.tensor([float("nan")]), "X")
+        Traceback (most recent call last):
+        ...
+        ValueError: `X` contains NaN or infinite values.
     """
     if not torch.is_tensor(value):
         raise ValueError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}.")
@@ -38,7 +45,12 @@ def check_psd_matrix(
             negative eigenvalues (round-off).
 
     Returns:
-        The matrix, symmetrised as ``(M + Mᵀ)/2``.
+        The ``k x k`` matrix, symmetrised as ``(M + Mᵀ)/2``.
+
+    Example:
+        >>> check_psd_matrix(torch.tensor([[2.0, 1.0], [1.0, 2.0]]), "B", size=2)
+        tensor([[2., 1.],
+                [1., 2.]])
     """
     check_finite(matrix, name)
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:

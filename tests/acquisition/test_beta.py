@@ -1,4 +1,4 @@
-"""Tests for the confidence-width schedules (paper 000, Theorem 2 and Lemma 4)."""
+"""The confidence-radius schedules (paper 000, Theorems 2 and 3, Lemma 4) against hand formulas."""
 
 from __future__ import annotations
 
@@ -9,9 +9,14 @@ import torch
 from botorch.models import ModelListGP, SingleTaskGP
 from gpytorch.kernels import MaternKernel, RBFKernel
 
-from botorch_mtucb.acquisition import ConstantBeta, TheoremTwoBeta, log_det_information
+from botorch_mtucb.acquisition import (
+    ConstantBeta,
+    TheoremThreeBeta,
+    TheoremTwoBeta,
+    log_det_information,
+)
 from botorch_mtucb.kernels import ICMKernel, SumOfSeparableKernel, kron_interleaved
-from botorch_mtucb.models import ExactMultiTaskGP
+from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP
 
 DT = torch.float64
 pytestmark = pytest.mark.filterwarnings("ignore::botorch.exceptions.warnings.InputDataWarning")
@@ -165,3 +170,65 @@ def test_beta_grows_with_data():
     sched = TheoremTwoBeta(1.0, 0.1, delta=0.1)
     betas = [float(sched(_icm_model(X[:t], Y[:t], B))) for t in (1, 4, 12)]
     assert betas[0] < betas[1] < betas[2]
+
+
+def _nystrom_data(seed=0, t=40, n=2):
+    """A 1-d ICM kernel and t random observations of n tasks."""
+    g = torch.Generator().manual_seed(seed)
+    k = RBFKernel().to(DT)
+    k.lengthscale = 0.2
+    kernel = ICMKernel(k, n, task_covar=torch.tensor([[1.0, 0.3], [0.3, 0.7]], dtype=DT))
+    X = torch.rand(t, 1, generator=g, dtype=DT)
+    Y = torch.randn(t, n, generator=g, dtype=DT)
+    return kernel, X, Y
+
+
+def test_theorem_three_beta_matches_hand_formula_on_nystrom_model():
+    kernel, X, Y = _nystrom_data()
+    model = NystromMultiTaskGP(X, Y, covar_module=kernel, noise=0.1, epsilon=0.3, delta=0.05,
+                               generator=0)
+    model = model.condition_on_observations(X[:2] + 0.01, Y[:2])
+    b, sigma = 2.0, 0.1
+    eps, delta, eta = 0.3, 0.05, 0.1
+    rho = (1 + eps) / (1 - eps)
+    S = float(model.log_det_variance_sum)
+    expected = b * (1 + 1 / math.sqrt(1 - eps)) + sigma / math.sqrt(eta) * math.sqrt(
+        2 * math.log(2 / delta) + rho * S
+    )
+    beta = TheoremThreeBeta(b=b, sigma=sigma)(model)  # ε, δ, η read from the model
+    assert beta.dim() == 0 and float(beta) == pytest.approx(expected, rel=1e-12)
+    explicit = TheoremThreeBeta(b=b, sigma=sigma, epsilon=eps, delta=delta, eta=eta)(model)
+    assert float(explicit) == pytest.approx(expected, rel=1e-12)
+    # grows with the data (one more round adds a positive log-det term)
+    nxt = model.condition_on_observations(X[:1] + 0.5, Y[:1])
+    assert float(TheoremThreeBeta(b=b, sigma=sigma)(nxt)) > float(beta)
+
+
+def test_theorem_three_beta_on_exact_model_uses_lemma_4_and_exceeds_theorem_two():
+    kernel, X, Y = _nystrom_data(1)
+    exact = ExactMultiTaskGP(X, Y, covar_module=kernel, noise=0.1)
+    with pytest.raises(ValueError, match="epsilon"):
+        TheoremThreeBeta(b=1.0, sigma=0.1)(exact)
+    beta3 = TheoremThreeBeta(b=1.0, sigma=0.1, epsilon=0.5, delta=0.1)(exact)
+    logdet = 2 * float(exact.information_gain())
+    expected = (1 + 1 / math.sqrt(0.5)) + 0.1 / math.sqrt(0.1) * math.sqrt(
+        2 * math.log(20) + 3 * logdet
+    )
+    assert float(beta3) == pytest.approx(expected, rel=1e-10)
+    assert float(beta3) > float(TheoremTwoBeta(b=1.0, sigma=0.1, delta=0.1)(exact))
+
+
+def test_theorem_three_beta_bad_input():
+    for kw, match in [
+        ({"b": -1.0, "sigma": 0.1}, "b"),
+        ({"b": 1.0, "sigma": float("nan")}, "sigma"),
+        ({"b": 1.0, "sigma": 0.1, "epsilon": 1.0}, "epsilon"),
+        ({"b": 1.0, "sigma": 0.1, "delta": 0.0}, "delta"),
+        ({"b": 1.0, "sigma": 0.1, "eta": 0.0}, "eta"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            TheoremThreeBeta(**kw)
+    kernel, X, Y = _nystrom_data(2)
+    model = NystromMultiTaskGP(X, Y, covar_module=kernel, noise=0.1, generator=0)
+    with pytest.raises(ValueError, match="eta"):
+        TheoremThreeBeta(b=1.0, sigma=0.1, eta=0.2)(model)

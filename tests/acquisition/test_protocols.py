@@ -1,4 +1,4 @@
-"""Declared interfaces: the β schedules, UCBs and loop use any model that offers the Protocol.
+"""Declared interfaces: the β schedules and UCBs use any model that offers the Protocol.
 
 References: the Theorem-2 / Theorem-3 formulas written out by hand on duck-typed models that
 come from no class of this package.
@@ -20,15 +20,13 @@ from botorch_mtucb.acquisition import (
     TheoremThreeBeta,
     TheoremTwoBeta,
 )
-from botorch_mtucb.loop.run import _dictionary_size
-from botorch_mtucb.models import TruncatedGP
+from botorch_mtucb.models import ExactMultiTaskGP, TruncatedGP
 from botorch_mtucb.protocols import (
     DictionaryModel,
     InformationGainModel,
     NystromRadiusModel,
     RegularisedModel,
 )
-from mtucb_bench.baselines import ScalarizedIndependentUCB
 
 DT = torch.float64
 
@@ -70,7 +68,7 @@ def test_foreign_model_satisfies_the_protocols_and_feeds_the_radii():
     rho, c = (1 + eps) / (1 - eps), 1 + 1 / math.sqrt(1 - eps)
     three = c * b + sigma / math.sqrt(0.05) * math.sqrt(2 * math.log(2 / d) + rho * 4.2)
     assert float(TheoremThreeBeta(b, sigma)(m)) == pytest.approx(three, rel=1e-12)
-    assert _dictionary_size(m) == 7
+    assert m.dictionary_size == 7
 
 
 def test_theorem_three_needs_epsilon_delta_from_a_nystrom_model():
@@ -94,9 +92,6 @@ def test_acquisitions_declare_their_width():
     X = torch.rand(6, 1, generator=g, dtype=DT)
     tgp = TruncatedGP(X, torch.randn(6, 1, generator=g, dtype=DT), alpha=1.0, v=2.0)
     assert isinstance(HeavyTailedUCB(tgp), ConfidenceWidthAcquisition)
-    from botorch_mtucb.models import ExactMultiTaskGP
-
     mt = ExactMultiTaskGP(X, torch.randn(6, 2, generator=g, dtype=DT))
     s = LinearScalarization(torch.tensor([0.5, 0.5], dtype=DT))
     assert isinstance(ScalarizedMultiTaskUCB(mt, s, beta=1.0), ConfidenceWidthAcquisition)
-    assert isinstance(ScalarizedIndependentUCB(mt, s, beta=1.0), ConfidenceWidthAcquisition)

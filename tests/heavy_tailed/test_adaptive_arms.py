@@ -1,4 +1,4 @@
-"""ATA-GP-UCB's finite-arm path (models/_adaptive_truncation_arms.py): the low-rank arm basis
+"""ATA-GP-UCB's finite-arm path (``heavy_tailed/adaptive_arms.py``): the low-rank arm basis
 against the arm features themselves, the arm-space fit against the authors' ``V`` over the pulled
 points, and the dictionary mask against the dictionary."""
 

@@ -1,4 +1,4 @@
-"""AdaptiveTruncationGP's data-driven mode (issue 16): no α, no v, a BoTorch-fitted kernel."""
+"""AdaptiveTruncationGP's data-driven mode: no α, no v, a BoTorch-fitted kernel."""
 
 from __future__ import annotations
 

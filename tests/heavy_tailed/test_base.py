@@ -1,8 +1,8 @@
-"""Shared pieces of the heavy-tailed models (``models/heavy_tailed_base.py``).
+"""Shared pieces of the heavy-tailed models (``heavy_tailed/base.py``, ``heavy_tailed/arms.py``).
 
-The BoTorch contract (batches, fantasies, state_dict, ``.to``) is tested in
-``test_heavy_tailed_contract.py``, batched training data in ``test_heavy_tailed_batched_data.py``;
-``spectral_ridge`` in ``tests/linalg/test_ridge.py``.
+The BoTorch contract (batches, fantasies, state_dict, ``.to``) is tested in ``test_contract.py``,
+batched training data in ``test_batched_data.py``; ``spectral_ridge`` in
+``tests/linalg/test_ridge.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from botorch_mtucb.features import QuadratureFourierFeatures
-from botorch_mtucb.heavy_tailed.base import check_training_data
+from botorch_mtucb.heavy_tailed.arms import check_training_data
 from botorch_mtucb.models import AdaptiveTruncationGP, HeavyTailedBatch, TruncatedGP
 
 DT = torch.float64

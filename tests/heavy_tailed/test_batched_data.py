@@ -1,4 +1,4 @@
-"""TruncatedGP / AdaptiveTruncationGP on batched training data (``batch x N x d``, issue 12).
+"""TruncatedGP / AdaptiveTruncationGP on batched training data (``batch x N x d``).
 
 The reference of a batched model is ``b`` models built separately, in row-major order, from
 fresh copies of the same arguments (so shared Nyström generators draw the same numbers):

@@ -1,10 +1,10 @@
-"""BoTorch's Model contract for TruncatedGP and AdaptiveTruncationGP (issue 12).
+"""BoTorch's Model contract for TruncatedGP and AdaptiveTruncationGP.
 
 Batched conditioning and fantasies against explicit conditioning of every batch member,
 qKnowledgeGradient against explicitly conditioned models (and its gradient against finite
 differences), qUCB against its analytic value, state_dict round trips into models built from
 other data, and ``.to(dtype)`` against the float64 model — over model kinds × dtypes.
-Batched *training data* (``batch x N x d``) is tested in ``test_heavy_tailed_batched_data.py``.
+Batched *training data* (``batch x N x d``) is tested in ``test_batched_data.py``.
 """
 
 from __future__ import annotations

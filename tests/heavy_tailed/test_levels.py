@@ -1,5 +1,5 @@
 """Truncation levels of TruncatedGP: Algorithm 1's per-round levels and the data-driven mode's
-current level (the one the issue-16 suite uses), against brute force and the suite's model."""
+current level (the one the benchmark suite uses), against brute force and the suite's model."""
 
 from __future__ import annotations
 
@@ -111,8 +111,8 @@ def test_current_level_conditioning_equals_a_scratch_build(on_arms: bool) -> Non
 
 @pytest.mark.parametrize("clip", [True, False], ids=["clip", "zero"])
 def test_data_driven_model_equals_the_suites_practical_model(clip: bool) -> None:
-    """The inconsistency of the last session: both now truncate at the current level, fit the
-    same SingleTaskGP on the same targets and give the same posterior."""
+    """The library's data-driven model and the suite's practical model truncate at the current
+    level, fit the same SingleTaskGP on the same targets and give the same posterior."""
     X, Y = _data(30, 3)
     ours = TruncatedGP(X, Y) if clip else TruncatedGP(X, Y, clip=False)
     assert ours.clip is clip

@@ -1,4 +1,4 @@
-"""Data-driven defaults of TruncatedGP (issue 16): estimate, centring, fitted kernel, refusal."""
+"""Data-driven defaults of TruncatedGP: estimate, centring, fitted kernel, refusal."""
 
 from __future__ import annotations
 

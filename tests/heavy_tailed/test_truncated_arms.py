@@ -1,4 +1,4 @@
-"""TruncatedGP's finite-arm path (models/_truncated_arms.py) against brute-force t x t formulas.
+"""TruncatedGP's finite-arm path (``truncated_arms.py``) against brute-force t x t formulas.
 
 The reference is written here from paper 001, Algorithm 1: targets truncated by hand (zeroed or
 winsorised at ``b_s`` or at the current ``b_t``), ``μ = K_{A,t}(K_t + λI)⁻¹ŷ`` and

@@ -1,5 +1,5 @@
 """TruncatedGP numerics: the float32 policy (float64 working dtype with a NumericalWarning),
-Cholesky jitter, and CUDA against CPU. Split from ``test_truncated_gp.py`` (its helpers)."""
+Cholesky jitter, and CUDA against CPU. Helpers from ``test_truncated.py``."""
 
 from __future__ import annotations
 

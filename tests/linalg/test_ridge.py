@@ -7,13 +7,23 @@ import pytest
 import torch
 from linear_operator.utils.warnings import NumericalWarning
 
-from botorch_mtucb.heavy_tailed.base import spectral_ridge as old_path
 from botorch_mtucb.linalg import spectral_ridge
-from tests.heavy_tailed.test_adaptive import DT, F32, _r, _tol
+from botorch_mtucb.linalg.ridge import arm_ridge_rows, low_rank_factor, truncated_ridge
+
+DT = torch.float64
+F32 = torch.float32
 
 
-def test_old_import_path_is_the_same_function() -> None:
-    assert old_path is spectral_ridge
+def _tol(dtype: torch.dtype, f64_tol: float, kappa: float, scale: float = 1.0) -> float:
+    """float64: the given tolerance; float32: ``4 · eps · κ̂ · scale``."""
+    if dtype == torch.float64:
+        return f64_tol
+    return 4.0 * torch.finfo(dtype).eps * kappa * scale
+
+
+def _r(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` rounded to ``dtype`` and back to float64 (the data a ``dtype`` model sees)."""
+    return x.to(dtype).to(DT)
 
 
 @pytest.mark.parametrize("t, m", [(50, 16), (10, 24), (0, 8), (5, 0)])
@@ -59,8 +69,6 @@ def test_float32_beyond_the_budget_is_factored_in_float64() -> None:
 
 
 def test_truncated_ridge_equals_algorithm_2_by_brute_force() -> None:
-    from botorch_mtucb.linalg.ridge import truncated_ridge
-
     g = torch.Generator().manual_seed(5)
     Phi = torch.randn(30, 6, dtype=DT, generator=g) / 6**0.5
     y = torch.randn(30, dtype=DT, generator=g) ** 3
@@ -77,8 +85,6 @@ def test_truncated_ridge_equals_algorithm_2_by_brute_force() -> None:
 
 
 def test_low_rank_factor_and_arm_ridge_rows() -> None:
-    from botorch_mtucb.linalg.ridge import arm_ridge_rows, low_rank_factor
-
     g = torch.Generator().manual_seed(6)
     F = torch.randn(9, 3, dtype=DT, generator=g) @ torch.randn(3, 5, dtype=DT, generator=g)
     Fp, W = low_rank_factor(F)  # rank 3 of a 9 x 5 matrix

@@ -90,10 +90,11 @@ def test_batch_loop_warns_when_the_acquisition_ignores_pending_points():
             return -(X[..., 0, 0] - 0.5) ** 2
 
     grid = torch.linspace(0, 1, 11, dtype=DT).unsqueeze(-1)
-    with pytest.warns(RuntimeWarning, match="repeats an earlier point"):
+    with pytest.warns(RuntimeWarning, match="repeats an earlier point") as record:
         run_bo_loop(lambda X: X.sin(), grid[:1], 1, lambda X, Y: None,
                     lambda model, s: IgnoresPending(), FiniteArmOptimizer(grid),
                     update=lambda model, X, Y: None, q=2)
+    assert record[0].filename == __file__  # the warning points at the caller of run_bo_loop
 
 
 def test_batch_loop_with_the_heavy_tailed_ucb():

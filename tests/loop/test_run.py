@@ -19,10 +19,12 @@ from botorch_mtucb.acquisition import (
 from botorch_mtucb.loop import (
     BoxOptimizer,
     FiniteArmOptimizer,
+    RoundRecord,
     gaussian_observer,
     run_bo_loop,
     scalarized_ucb_factory,
 )
+from botorch_mtucb.loop.callbacks import ProgressBar
 from tests.acquisition.test_multi_task_ucb import icm_grid_model, make_rkhs_problem
 
 DT = torch.float64
@@ -33,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 
 def _rkhs_run(prob, seed: int, T: int, method: str, kind: str = "chebyshev", update="condition",
-              q: int = 1):
+              q: int = 1, **extra):
     """MT-KB (Theorem-2 radius, paper's b) or uniform random search on the same problem."""
     n = prob.B.shape[0]
     grid = prob.grid
@@ -74,6 +76,7 @@ def _rkhs_run(prob, seed: int, T: int, method: str, kind: str = "chebyshev", upd
         update=update,
         generator=torch.Generator().manual_seed(seed + 3),
         q=q,
+        **extra,
     )
 
 
@@ -115,6 +118,27 @@ def test_history_records_and_regret_by_hand():
     # JSON export round-trips
     blob = json.loads(json.dumps(h.to_json_dict()))
     assert len(blob["rounds"]) == T and blob["rounds"][2]["x"] == h.rounds[2].x.tolist()
+
+
+def test_callbacks_and_progress_bar_see_every_record_and_change_no_draw():
+    prob = make_rkhs_problem(2, seed=7)
+    seen = []
+    h = _rkhs_run(prob, 0, 4, "directional", q=2, callbacks=[seen.append], progress=True)
+    assert seen == h.rounds and [r.t for r in seen] == list(range(1, 9))
+    assert [r.batch for r in seen] == [1, 1, 2, 2, 3, 3, 4, 4]
+    plain = _rkhs_run(prob, 0, 4, "directional", q=2)
+    assert torch.equal(plain.X, h.X) and torch.equal(plain.Y, h.Y)
+    torch.testing.assert_close(plain.regrets, h.regrets)
+
+
+def test_progress_bar_tracks_rounds_and_average_regret():
+    bar = ProgressBar(num_rounds=2, disable=True)
+    for t, (batch, regret) in enumerate([(1, 0.5), (1, 0.25), (2, 0.0)], start=1):
+        bar(RoundRecord(t=t, x=torch.zeros(1), y=torch.zeros(2), weights=None, regret=regret,
+                        beta=None, wall_time=0.0, batch=batch))
+    assert bar.round == 2 and bar.evaluations == 3
+    assert bar.average_regret == pytest.approx(0.25)
+    bar.close()
 
 
 def test_condition_and_refit_give_the_same_run():

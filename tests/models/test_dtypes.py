@@ -91,7 +91,8 @@ def test_nystrom_model_with_every_point_matches_float64_exact_model(kind, dtype)
 
 
 def test_float32_near_duplicates_and_tiny_noise_are_accurate_not_silent():
-    """Measured on 0.1: the ICM path was off by 3 where |μ| ≈ 0.03 (η = 1e-6, float32)."""
+    """Near-duplicate inputs and η = 1e-6 in float32: κ far beyond float32, so the model
+    must compute in float64 (with a warning) and match the float64 reference."""
     g = torch.Generator().manual_seed(3)
     X = torch.rand(20, 1, generator=g, dtype=D64)
     X = torch.cat([X, X[:10] + 1e-5])  # near-duplicate inputs

@@ -1,10 +1,10 @@
-"""NystromMultiTaskGP on batched training data: a NystromMultiTaskBatch (issue 12).
+"""NystromMultiTaskGP on batched training data: a NystromMultiTaskBatch.
 
 The reference of a batch is its members built separately, in row-major order, from the same
 slices and one generator seeded the same way (so the dictionaries are drawn from the same
 numbers): posteriors to 1e-10 over batch shapes, dtypes and transforms; then conditioning
 rounds, fantasies, state round trips and the refusals. The acquisitions on a batch are in
-``test_nystrom_multitask_batch_acquisitions.py``.
+``test_nystrom_batch_acquisitions.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Acquisitions on a NystromMultiTaskBatch (issue 12), against per-member references.
+"""Acquisitions on a NystromMultiTaskBatch, against per-member references.
 
-Split from ``test_nystrom_multitask_batch.py`` (its helpers): MC acquisitions (qLogNEHVI,
+With the helpers of ``test_nystrom_batch.py``: MC acquisitions (qLogNEHVI,
 qKnowledgeGradient) against each member's own acquisition with the same seed, qUCB with many
 samples against the analytic bound, and ScalarizedMultiTaskUCB against per-member values.
 """

@@ -10,9 +10,8 @@ from botorch.fit import fit_gpytorch_mll
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_mtucb.linalg.icm_likelihood import use_icm_likelihood
-from botorch_mtucb.multitask.practical import practical_multitask_gp
+from botorch_mtucb.multitask.practical import WarmStartPracticalFactory, practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import (
-    WarmStartPracticalFactory,
     copy_hyperparameters,
     fit_practical_model,
     practical_mll,

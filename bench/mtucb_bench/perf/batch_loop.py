@@ -14,15 +14,14 @@ R_C(t)/t at t = E evaluations (regret against the number of evaluations), and R_
 end of round R = E/4, the last round every configuration reaches (t = R·q: regret against
 the number of rounds, what a batch buys when a round of parallel evaluations is the unit of
 wall time).
-Single-threaded. Writes ``benchmarks/results/batch_loop.json`` and ``batch_loop.png``.
+Single-threaded. Writes ``docs/results/perf/batch_loop.json`` and ``batch_loop.png``.
 
-Run: ``python bench/mtucb_bench/perf/batch_loop.py [--trials 20] [--evals 96]``
+Run: ``python -m mtucb_bench.perf.batch_loop [--trials 20] [--evals 96]``
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from botorch_mtucb.loop import (
 )
 from botorch_mtucb.models import ExactMultiTaskGP
 from mtucb_bench.multi_task_problems import rkhs_problem
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 CONFIGS = (("q=1", 1, 1.0), ("q=2", 2, 1.0), ("q=4", 4, 1.0), ("q=4, gp-bucb", 4, "gp-bucb"))
 
@@ -81,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--evals", type=int, default=96)
-    parser.add_argument("--out", default="benchmarks/results/batch_loop.json")
+    parser.add_argument("--out", default=str(RESULTS / "perf" / "batch_loop.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.evals % 4:
@@ -124,8 +124,7 @@ def main() -> None:
                 flush=True,
             )
     path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out))
+    write_summary(path, out, indent=None)
     _plot(out, path.with_suffix(".png"))
     print(f"wrote {path} and {path.with_suffix('.png')}")
 

@@ -21,13 +21,12 @@ each, their ratio (package / minimal, target ≤ 1.3), the number of acquisition
 acquisition call at 10 points (forward + backward) split into the model's
 ``projected_task_posterior`` and the acquisition's own work. Single-threaded.
 
-Run: ``python bench/mtucb_bench/perf/bo_step.py [--repeats 5] [--out benchmarks/results/bo_step.json]``
+Run: ``python -m mtucb_bench.perf.bo_step [--repeats 5] [--out docs/results/perf/bo_step.json]``
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -47,6 +46,7 @@ from botorch_mtucb.acquisition import (
 )
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 DT = torch.float64
 ETA = 0.1
@@ -207,7 +207,7 @@ def step(build, bounds: Tensor, seed: int) -> tuple[float, int, Tensor]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default="benchmarks/results/bo_step.json")
+    parser.add_argument("--out", default=str(RESULTS / "perf" / "bo_step.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
     bounds = torch.stack([torch.zeros(D, dtype=DT), torch.ones(D, dtype=DT)])
@@ -276,10 +276,9 @@ def main() -> None:
                 flush=True,
             )
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"torch": torch.__version__, "threads": torch.get_num_threads(), "repeats": args.repeats,
             "beta": BETA, "eta": ETA, "raw_samples": 512, "num_restarts": 10}
-    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    write_summary(out, {"meta": meta, "rows": rows}, indent=2)
     print(f"wrote {out}")
 
 

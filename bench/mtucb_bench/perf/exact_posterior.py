@@ -17,7 +17,7 @@ All timings are taken in the same process; ratios are reported against ExactMult
 * ``naive``: the nt x nt formula of DESIGN.md (Cholesky of G_t + ηI, then the solves).
 * ``eigh``: a bare ``torch.linalg.eigh`` of the t x t kernel matrix K_t.
 
-Run: ``python bench/mtucb_bench/perf/exact_posterior.py [--out benchmarks/results/exact_posterior.json]``
+Run: ``python -m mtucb_bench.perf.exact_posterior [--out docs/results/perf/exact_posterior.json]``
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from tqdm import tqdm
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP
 from mtucb_bench.measure import best_time
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 DT = torch.float64
 ETA = 0.1
@@ -107,7 +108,7 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=2)
     parser.add_argument("--naive-max-nt", type=int, default=2000,
                         help="skip the naive formula above this n·t")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/exact_posterior.json"))
+    parser.add_argument("--out", type=Path, default=RESULTS / "perf" / "exact_posterior.json")
     parser.add_argument("--sizes", nargs="+", default=["2,100", "20,100", "20,1000"],
                         help="(n,t) pairs as n,t")
     parser.add_argument("--threads", type=int, default=1,
@@ -158,9 +159,8 @@ def main() -> None:
         print(f"{r['n']:>3} {r['t']:>5} | {r['ours_cold_s']:10.4f} {r['ours_warm_s']:10.4f} "
               f"{r['eigh_s']:9.4f} | {r['speedup_vs_kronecker_cold']:10.0f} {nv} "
               f"{r['ours_cold_over_eigh']:9.2f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
-                                    "rows": rows}, indent=2))
+    write_summary(args.out, {"args": {k: str(v) for k, v in vars(args).items()},
+                             "rows": rows}, indent=2)
     print(f"\nwrote {args.out}")
 
 

@@ -17,14 +17,13 @@ of each algorithm at T = 2·10⁴ in 2 worker processes and measures it.
 
 Usage::
 
-    python bench/mtucb_bench/perf/heavy_tailed_timing.py            # T in {1e3, 1e4, 2e4} + anchors
-    python bench/mtucb_bench/perf/heavy_tailed_timing.py --quick    # T in {200, 1000}
+    python -m mtucb_bench.perf.heavy_tailed_timing            # T in {1e3, 1e4, 2e4} + anchors
+    python -m mtucb_bench.perf.heavy_tailed_timing --quick    # T in {200, 1000}
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import multiprocessing as mp
 import os
@@ -43,6 +42,7 @@ from mtucb_bench.heavy_tailed_problems import (
     authors_code_synthetic,
     sample_student_t,
 )
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 __all__ = ["main", "run_trial", "synthetic_problem"]
 
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--protocol-trials", type=int, default=0,
                         help="also run N trials per algorithm at T=2e4 on 2 processes")
     parser.add_argument("--out", type=Path,
-                        default=Path(__file__).parent / "results" / "heavy_tailed_timing.json")
+                        default=RESULTS / "perf" / "heavy_tailed_timing.json")
     args = parser.parse_args()
     horizons = (200, 1000) if args.quick else (1000, 10_000, 20_000)
     anchor_T = min(args.anchor_T, max(horizons))
@@ -208,7 +208,6 @@ def main() -> None:
               f"processes in {wall / 60:.1f} min -> 20 trials: "
               f"{wall * 20 / args.protocol_trials / 60:.1f} min")
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "machine": platform.platform(),
         "cpu_count": os.cpu_count(),
@@ -216,7 +215,7 @@ def main() -> None:
         "threads_per_run": 1,
         "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
-    args.out.write_text(json.dumps({"meta": meta, "summary": summary, "runs": results}, indent=2))
+    write_summary(args.out, {"meta": meta, "summary": summary, "runs": results}, indent=2)
     print(f"wrote {args.out}")
 
 

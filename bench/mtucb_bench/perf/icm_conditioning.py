@@ -10,15 +10,13 @@ build (max abs difference printed; must be ≤ 1e-8).
 
 Usage::
 
-    python bench/mtucb_bench/perf/icm_conditioning.py [--sizes 500 1500 3000] [--tasks 4] [--repeats 3]
+    python -m mtucb_bench.perf.icm_conditioning [--sizes 500 1500 3000] [--tasks 4] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
-from pathlib import Path
 
 import torch
 from gpytorch.kernels import RBFKernel
@@ -26,9 +24,10 @@ from gpytorch.kernels import RBFKernel
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP
 from mtucb_bench.measure import best_time
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 DT = torch.float64
-OUT = Path(__file__).parent / "results" / "icm_conditioning.json"
+OUT = RESULTS / "perf" / "icm_conditioning.json"
 
 
 def measure(t: int, n: int, repeats: int) -> dict:
@@ -83,11 +82,8 @@ def main() -> None:
               f"{r['scratch_s']:.4f} | {r['condition_over_eigh']:.3f} | "
               f"{r['scratch_over_condition']:.1f}× | {r['max_abs_diff_vs_scratch']:.1e} |")
         assert r["max_abs_diff_vs_scratch"] <= 1e-8, r
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"machine": platform.processor() or platform.machine(),
-                               "threads": 1, "rows": rows}, indent=2))
-    tmp.replace(OUT)
+    write_summary(OUT, {"machine": platform.processor() or platform.machine(),
+                        "threads": 1, "rows": rows}, indent=2)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ Then a whole ``fit_gpytorch_mll`` of ``ExactMultiTaskGP`` at ``--fit-size`` with
 the new path from the same initial hyperparameters. Ratios are against ``ours`` in the same
 process. Single-threaded by default.
 
-Run: ``python bench/mtucb_bench/perf/icm_likelihood.py [--out benchmarks/results/icm_likelihood.json]``
+Run: ``python -m mtucb_bench.perf.icm_likelihood [--out docs/results/perf/icm_likelihood.json]``
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from botorch_mtucb.linalg import use_icm_likelihood
 from botorch_mtucb.models import ExactMultiTaskGP
 from mtucb_bench.measure import best_time
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 DT = torch.float64
 LOG_2PI = math.log(2 * math.pi)
@@ -95,7 +96,7 @@ def main() -> None:
     parser.add_argument("--fit-size", default="9,100", help="n,t of the whole-fit comparison")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/icm_likelihood.json"))
+    parser.add_argument("--out", type=Path, default=RESULTS / "perf" / "icm_likelihood.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = []
@@ -157,9 +158,8 @@ def main() -> None:
     print(f"\nfit_gpytorch_mll at n = {fit['n']}, t = {fit['t']}: old {fit['old_s']:.2f} s, "
           f"new {fit['new_s']:.2f} s ({fit['old_over_new']:.0f}x); final MLL old "
           f"{fit['old_mll']:.6f}, new {fit['new_mll']:.6f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
-                                    "rows": rows, "fit": fit}, indent=2))
+    write_summary(args.out, {"args": {k: str(v) for k, v in vars(args).items()},
+                             "rows": rows, "fit": fit}, indent=2)
     print(f"\nwrote {args.out}")
 
 

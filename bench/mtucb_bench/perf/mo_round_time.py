@@ -27,19 +27,19 @@ Two parts, one process, one thread (``torch.set_num_threads(1)``):
 
 Run from the repository root (resumable: finished units are kept in the JSON)::
 
-    PYTHONPATH=. python bench/mtucb_bench/perf/mo_round_time.py --part profile
-    PYTHONPATH=. python bench/mtucb_bench/perf/mo_round_time.py --part rounds --trials 5 --anchor-trials 2
-    PYTHONPATH=. python bench/mtucb_bench/perf/mo_round_time.py --part rounds --trials 10   # more pairs
-    PYTHONPATH=. python bench/mtucb_bench/perf/mo_round_time.py --part rounds --trials 10 --variants
+    python -m mtucb_bench.perf.mo_round_time --part profile
+    python -m mtucb_bench.perf.mo_round_time --part rounds --trials 5 --anchor-trials 2
+    python -m mtucb_bench.perf.mo_round_time --part rounds --trials 10   # more pairs
+    python -m mtucb_bench.perf.mo_round_time --part rounds --trials 10 --variants
 
-JSON: ``benchmarks/results/mo_round_time.json`` (``profile``, ``rounds``, ``summary``).
+Units (``rounds``, raw) in ``benchmark-runs/mo_round_time.json``; ``profile`` and ``summary`` in
+``docs/results/perf/mo_round_time.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import time
 import warnings
 from pathlib import Path
@@ -56,9 +56,8 @@ from torch.quasirandom import SobolEngine
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.scalarization import ChebyshevScalarization
 from botorch_mtucb.loop.defaults import RefitSchedule
-from botorch_mtucb.multitask.practical import practical_multitask_gp
+from botorch_mtucb.multitask.practical import WarmStartPracticalFactory, practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import (
-    WarmStartPracticalFactory,
     copy_hyperparameters,
     fit_practical_model,
     lbfgs_memory,
@@ -69,12 +68,14 @@ from mtucb_bench.algorithms import ALGORITHMS, RunConfig, get_algorithm
 from mtucb_bench.baselines import _fitted_model_list
 from mtucb_bench.measure import best_time, sign_test_p
 from mtucb_bench.mo_suite_problems import make_suite_problem
+from mtucb_bench.perf.provenance import RESULTS, RUNS, provenance, write_summary
 from mtucb_bench.runner import run_trial
 
 DT = torch.float64
 PROBLEMS = ("corr-rff", "branin-currin", "corr-hartmann")
 OLD, NEW, ANCHOR = "MT-UCB-refit", "MT-UCB", "qLogNParEGO"
-OUT = Path(__file__).resolve().parent / "results" / "mo_round_time.json"
+OUT = RUNS / "mo_round_time.json"  # every unit (raw, git-ignored)
+SUMMARY = RESULTS / "perf" / "mo_round_time.json"
 
 
 # ----------------------------------------------------------------------------- profile
@@ -291,14 +292,6 @@ def _save(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=1))
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=("profile", "rounds", "summary"), default="rounds")
@@ -307,7 +300,8 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--anchor-trials", type=int, default=2)
     ap.add_argument("--horizon", type=int, default=20)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=OUT, help="raw units (read back to continue)")
+    ap.add_argument("--summary", type=Path, default=SUMMARY, help="summary JSON")
     ap.add_argument("--variants", action="store_true",
                     help="rounds: run only the two one-change ablations of MT-UCB")
     args = ap.parse_args()
@@ -315,7 +309,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     register_variants()
     data = _load(args.out)
-    data.setdefault("commit", {})[args.part] = _commit()
+    data.setdefault("commit", {})[args.part] = provenance()["commit"]
     if args.part == "profile":
         cells = []
         for name in args.problems:
@@ -344,6 +338,7 @@ def main() -> None:
                           f"HV {unit['hv_pct']:.1f} %", flush=True)
     data["summary"] = summarize(data.get("rounds", []))
     _save(args.out, data)
+    write_summary(args.summary, {k: v for k, v in data.items() if k != "rounds"}, indent=1)
     print(json.dumps(data["summary"], indent=1, default=lambda x: None)[:4000])
 
 

@@ -16,7 +16,7 @@ Two choices of q: Theorem 3's 6ρ log(4T/δ)/ε² (≈ 979) and the practical lo
 the rule of the authors' public code for paper 001). Single-threaded (``torch.set_num_threads``)
 so that timings are not distorted by other jobs on the machine; all timings in one process.
 
-Run: ``python bench/mtucb_bench/perf/nystrom_scaling.py [--out benchmarks/results/nystrom_scaling.json]``
+Run: ``python -m mtucb_bench.perf.nystrom_scaling [--out docs/results/perf/nystrom_scaling.json]``
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tqdm import tqdm
 from botorch_mtucb.kernels import TaskSimilarityKernel
 from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP
 from botorch_mtucb.multitask.nystrom import theorem3_q
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 DT = torch.float64
 ETA, EPS, DELTA, T = 0.1, 0.5, 0.1, 20_000
@@ -70,7 +71,7 @@ def timed(fn, repeats: int) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="benchmarks/results/nystrom_scaling.json")
+    parser.add_argument("--out", default=str(RESULTS / "perf" / "nystrom_scaling.json"))
     parser.add_argument("--checkpoints", default="1000,2000,5000,10000,20000")
     parser.add_argument("--exact-max", type=int, default=5000)
     parser.add_argument("--streams", default="bo,uniform")
@@ -135,9 +136,7 @@ def main() -> None:
             }
     results["summary"] = summary
     print(json.dumps(summary, indent=2))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
+    write_summary(Path(args.out), results, indent=2)
 
 
 if __name__ == "__main__":

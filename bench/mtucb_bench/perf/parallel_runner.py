@@ -9,10 +9,10 @@ the machine a run got (serial below 1, or parallel below N: the machine is share
 workers' CPU is sampled with psutil), and ``pool_start_s`` is the wall time of a parallel run
 of one round per worker (start-up: forkserver, imports).
 
-    python bench/mtucb_bench/perf/parallel_runner.py                 # rkhs-n20, 10 trials, T = 150
-    python bench/mtucb_bench/perf/parallel_runner.py --quick         # a few seconds, smoke test
+    python -m mtucb_bench.perf.parallel_runner                 # rkhs-n20, 10 trials, T = 150
+    python -m mtucb_bench.perf.parallel_runner --quick         # a few seconds, smoke test
 
-Writes ``benchmarks/results/parallel_runner.json``.
+Writes ``docs/results/perf/parallel_runner.json``.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import torch
 
-from mtucb_bench.fileio import write_json
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 from mtucb_bench.runner import run_experiment
 
-RESULTS = Path(__file__).resolve().parent / "results" / "parallel_runner.json"
+OUT = RESULTS / "perf" / "parallel_runner.json"
 
 
 def _cpu() -> float:
@@ -111,7 +111,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, nargs="+", default=[2])
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="2 trials, T = 10, 1 repeat")
-    p.add_argument("--out", default=str(RESULTS))
+    p.add_argument("--out", default=str(OUT))
     args = p.parse_args()
     if args.quick:
         args.trials, args.horizon, args.repeats = 2, 10, 1
@@ -152,7 +152,7 @@ def main() -> None:
         print(f"--workers {w}: {wall:.1f} s vs serial {serial:.1f} s: ratio {wall / serial:.3f}"
               f" ({serial / wall:.2f}x faster)")
     units = args.trials * len(args.algorithms)
-    write_json(Path(args.out), {
+    write_summary(Path(args.out), {
         "protocol": {**kw, "units": units, "threads_per_process": 1},
         "serial_mean_wall_s": serial, "summary": summary, "runs": rows,
         "machine": {"cpu_count": os.cpu_count(), "loadavg_1_5_15_between_runs": load,

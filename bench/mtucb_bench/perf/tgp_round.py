@@ -11,7 +11,7 @@ reward stream (a generator seeded identically; a round draws one reward at the c
 * ``plain``: the authors' update written with a few tensors and no model objects (arm-space
   mean and covariance, a Kalman rank-one update per observation, O(A²));
 * ``package``: ``TruncatedGP(arms=...)`` + ``HeavyTailedUCB`` + argmax over the arms +
-  ``condition_on_observations`` (what ``heavy_tailed_timing.py`` and users' loops do);
+  ``condition_on_observations`` (what ``mtucb_bench.perf.heavy_tailed_timing`` and users' loops do);
 * ``package-loop``: the same with ``loop.FiniteArmOptimizer`` (``optimize_acqf_discrete``) and
   ``loop.condition_model``, as ``run_bo_loop`` / the benchmark runner use it;
 * ``model-only``: the model's share alone — ``model.beta()``, ``model.mean_and_variance`` over
@@ -33,15 +33,14 @@ package works in arm space (``O(A m² + m³)``, sorted per-arm rewards).
 
 Usage::
 
-    python bench/mtucb_bench/perf/tgp_round.py            # T in {1000, 20000}, 5 repeats
-    python bench/mtucb_bench/perf/tgp_round.py --quick    # T = 1000
-    python bench/mtucb_bench/perf/tgp_round.py --algorithms tgp ata-qff --horizons 1000 5000
+    python -m mtucb_bench.perf.tgp_round            # T in {1000, 20000}, 5 repeats
+    python -m mtucb_bench.perf.tgp_round --quick    # T = 1000
+    python -m mtucb_bench.perf.tgp_round --algorithms tgp ata-qff --horizons 1000 5000
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -56,6 +55,7 @@ from botorch_mtucb.features import QuadratureFourierFeatures
 from botorch_mtucb.loop import FiniteArmOptimizer, condition_model
 from botorch_mtucb.models import AdaptiveTruncationGP, TruncatedGP
 from mtucb_bench.heavy_tailed_problems import synthetic_heavy_tailed_problem
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 __all__ = ["main", "run_package", "run_plain", "run_plain_ata"]
 
@@ -204,7 +204,7 @@ def main() -> None:
                         help="interleaved repeats (median ratio, best-of ms)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path,
-                        default=Path(__file__).parent / "results" / "tgp_round.json")
+                        default=RESULTS / "perf" / "tgp_round.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
     problem = synthetic_heavy_tailed_problem("se", "student", args.seed)
@@ -266,8 +266,7 @@ def main() -> None:
         "problem": f"se-student seed {args.seed} (A = {problem.arms.shape[0]} arms)",
         "load_average_1min": _load(),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    write_summary(args.out, {"meta": meta, "rows": rows}, indent=2)
     print(f"wrote {args.out}")
 
 

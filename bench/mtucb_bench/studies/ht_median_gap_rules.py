@@ -1,4 +1,4 @@
-"""Recommendation rules and references of ``ht_median_gap.py`` (the Branin gross-outlier cell).
+"""Recommendation rules and references of :mod:`mtucb_bench.studies.ht_median_gap`.
 
 An outlier-free *reference GP* (hyperparameters fitted once on 256 Sobol points with the inlier
 noise N(0, 0.1²); posterior mean ``m + K (K + σ²I)⁻¹ (y − m)``, checked against BoTorch's

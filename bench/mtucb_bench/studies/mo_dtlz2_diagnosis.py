@@ -30,11 +30,11 @@ of the ICM model at the last round. ``probe`` fits the models on one design and 
 
 Run (single-threaded, one process; resumable)::
 
-    PYTHONPATH=. python bench/mtucb_bench/studies/mo_dtlz2_diagnosis.py run --problems dtlz2 --trials 5
-    PYTHONPATH=. python bench/mtucb_bench/studies/mo_dtlz2_diagnosis.py summarize
+    python -m mtucb_bench.studies.mo_dtlz2_diagnosis run --problems dtlz2 --trials 5
+    python -m mtucb_bench.studies.mo_dtlz2_diagnosis summarize
 
-JSON: ``results/mo_dtlz2_diagnosis.json`` (summary) and per unit
-``--units`` (default ``/work/h3_runs/diag``).
+Summary: ``docs/results/studies/mo_dtlz2_diagnosis.json``; one JSON per unit under ``--units``
+(default ``benchmark-runs/mo_dtlz2_diagnosis``, git-ignored).
 """
 
 from __future__ import annotations
@@ -69,8 +69,10 @@ from mtucb_bench.mo_suite_problems import (
     suite_metrics,
     trial_sobol_points,
 )
+from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
 
-ROOT = Path(__file__).resolve().parent / "results"
+UNITS = RUNS / "mo_dtlz2_diagnosis"  # one JSON per (problem, arm, trial) (raw, git-ignored)
+SUMMARY = RESULTS / "studies" / "mo_dtlz2_diagnosis.json"
 DT = torch.float64
 ARMS = ("ucb-icm", "ucb-icm-b0", "ucb-list", "ucb-icm-zmin", "parego-icm", "parego-list",
         "nei-icm", "qucb-icm", "ucb-icm-gamma", "sobol", "ucb-icm-zmax", "nei-icm-zmax")
@@ -214,6 +216,7 @@ def probe(ns: argparse.Namespace) -> None:
                                  s(problem.f(xc)))}
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "lengthscale"}), flush=True)
+    Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
     Path(ns.out).write_text(json.dumps(rows))
 
 
@@ -267,8 +270,7 @@ def summarize(ns: argparse.Namespace) -> None:
                   f"  R_C {r['time_average_regret'][0]:.4f}"
                   f"  face {r['boundary_coord_share'][0]:.2f}"
                   f"  s/round {r['wall_time_per_round'][0]:.2f}{txt}")
-    out = Path(ns.json)
-    out.write_text(json.dumps(summary, indent=1))
+    write_summary(Path(ns.json), summary)
 
 
 def main() -> None:
@@ -279,15 +281,15 @@ def main() -> None:
     r.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     r.add_argument("--trials", type=int, default=5)
     r.add_argument("--rounds", type=int, default=20)
-    r.add_argument("--units", default="/work/h3_runs/diag")
+    r.add_argument("--units", default=str(UNITS))
     pr = sub.add_parser("probe")
     pr.add_argument("--trials", type=int, default=3)
     pr.add_argument("--weights", type=int, default=4)
-    pr.add_argument("--out", default="/work/h3_runs/probe.json")
+    pr.add_argument("--out", default=str(RUNS / "mo_dtlz2_probe.json"))
     s = sub.add_parser("summarize")
-    s.add_argument("--units", default="/work/h3_runs/diag")
+    s.add_argument("--units", default=str(UNITS))
     s.add_argument("--reference", default="ucb-icm")
-    s.add_argument("--json", default=str(ROOT / "mo_dtlz2_diagnosis.json"))
+    s.add_argument("--json", default=str(SUMMARY))
     ns = ap.parse_args()
     if ns.cmd == "run":
         for name in ns.problems:

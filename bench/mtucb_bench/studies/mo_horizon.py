@@ -1,20 +1,20 @@
 """HV % of the MO suite after k rounds, for several k, from one longer run (issue 16: T = 30, 40).
 
-Reads a ``mo_suite.py`` output folder (``results/mo_suite_T40`` by default: the suite's
+Reads a ``mo_suite`` run folder (``benchmark-runs/mo_suite_T40`` by default: the suite's
 protocol with ``--horizon 40``; folders ``<problem>+<tag>`` are pooled as ``summarize``
 pools them) and reports, for each problem and each k in ``--rounds``, the hypervolume of the
 evaluated points (initial design + the first k rounds) as % of the maximum, mean ± std over
 trials, and paired comparisons (same trials; HV higher/lower, two-sided sign test) for the
-``--pairs`` ``A:B`` (``mo_suite.py``'s pooling and paired statistics). A T = 40 trial's
+``--pairs`` ``A:B`` (``mo_suite``'s pooling and paired statistics). A T = 40 trial's
 first 20 rounds are the T = 20 trial's (same seeds), so k = 20 reproduces the suite's T = 20
 table.
 
-    PYTHONPATH=. python bench/mtucb_bench/suites/mo_suite.py run --problems dtlz2 --trials 10 --horizon 40 \\
-        --workers 1 --algorithms MT-UCB MT-UCB-TR Sobol --out benchmarks/results/mo_suite_T40
-    PYTHONPATH=. python bench/mtucb_bench/studies/mo_horizon.py --rounds 20 30 40 \\
+    python -m mtucb_bench.suites.mo_suite run --problems dtlz2 --trials 10 --horizon 40 \\
+        --workers 1 --algorithms MT-UCB MT-UCB-TR Sobol --out benchmark-runs/mo_suite_T40
+    python -m mtucb_bench.studies.mo_horizon --rounds 20 30 40 \\
         --pairs MT-UCB:Sobol MT-UCB-TR:Sobol MT-UCB-TR:MT-UCB
 
-Writes ``<folder>/horizon.json`` and ``horizon.md`` (atomically).
+Writes ``docs/results/mo_suite/T40/horizon.json`` and ``horizon.md`` (atomically; ``--results``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ import argparse
 import json
 from pathlib import Path
 
-from mtucb_bench.fileio import write_json, write_text  # noqa: E402
-from mtucb_bench.suites.mo_suite import _paired, _stats, pooled_runs  # noqa: E402
+from mtucb_bench.fileio import write_text
+from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
+from mtucb_bench.suites.mo_suite import _paired, _stats, pooled_runs
 
-DEFAULT = Path(__file__).resolve().parent / "results" / "mo_suite_T40"
+DEFAULT = RUNS / "mo_suite_T40"  # the suite's run folders at T = 40 (raw, git-ignored)
+SUMMARY = RESULTS / "mo_suite" / "T40"
 
 
 def hv_after(trial: dict, k: int) -> float | None:
@@ -78,6 +80,7 @@ def table(runs: dict[str, dict[str, dict]], rounds: list[int],
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--folder", type=Path, default=DEFAULT)
+    ap.add_argument("--results", type=Path, default=SUMMARY)
     ap.add_argument("--rounds", type=int, nargs="+", default=[20, 30, 40])
     ap.add_argument("--pairs", nargs="+", default=["MT-UCB:Sobol", "MT-UCB-TR:Sobol",
                                                    "MT-UCB-TR:MT-UCB"])
@@ -96,8 +99,8 @@ def main() -> None:
     text = ("HV % after the initial design and k rounds, mean ± std over trials; paired: "
             "trials A higher/lower than B (mean difference; p: two-sided sign test, shown "
             "when < 0.2).\n\n" + "\n".join(lines) + "\n")
-    write_json(ns.folder / "horizon.json", summary, indent=1)
-    write_text(ns.folder / "horizon.md", text)
+    write_summary(ns.results / "horizon.json", summary)
+    write_text(ns.results / "horizon.md", text)
     print(text)
 
 

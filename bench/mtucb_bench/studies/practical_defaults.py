@@ -15,13 +15,13 @@ Three measurements, each against its anchor in the same run:
 
 Usage::
 
-    python bench/mtucb_bench/studies/practical_defaults.py refit-cost [N ...]
-    python bench/mtucb_bench/studies/practical_defaults.py refit-schedule [--rounds 30] [--seeds 3]
-    python bench/mtucb_bench/studies/practical_defaults.py ax [--trials 30] [--seeds 3]
-    python bench/mtucb_bench/studies/practical_defaults.py ax-qlognehvi [--trials 30] [--seeds 0 1 2] \
+    python -m mtucb_bench.studies.practical_defaults refit-cost [N ...]
+    python -m mtucb_bench.studies.practical_defaults refit-schedule [--rounds 30] [--seeds 3]
+    python -m mtucb_bench.studies.practical_defaults ax [--trials 30] [--seeds 3]
+    python -m mtucb_bench.studies.practical_defaults ax-qlognehvi [--trials 30] [--seeds 0 1 2] \
         [--problems BraninCurrin VehicleSafety] [--models practical paper]
 
-Each writes ``benchmarks/results/practical_defaults_<command>.json``.
+Each writes ``docs/results/studies/practical_defaults_<command>.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import argparse
 import logging
 import time
 import warnings
-from pathlib import Path
 from statistics import mean
 
 import torch
@@ -44,10 +43,10 @@ from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.pending import condition_model
 from botorch_mtucb.models import practical_multitask_gp
 from botorch_mtucb.utils import sobol_initial_design
-from mtucb_bench.fileio import write_json
 from mtucb_bench.measure import best_time
+from mtucb_bench.perf.provenance import RESULTS, write_summary
 
-RESULTS = Path(__file__).resolve().parent / "results"
+SUMMARY = RESULTS / "studies"
 
 
 def _hv_percent(problem, Y: torch.Tensor) -> float:
@@ -233,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
         out = ax_defaults(args.trials, args.seeds)
     else:
         out = ax_qlognehvi(args.trials, args.seeds, args.problems, args.models)
-    write_json(RESULTS / f"practical_defaults_{args.command}.json", out)
+    write_summary(SUMMARY / f"practical_defaults_{args.command}.json", out)
 
 
 if __name__ == "__main__":

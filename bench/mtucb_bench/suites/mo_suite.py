@@ -1,8 +1,8 @@
 """Multi-objective suite (issue 16): run the CLI per problem, then tables, paired tests and plots.
 
 ``run`` calls ``python -m mtucb_bench run mo-<problem>`` once per problem into
-``results/mo_suite/<problem>/`` (the CLI's run folders: manifest, trial JSON, summary,
-R_C(t)/t plot; rerunning continues a run). More algorithms for a problem later go to
+``benchmark-runs/mo_suite/<problem>/`` (git-ignored; the CLI's run folders: manifest, trial
+JSON, summary, R_C(t)/t plot; rerunning continues a run). More algorithms for a problem later go to
 ``<problem>+<tag>/`` (``--tag``); ``summarize`` pools the folders of a problem after checking
 that they share experiment, horizon, seed, initial design and bound (an algorithm's trials may
 be split over folders with ``--first-trial``; a trial found twice is refused). ``summarize`` reads
@@ -13,9 +13,9 @@ those folders and, from each trial's evaluated points (initial design + rounds),
 * R_C(T)/T and the Bayes regret from the trial file (the runner's metrics);
 * wall time per round, refits included (the trial file's ``wall_time``);
 
-and writes ``results/mo_suite/summary.json``, ``results/mo_suite/tables.md`` (overview tables
+and writes ``docs/results/mo_suite/summary.json``, ``tables.md`` (overview tables
 problems × algorithms of HV % and R_C(T)/T, one table per problem and a paired table) and
-``results/mo_suite/<problem>/hv.png`` (HV % vs evaluations, mean ± s.e. over trials).
+``hv_<problem>.png`` (HV % vs evaluations, mean ± s.e. over trials).
 Paired comparisons (common random numbers: same instance, initial design and λ_t per trial)
 of ``--focus`` (default MT-UCB) against every other algorithm: trials where it is better in
 HV and in R_C(T)/T, mean ± std of the differences, and the two-sided sign-test p-value of
@@ -23,9 +23,9 @@ the HV wins.
 
 Run from the repository root::
 
-    PYTHONPATH=. python bench/mtucb_bench/suites/mo_suite.py run --problems corr-rff dtlz2 --trials 10 \\
+    python -m mtucb_bench.suites.mo_suite run --problems corr-rff dtlz2 --trials 10 \\
         --horizon 20 --workers 2 --algorithms MT-UCB IT-UCB qLogNParEGO Sobol
-    PYTHONPATH=. python bench/mtucb_bench/suites/mo_suite.py summarize [--cache /tmp/mo_cache.json]
+    python -m mtucb_bench.suites.mo_suite summarize [--cache /tmp/mo_cache.json]
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ from mtucb_bench.mo_suite_problems import (
     hypervolume_percent_curve,
     make_suite_problem,
 )
+from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
 
-OUT = Path(__file__).resolve().parent / "results" / "mo_suite"
+OUT = RUNS / "mo_suite"  # the CLI's run folders (raw, git-ignored)
+SUMMARY = RESULTS / "mo_suite"  # summary.json, tables.md, hv_<problem>.png (committed)
 DT = torch.float64
 
 
@@ -169,7 +171,6 @@ def summarize(ns: argparse.Namespace) -> None:
         if not runs:
             continue
         folder = ns.out / name
-        folder.mkdir(exist_ok=True)
         manifest = manifests[0] if manifests else {}
         listed = [a for m in manifests for a in m.get("algorithms", []) if a in runs]
         order = list(dict.fromkeys(listed + list(runs)))  # once each (old manifests list
@@ -209,13 +210,13 @@ def summarize(ns: argparse.Namespace) -> None:
             lines.append(f"| {alg} | {row['trials']} | {hm:.1f} ± {hs:.1f} | {rm:.4f} ± {rs:.4f}"
                          f" | {bm:.4f} ± {bs:.4f} | {wm:.3f} |")
         lines.append("")
-        _plot(folder, runs, order, T)
+        _plot(ns.results / f"hv_{folder.name}.png", folder.name, runs, order, T)
     text = "\n".join(_overview(summary) + lines + ["Paired (same trials):", ""]
                      + paired_lines) + "\n"
     if cache is not None:
         ns.cache.write_text(json.dumps(cache))
-    (ns.out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (ns.out / "tables.md").write_text(text)
+    write_summary(ns.results / "summary.json", summary)
+    (ns.results / "tables.md").write_text(text)
     print(text)
 
 
@@ -246,7 +247,7 @@ def _overview(summary: dict[str, dict]) -> list[str]:
     return out
 
 
-def _plot(folder: Path, runs: dict[str, dict[int, dict]], order: list[str], T) -> None:
+def _plot(path: Path, name: str, runs: dict[str, dict[int, dict]], order: list[str], T) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -265,11 +266,12 @@ def _plot(folder: Path, runs: dict[str, dict[int, dict]], order: list[str], T) -
         ax.fill_between(x, m - se, m + se, color=f"C{i}", alpha=0.15)
     ax.set_xlabel("evaluations (initial design + rounds)")
     ax.set_ylabel("HV % of maximum (mean ± s.e.)")
-    ax.set_title(f"mo-{folder.name}, T = {T}")
+    ax.set_title(f"mo-{name}, T = {T}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(folder / "hv.png", dpi=110)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
@@ -291,7 +293,9 @@ def main() -> None:
                    help="JSON file of per-trial metrics reused across calls (keyed by path, "
                         "size and mtime)")
     for p in (r, s):
-        p.add_argument("--out", type=Path, default=OUT)
+        p.add_argument("--out", type=Path, default=OUT, help="run folders (raw)")
+    s.add_argument("--results", type=Path, default=SUMMARY,
+                   help="folder of summary.json, tables.md and the plots")
     ns = ap.parse_args()
     run(ns) if ns.cmd == "run" else summarize(ns)
 

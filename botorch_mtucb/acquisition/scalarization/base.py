@@ -1,23 +1,22 @@
-"""Scalarizations s_λ of n objectives and the random weight distributions P_λ (paper 000, §2, §5).
+"""The scalarization contract s_λ: Rⁿ → R and its sign convention (paper 000, §2).
+
+A scalarization maps n objective values to one number that is maximised; it is monotone
+(better in every objective ⇒ larger s_λ) and L_λ-Lipschitz in the ℓ2-norm, the two properties
+the regret bounds of paper 000 use. :class:`Scalarization` is the base class of
+:class:`~botorch_mtucb.acquisition.scalarization.linear.LinearScalarization` and
+:class:`~botorch_mtucb.acquisition.scalarization.chebyshev.ChebyshevScalarization`.
 
 Sign convention (one rule everywhere): **every scalarization is maximised, and so is every
 objective** unless it is listed in ``minimize``. An objective ``i`` listed in ``minimize`` is
-negated before scalarizing (``y_i → −y_i``, and likewise ``z_i → −z_i`` for the Chebyshev
-reference point), so the caller keeps data, models and the reference point in their original
-units. With this rule a larger scalarized value is always better, both scalarizations stay
-monotone (better in every objective ⇒ larger s_λ) and their Lipschitz constants are unchanged.
+negated before scalarizing (``y_i → −y_i``, and likewise ``z_i → −z_i`` for a reference
+point), so the caller keeps data, models and the reference point in their original units. With
+this rule a larger scalarized value is always better, the scalarizations stay monotone and
+their Lipschitz constants are unchanged.
 
-* Linear:    s_λ(y) = Σ_i λ_i y_i,                 L_λ = ‖λ‖₂.
-* Chebyshev: s_λ(y) = min_i λ_i (y_i − z_i),       L_λ = max_i λ_i;
-  augmented (``augmentation=ρ``): + ρ Σ_i λ_i (y_i − z_i), L_λ = max_i λ_i + ρ ‖λ‖₂.
-  :meth:`ChebyshevScalarization.from_data` builds the scale-free version from observed data
-  (weights and reference point in units of the observed range; the practical default).
-
-For Chebyshev, ``z`` (``ref_point``) should be a point that every interesting outcome improves
-on, i.e. a lower bound on each maximised objective (and an upper bound on each minimised one,
-in original units). Then all terms λ_i (y_i − z_i) are ≥ 0 and s_λ rewards the *worst*
-weighted improvement over z, which is what steers a random λ to different parts of the Pareto
-front.
+Each s_λ is the minimum of ``P`` smooth pieces (:meth:`Scalarization.pieces`; ``P = 1`` for
+the linear one), and each gives the directional upper confidence bound of
+:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` from the posterior variances along
+its own directions W (:meth:`Scalarization.directions`, :func:`project_covariance`).
 
 Weights lie on the simplex Λ = {λ ≥ 0, ‖λ‖₁ = 1} (the paper asks λ ≻ 0; zero weights are
 accepted but make s_λ only weakly monotone in the corresponding objective).
@@ -33,7 +32,7 @@ from torch import Tensor
 
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["LinearScalarization", "Scalarization", "project_covariance"]
+__all__ = ["Scalarization", "project_covariance"]
 
 _SIMPLEX_ATOL = 1e-6
 
@@ -50,12 +49,28 @@ def _as_vector(value: Tensor | Sequence[float], name: str) -> Tensor:
 
 
 class Scalarization(ABC):
-    """Base class: a monotone, L_λ-Lipschitz map s_λ: Rⁿ → R (maximised).
+    """Base class: a monotone, L_λ-Lipschitz map s_λ: Rⁿ → R, maximised (paper 000, §2).
+
+    A subclass gives s_λ as the minimum of smooth pieces (``_pieces``), its ℓ2-Lipschitz
+    constant L_λ (what the spectral bound u(x) = s_λ(μ(x)) + L_λ β ‖Γ(x, x)‖^{1/2} of paper 000,
+    eq. (2) needs) and its directional bound (:meth:`directions`,
+    :meth:`directional_ucb_from_variances`). Outcomes are passed in original units; minimised
+    objectives are negated inside (module docstring). The weights, ``minimize`` and the
+    reference point are converted once per dtype and device and cached, so they are fixed once
+    a scalarization has been used: build a new one for new weights.
 
     Attributes:
         weights: ``n`` weight vector λ on the simplex.
         minimize: ``n`` boolean tensor; objectives negated before scalarizing.
         lipschitz: L_λ, a 0-dim tensor (ℓ2-Lipschitz constant of s_λ, paper 000 §2).
+
+    Example:
+        >>> from botorch_mtucb.acquisition import LinearScalarization
+        >>> s = LinearScalarization([0.5, 0.5], minimize=[False, True])
+        >>> isinstance(s, Scalarization), s.num_objectives
+        (True, 2)
+        >>> s.signs(torch.zeros(2))
+        tensor([ 1., -1.])
     """
 
     def __init__(
@@ -63,7 +78,7 @@ class Scalarization(ABC):
     ) -> None:
         """
         Args:
-            weights: ``n`` nonnegative weights summing to one.
+            weights: ``n`` nonnegative weights λ summing to one.
             minimize: Optional ``n`` booleans; ``True`` marks an objective to be minimised.
         """
         w = _as_vector(weights, "weights")
@@ -128,7 +143,14 @@ class Scalarization(ABC):
             )
 
     def __call__(self, Y: Tensor) -> Tensor:
-        """s_λ(Y) on ``... x n`` outcomes (original units); returns ``...``."""
+        """s_λ(Y).
+
+        Args:
+            Y: ``batch_shape x n`` outcomes (original units).
+
+        Returns:
+            ``batch_shape`` scalarized values.
+        """
         self._check_last_dim(Y, "Y")
         return self._scalarize(Y * self.signs(Y))
 
@@ -192,47 +214,22 @@ class Scalarization(ABC):
         return f"{type(self).__name__}(weights={self.weights.tolist()})"
 
 
-class LinearScalarization(Scalarization):
-    """s_λ(y) = Σ_i λ_i y_i (maximised), L_λ = ‖λ‖₂ (paper 000 §2).
-
-    Example:
-        >>> s = LinearScalarization(torch.tensor([0.25, 0.75], dtype=torch.float64))
-        >>> s(torch.tensor([[1.0, 2.0]], dtype=torch.float64))
-        tensor([1.7500], dtype=torch.float64)
-    """
-
-    @property
-    def lipschitz(self) -> Tensor:
-        return torch.linalg.vector_norm(self.weights)
-
-    def _scalarize(self, Y: Tensor) -> Tensor:
-        return Y @ self._constants(Y)["weights"]
-
-    def _pieces(self, Y: Tensor) -> Tensor:
-        return self._scalarize(Y).unsqueeze(-1)
-
-    def _extra_constants(self, like: Tensor, signs: Tensor) -> dict[str, Tensor]:
-        w = self.weights.to(like) * signs
-        return {"signed_weights": w, "directions": w.unsqueeze(-1)}
-
-    def directions(self, like: Tensor) -> Tensor:
-        """``n x 1``: w = λ with the signs of minimised objectives flipped."""
-        return self._constants(like)["directions"]
-
-    def directional_ucb_from_variances(
-        self, mean: Tensor, var: Tensor, beta: Tensor | float
-    ) -> Tensor:
-        """λᵀμ + β √(wᵀΓw) (signed w), from ``var = wᵀΓw`` of shape ``batch x 1``."""
-        w = self._constants(mean)["signed_weights"]
-        if torch.is_tensor(beta):
-            return mean @ w + beta * _safe_sqrt(var[..., 0])
-        return torch.add(mean @ w, _safe_sqrt(var[..., 0]), alpha=beta)
-
-
 def project_covariance(task_covar: Tensor, directions: Tensor | None) -> Tensor:
     """Variances wⱼᵀ Γ wⱼ along the columns of ``directions`` (``n x k``), ``batch x k``.
 
     ``directions=None`` gives the diagonal Γ_ii (``batch x n``), read without copying.
+
+    Args:
+        task_covar: ``batch x n x n`` task covariances Γ(x, x).
+        directions: ``n x k`` directions W, or ``None`` for the n task axes.
+
+    Returns:
+        ``batch x k`` variances (``batch x n`` for ``None``).
+
+    Example:
+        >>> G = torch.tensor([[2.0, 1.0], [1.0, 3.0]])
+        >>> project_covariance(G, torch.tensor([[1.0], [1.0]])), project_covariance(G, None)
+        (tensor([7.]), tensor([2., 3.]))
     """
     if directions is None:
         return torch.diagonal(task_covar, dim1=-2, dim2=-1)

@@ -1,20 +1,34 @@
-"""The Chebyshev scalarization s_λ(y) = min_i λ_i (y_i − z_i), plain and augmented (paper 000, §2).
+"""The Chebyshev scalarization s_λ(y) = min_i λ_i (y_i − z_i) (paper 000, §2).
 
-Also its scale-free construction from observed data (:meth:`ChebyshevScalarization.from_data`,
-the practical default of issue 16). The sign convention, the base class and the linear
-scalarization are in :mod:`botorch_mtucb.acquisition.scalarization.base`, which re-exports
-:class:`ChebyshevScalarization`.
+* plain: s_λ(y) = min_i λ_i (y_i − z_i), L_λ = max_i λ_i;
+* augmented (``augmentation=ρ``): s_λ(y) = min_i λ_i (y_i − z_i) + ρ Σ_i λ_i (y_i − z_i),
+  L_λ = max_i λ_i + ρ ‖λ‖₂; with ρ > 0 every maximiser is Pareto optimal, not only weakly.
+
+The reference point z (``ref_point``) should be a point that every interesting outcome
+improves on: a lower bound on each maximised objective (an upper bound on each minimised one,
+in original units). Then all terms λ_i (y_i − z_i) are ≥ 0 and s_λ rewards the *worst*
+weighted improvement over z, which is what steers a random λ to different parts of the Pareto
+front. :meth:`ChebyshevScalarization.from_data` places z and the scales from observed data
+(scale-free weights, z below the estimated front's nadir), and :func:`predicted_anchors`
+estimates that front's extreme points from the model.
+
+The directional upper confidence bound takes the n task axes as directions (σ_i² = Γ_ii):
+s_λ(f(x)) ≤ min_i λ_i (μ̃_i(x) + β σ_i(x) − z̃_i) (paper 000, App. B.1; tildes: sign-corrected).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.generation.gen import gen_candidates_scipy
+from botorch.models.model import Model
+from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
+from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition.scalarization.base import (
     Scalarization,
@@ -28,10 +42,12 @@ __all__ = ["ChebyshevScalarization", "predicted_anchors"]
 
 
 class ChebyshevScalarization(Scalarization):
-    """s_λ(y) = min_i λ_i (y_i − z_i) (maximised), L_λ = max_i λ_i (paper 000 §2).
+    """s_λ(y) = min_i λ_i (y_i − z_i) [+ ρ Σ_i λ_i (y_i − z_i)] (maximised; paper 000, §2).
 
-    What is maximised is the smallest weighted improvement over the reference point ``z``; see
-    the module docstring for how to choose ``z`` and for minimised objectives.
+    What is maximised is the smallest weighted improvement over the reference point z; see the
+    module docstring for how to choose z, and
+    :mod:`~botorch_mtucb.acquisition.scalarization.base` for minimised objectives (y_i and z_i
+    are negated before scalarizing). L_λ = max_i λ_i + ρ ‖λ‖₂.
 
     Example:
         >>> s = ChebyshevScalarization(
@@ -39,6 +55,8 @@ class ChebyshevScalarization(Scalarization):
         ... )
         >>> s(torch.tensor([[1.0, 4.0]], dtype=torch.float64))
         tensor([0.5000], dtype=torch.float64)
+        >>> s.pieces(torch.tensor([1.0, 4.0], dtype=torch.float64))  # s = their minimum
+        tensor([0.5000, 2.0000], dtype=torch.float64)
     """
 
     def __init__(
@@ -85,8 +103,8 @@ class ChebyshevScalarization(Scalarization):
     ) -> ChebyshevScalarization:
         """Scale-free s_λ from observed outcomes: λ acts on objectives normalised by their range.
 
-        With r_i the observed range of objective i, ñ the worst value of objective i among the
-        observed *non-dominated* points (sign-corrected) and z_i = ñ_i − ``margin`` · r_i, the
+        With r_i the range of objective i (see ``span``), ñ_i the worst value of objective i
+        over the estimated Pareto front (sign-corrected) and z_i = ñ_i − ``margin`` · r_i, the
         result is the augmented Chebyshev scalarization of the normalised objectives,
 
             s(y) = [min_i λ_i (y_i − z_i) / r_i + ρ Σ_i λ_i (y_i − z_i) / r_i] / c,
@@ -94,39 +112,40 @@ class ChebyshevScalarization(Scalarization):
 
         i.e. weights λ_i / r_i renormalised to the simplex (dividing by c > 0 changes neither
         the maximisers nor the UCB's argmax). Rescaling an objective's units leaves it the same
-        function up to that positive factor. Why (issue 16, ``bench/mtucb_bench/studies/mo_diagnosis.py``):
-        raw units let the smallest-scale objective decide every round (BraninCurrin: 22 of 30
-        proposals repeated an evaluated point, 6 % of the maximum hypervolume, 65 % scale-free);
-        a reference point at the observed minimum of all data lies far below the front, so
-        rays z + t/λ miss it and the plain Chebyshev maximiser is only weakly Pareto optimal,
-        leaving the other objectives free; the reference at the non-dominated nadir with
-        ρ = 0.05 raised BraninCurrin from 80 % to 87–90 % and cut the repeats from 9 to 4–6.
+        function up to that positive factor, so no objective decides the round through its
+        units alone. The reference point sits just below the nadir of the non-dominated points
+        (not below the worst of all data), so the rays z + t/λ meet the front, and ρ > 0 makes
+        every maximiser Pareto optimal.
 
         Args:
             weights: ``n`` weights λ on the simplex (e.g. from
-                :func:`sample_scalarization_weights`).
+                :func:`~botorch_mtucb.acquisition.sample_scalarization_weights`).
             Y: ``N x n`` observed outcomes (original units, ``N ≥ 1``).
             minimize: Optional ``n`` booleans marking minimised objectives.
             augmentation: ρ ≥ 0 (default 0.05, ParEGO's).
             margin: Reference-point offset below the nadir, in units of the range (≥ 0).
-            predicted: Optional ``M x n`` predicted outcomes (e.g. the posterior mean on a
-                candidate sample, original units). The nadir ñ is then the per-objective
-                minimum over the observed non-dominated points *and* the non-dominated points
-                of the observed and predicted outcomes together (the estimated front), so z
-                never lies above the default. Why
-                (``bench/mtucb_bench/studies/mo_zdt2_diagnosis.py``): once one observed point dominates all
-                others (ZDT2's corner x = 0), the observed nadir is that point, z lies
-                0.1 r_i below it, only 9–10 % of the Pareto front is above z, and the true
-                maximiser of s_λ is that evaluated point for every λ (MT-UCB re-proposed it
-                in 171 of 200 rounds). With ``predicted=predicted_anchors(...)`` and
-                ``span="front"``: 84 of 200, HV 98.1 vs 92.3 % (10/10 trials); on the suite
-                67 paired HV wins, 22 losses. ``None`` (default): the observed points only.
+            predicted: Optional ``M x n`` predicted outcomes (e.g. the model's payoff table
+                :func:`predicted_anchors`, original units). The nadir ñ is then the
+                per-objective minimum over the observed non-dominated points *and* the
+                non-dominated points of the observed and predicted outcomes together, so z
+                never lies above the default. This matters once one observed point dominates
+                all others: the observed nadir is then that point, and without ``predicted``
+                the maximiser of s_λ is that evaluated point for every λ. ``None`` (default):
+                the observed points only.
             span: ``"all"`` (default): r_i is the range of all observed outcomes; ``"front"``:
-                the range of those same non-dominated points (with ``predicted``: of both
+                the range of the non-dominated points above (with ``predicted``: of both
                 sets), where it is positive, else the range of all observed outcomes.
 
         Returns:
             A :class:`ChebyshevScalarization` in the original units of ``Y``.
+
+        Example:
+            >>> Y = torch.tensor([[0.0, 10.0], [1.0, 0.0], [0.5, 5.0]], dtype=torch.float64)
+            >>> s = ChebyshevScalarization.from_data([0.5, 0.5], Y)
+            >>> s.ref_point  # the front's nadir (0, 0) minus 0.1 of the ranges (1, 10)
+            tensor([-0.1000, -1.0000], dtype=torch.float64)
+            >>> s.weights  # λ_i / r_i on the simplex
+            tensor([0.9091, 0.0909])
         """
         w = _as_vector(weights, "weights")
         if Y.dim() != 2 or Y.shape[-1] != w.numel() or Y.shape[0] == 0:
@@ -137,8 +156,6 @@ class ChebyshevScalarization(Scalarization):
         check_finite(Y, "Y")
         if not math.isfinite(float(margin)) or float(margin) < 0:
             raise ValueError(f"`margin` must be a finite number >= 0, got {margin!r}.")
-        from botorch.utils.multi_objective.pareto import is_non_dominated
-
         Yd = Y.detach().to(torch.float64)
         signs = torch.ones(w.numel(), dtype=torch.float64)
         if minimize is not None:
@@ -222,7 +239,7 @@ class ChebyshevScalarization(Scalarization):
 
 
 def predicted_anchors(
-    model: Any,
+    model: Model,
     bounds: Tensor,
     Y: Tensor,
     eps: float = 1e-3,
@@ -235,12 +252,13 @@ def predicted_anchors(
 
     Row i is μ(x_i*) with x_i* = argmax_x μ̃_i(x)/r_i + ε Σ_j μ̃_j(x)/r_j (r: the observed
     ranges of ``Y``; μ̃_j = ±μ_j, sign-corrected so that every objective is maximised). The ε
-    term is a lexicographic tie-break
-    (ε → 0): x_i* is then Pareto optimal under μ, not only weakly (a plain argmax of μ_i may
-    leave the other objectives anywhere: ZDT2's x_1 = 0 with any x_2..x_4), while a large ε
-    would be a linear scalarization, which on a concave front goes to the other extreme. Its
-    column minima estimate the front's nadir; pass it as
-    ``ChebyshevScalarization.from_data(..., predicted=...)`` (``bench/mtucb_bench/studies/mo_zdt2_diagnosis.py``).
+    term is a lexicographic tie-break (ε → 0): x_i* is then Pareto optimal under μ, not only
+    weakly (a plain argmax of μ_i may leave the other objectives anywhere), while a large ε
+    would be a linear scalarization, which on a concave front goes to the other extreme. The
+    table's column minima estimate the front's nadir; pass it as
+    ``ChebyshevScalarization.from_data(..., predicted=...)``. The n problems are solved as
+    one multi-start L-BFGS-B (``gen_candidates_scipy``) from the best scrambled-Sobol raw
+    samples of each.
 
     Args:
         model: A fitted BoTorch model with ``n`` outputs (original units).
@@ -254,10 +272,18 @@ def predicted_anchors(
 
     Returns:
         ``n x n`` tensor, row i = μ(x_i*), in the original units (signs not applied).
-    """
-    from botorch.generation.gen import gen_candidates_scipy
-    from torch.quasirandom import SobolEngine
 
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> Y = torch.stack([X.sum(-1), (1 - X).prod(-1)], dim=-1)
+        >>> model = SingleTaskGP(X, Y)
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> table = predicted_anchors(model, bounds, Y, seed=0)
+        >>> table.shape
+        torch.Size([2, 2])
+        >>> s = ChebyshevScalarization.from_data([0.5, 0.5], Y, predicted=table, span="front")
+    """
     if Y.dim() != 2 or Y.shape[0] == 0 or Y.shape[-1] != model.num_outputs:
         raise ValueError(
             f"`Y` must be an N x n tensor with N >= 1 and n = {model.num_outputs} (the model's "
@@ -301,7 +327,7 @@ class _PayoffTableValue(AcquisitionFunction):
     """Σ_i w_iᵀ μ(x_i) of a ``batch x n x d`` set (point i: row i of ``W``): the n problems of
     the payoff table, decoupled, as one L-BFGS-B problem (one optimisation, not n)."""
 
-    def __init__(self, model: Any, W: Tensor) -> None:
+    def __init__(self, model: Model, W: Tensor) -> None:
         super().__init__(model)
         self.W = W
 

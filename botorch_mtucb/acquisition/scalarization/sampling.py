@@ -1,4 +1,9 @@
-"""Random scalarization weights λ ~ P_λ (paper 000, §5 and Appendix E) and a per-round sampler.
+"""Random scalarization weights λ ~ P_λ (paper 000, §5 and App. E) and a per-round sampler.
+
+With u ~ U[0, 1]ⁿ, the Chebyshev law of paper 000 §5 (after Paria et al., 2019) is
+λ = α / ‖α‖₁ with α_i = ‖u‖₁ / u_i, and the linear law of App. E is λ = u / ‖u‖₁; both lie on
+the simplex. :class:`ScalarizationSampler` turns one draw into a scalarization s_{λ_t}, the
+step "sample λ_t ~ P_λ" of MT-KB (paper 000, Algorithm 1).
 """
 
 from __future__ import annotations
@@ -10,15 +15,12 @@ import torch
 from botorch.models.model import Model
 from torch import Tensor
 
-from botorch_mtucb.acquisition.scalarization.base import (
-    LinearScalarization,
-    Scalarization,
-    _as_vector,
-)
+from botorch_mtucb.acquisition.scalarization.base import Scalarization, _as_vector
 from botorch_mtucb.acquisition.scalarization.chebyshev import (
     ChebyshevScalarization,
     predicted_anchors,
 )
+from botorch_mtucb.acquisition.scalarization.linear import LinearScalarization
 
 __all__ = ["ScalarizationSampler", "sample_scalarization_weights"]
 
@@ -48,6 +50,13 @@ def sample_scalarization_weights(
 
     Returns:
         ``num_samples x n`` tensor whose rows lie on the simplex.
+
+    Example:
+        >>> W = sample_scalarization_weights(3, 5, generator=torch.Generator().manual_seed(0))
+        >>> W.shape
+        torch.Size([5, 3])
+        >>> torch.allclose(W.sum(dim=-1), torch.ones(5, dtype=torch.float64))
+        True
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"`n` must be a positive integer, got {n!r}.")
@@ -65,11 +74,22 @@ class ScalarizationSampler:
     """Draws a fresh random scalarization s_{λ_t}, λ_t ~ P_λ, each time it is called.
 
     This is the per-round step "sample weight vector λ_t ~ P_λ" of MT-KB (paper 000,
-    Algorithm 1); :func:`botorch_mtucb.loop.run_bo_loop` calls it once per round.
+    Algorithm 1): λ_t from :func:`sample_scalarization_weights`, then s_{λ_t} is a
+    :class:`~botorch_mtucb.acquisition.LinearScalarization` or a
+    :class:`~botorch_mtucb.acquisition.ChebyshevScalarization` with a fixed reference point, or
+    the scale-free one of :meth:`ChebyshevScalarization.from_data` built from the round's
+    observations (``ref_point="data"``). :func:`botorch_mtucb.loop.run_bo_loop` calls it once
+    per round.
 
     Example:
         >>> sampler = ScalarizationSampler(2, kind="chebyshev", ref_point=[0.0, 0.0])
         >>> s = sampler(torch.Generator().manual_seed(0))
+        >>> s.num_objectives
+        2
+        >>> Y = torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)
+        >>> s = ScalarizationSampler(2, ref_point="data")(Y=Y)  # from_data, ρ = 0.05
+        >>> s.ref_point
+        tensor([-0.1000, -0.1000], dtype=torch.float64)
     """
 
     def __init__(
@@ -97,11 +117,10 @@ class ScalarizationSampler:
                 ``"predicted"`` — those together with the model's payoff table (its
                 per-objective optima, :meth:`anchors`, computed once per round by
                 :func:`~botorch_mtucb.loop.run_bo_loop`), ranges of that front
-                (``from_data(..., predicted=..., span="front")``). Why
-                (``bench/mtucb_bench/studies/mo_zdt2_diagnosis.py``): once one evaluated point dominates the
-                others (ZDT2's corner), the observed nadir is that point and s_λ's maximiser is
-                that point for every λ; MT-UCB re-proposed it in 89 of 100 rounds. The loop's
-                default sampler uses ``"predicted"`` (measured on the whole suite, README).
+                (``from_data(..., predicted=..., span="front")``). The predicted front keeps
+                the reference point below the front once one evaluated point dominates all
+                others (then the observed nadir is that point and s_λ's maximiser is that
+                point for every λ).
         """
         if kind not in ("chebyshev", "linear"):
             raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
@@ -146,16 +165,33 @@ class ScalarizationSampler:
         """The model's payoff table for ``front="predicted"``: ``n x n``, row i = μ(x_i*).
 
         :func:`~botorch_mtucb.acquisition.scalarization.chebyshev.predicted_anchors` with this
-        sampler's ``minimize``; ``bounds``: ``2 x d`` search box, ``Y``: ``N x n`` observations,
-        ``seed``: of its ``optimize_acqf`` calls.
+        sampler's ``minimize``.
+
+        Args:
+            model: A fitted BoTorch model with ``n`` outputs (original units).
+            bounds: ``2 x d`` search box.
+            Y: ``N x n`` observations (for the ranges).
+            seed: Seed of the raw samples of the maximisation.
+
+        Returns:
+            ``n x n`` payoff table, row i = μ(x_i*).
         """
         return predicted_anchors(model, bounds, Y, minimize=self.minimize, seed=seed)
 
     def scalarize(
         self, weights: Tensor, Y: Tensor | None = None, predicted: Tensor | None = None
     ) -> Scalarization:
-        """s_λ for given weights λ (``n``) with this sampler's settings (``Y``, ``predicted``:
-        as in :meth:`__call__`)."""
+        """s_λ for given weights λ with this sampler's settings.
+
+        Args:
+            weights: ``n`` weights λ on the simplex.
+            Y: ``N x n`` observations (needed with ``ref_point="data"``).
+            predicted: ``n x n`` payoff table of the round (:meth:`anchors`; needed with
+                ``front="predicted"``).
+
+        Returns:
+            The scalarization s_λ.
+        """
         if predicted is not None and not self.uses_model:
             raise ValueError("`predicted` is only used with `front='predicted'`.")
         if self.uses_data:
@@ -188,6 +224,9 @@ class ScalarizationSampler:
             Y: ``N x n`` observations (needed with ``ref_point="data"``).
             predicted: ``n x n`` payoff table of the round (:meth:`anchors`; needed with
                 ``front="predicted"``).
+
+        Returns:
+            The scalarization s_{λ_t}.
         """
         w = sample_scalarization_weights(self.num_objectives, 1, self.kind, generator)[0]
         return self.scalarize(w, Y, predicted)

@@ -1,7 +1,4 @@
-"""The Ax ``Acquisition`` of both generation strategies (q = 1, the user's thresholds kept).
-
-Re-exported by :mod:`botorch_mtucb.integrations.ax` (which registers it with Ax's storage).
-"""
+"""The Ax ``Acquisition`` of the package's UCBs: one arm per trial, the user's thresholds kept."""
 
 from __future__ import annotations
 
@@ -11,29 +8,42 @@ from ax.generators.torch.botorch_modular.acquisition import Acquisition
 from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.models.model import Model
 
-from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB
 
 __all__ = ["UCBAcquisition"]
 
 
 class UCBAcquisition(Acquisition):
-    """Ax ``Acquisition`` for the package's UCBs (used by both generation strategies).
+    """Ax ``Acquisition`` for :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
+    :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` (``acquisition_class`` of the helpers).
 
-    Two differences from Ax's ``Acquisition``:
+    Differs from Ax's ``Acquisition`` in two ways:
 
-    * It gives the MT-UCB input constructor Ax's ``n_objectives x n_outputs`` objective matrix
-      (``objective_weights``) and the objective thresholds as the user set them
-      (``user_ref_point``, before Ax infers the missing ones). Ax passes the thresholds one
-      per *objective* but the directions one per model output; the matrix links the two, so
-      the user's thresholds can serve as the Chebyshev reference point.
-    * It refuses ``n > 1`` arms in one generator run (a ``BatchTrial``): one acquisition is
-      built per generator run, so all its arms would share one λ, while the package draws
-      one λ per evaluation (as ``run_bo_loop(q=k)`` does). Several one-arm trials
-      (``get_next_trials(max_trials=k)``) work: each draws its own λ and sees the others as
-      pending points (GP-BUCB).
+    * For ``ScalarizedMultiTaskUCB`` it adds two keyword arguments for the input constructor:
+      ``objective_weights``, Ax's ``n_objectives x n`` objective matrix (which output each
+      objective threshold belongs to: Ax gives thresholds per objective and directions per
+      output), and ``user_ref_point``, the ``n_objectives`` thresholds as the user set them
+      (NaN where not), before Ax infers the missing ones.
+    * :meth:`optimize` refuses ``n > 1`` arms in one generator run: all arms of one run would
+      share one acquisition, hence one λ, while MT-UCB draws one λ per evaluation. Several
+      one-arm trials (``client.get_next_trials(max_trials=k)``) each draw their own λ and see
+      the others as pending points (GP-BUCB).
+
+    Example:
+        >>> from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+        >>> from ax.generators.torch.botorch_modular.utils import ModelConfig
+        >>> from botorch_mtucb.acquisition import HeavyTailedUCB
+        >>> from botorch_mtucb.integrations.ax import AxTruncatedGP, UCBAcquisition
+        >>> generator_kwargs = {  # the BO step of a GenerationStrategy (Generators.BOTORCH_MODULAR)
+        ...     "surrogate_spec": SurrogateSpec(model_configs=[ModelConfig(
+        ...         botorch_model_class=AxTruncatedGP, input_transform_classes=None)]),
+        ...     "botorch_acqf_class": HeavyTailedUCB,
+        ...     "acquisition_class": UCBAcquisition,
+        ... }
     """
 
     def optimize(self, n: int, *args: Any, **kwargs: Any) -> Any:
+        """Ax's ``optimize`` for ``n = 1`` arm; ``n > 1`` raises a ``ValueError``."""
         if n != 1:
             raise ValueError(
                 f"{self.botorch_acqf_class.__name__} proposes one arm per trial (q = 1), got "

@@ -1,18 +1,25 @@
-"""BoTorch input constructors (``acqf_input_constructor``) for ScalarizedMultiTaskUCB and HeavyTailedUCB.
+r"""BoTorch input constructors of the package's UCBs, as Ax calls them.
 
-Ax builds every acquisition through BoTorch's input-constructor registry: it calls the
-registered function with the model, the training data, ``X_pending``, the objective (as a
-``ScalarizedPosteriorTransform``), the objective thresholds (``ref_point``) and the
-``botorch_acqf_options`` of the generation strategy. Importing this module registers:
+Ax builds every acquisition through BoTorch's ``acqf_input_constructor`` registry: it calls
+the registered function with the fitted model, the training data, ``X_pending`` (trials still
+running), the objective as a ``ScalarizedPosteriorTransform``, the objective thresholds
+(``ref_point``), the search box (``bounds``) and the strategy's ``botorch_acqf_options``. All
+of it is in Ax's transformed spaces, the ones the model is fitted in (inputs mapped to the
+search box or the unit cube, outcomes possibly standardized), and is used as is.
+:func:`register_input_constructors` (called by ``import botorch_mtucb.integrations.ax``)
+registers:
 
-* :func:`construct_inputs_scalarized_mtucb` — one fresh λ ~ P_λ per trial (paper 000, §5),
-  directions from Ax's objective (minimised objectives go to the scalarization's
-  ``minimize``, so nothing is negated twice), the Chebyshev reference point from Ax's
-  objective thresholds or the data, pending points by GP-BUCB hallucination.
-* :func:`construct_inputs_heavy_tailed_ucb` — β from the model (``model.beta()``) or given,
-  minimisation by a sign flip of the estimate, pending points by GP-BUCB hallucination.
+* :func:`~botorch_mtucb.integrations.ax.construct_inputs_scalarized_mtucb` for
+  :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`: a fresh λ ~ P_λ per trial
+  (paper 000, §5), the directions of Ax's objective as the scalarization's ``minimize``, the
+  Chebyshev reference point from the user's thresholds or the data;
+* :func:`~botorch_mtucb.integrations.ax.construct_inputs_heavy_tailed_ucb` for
+  :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`: β from the model or given, a minimised
+  objective as ``maximize=False``.
 
-Outcome constraints are refused (neither UCB models feasibility).
+Both pass ``X_pending`` (``m x d``) on to the acquisition, which conditions the model on
+hallucinated observations there (GP-BUCB, :mod:`botorch_mtucb.acquisition.pending`). Outcome
+constraints and MC objectives are refused (neither UCB models feasibility).
 """
 
 from __future__ import annotations
@@ -25,22 +32,23 @@ from botorch.acquisition.input_constructors import (
     acqf_input_constructor,
 )
 from botorch.acquisition.objective import PosteriorTransform, ScalarizedPosteriorTransform
-from botorch.models.model import Model
+from botorch.models.model import Model, ModelList
+from botorch.models.transforms.input import ChainedInputTransform, Normalize
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.models import ExactGP
 from torch import Tensor
 
-from botorch_mtucb.acquisition.beta import BetaSchedule
-from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
-from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
-from botorch_mtucb.acquisition.pending import check_pending
-from botorch_mtucb.acquisition.scalarization import (
+from botorch_mtucb.acquisition import (
+    BetaSchedule,
     ChebyshevScalarization,
+    HeavyTailedUCB,
     LinearScalarization,
     Scalarization,
     ScalarizationSampler,
+    ScalarizedMultiTaskUCB,
     sample_scalarization_weights,
 )
+from botorch_mtucb.acquisition.pending import check_pending
 from botorch_mtucb.heavy_tailed.base import HeavyTailedModel
 from botorch_mtucb.integrations.ax.objective import (
     REF_POINT_SCALE,
@@ -52,7 +60,11 @@ from botorch_mtucb.integrations.ax.objective import (
 )
 from botorch_mtucb.protocols import WidthScheduleModel
 
-__all__ = ["construct_inputs_heavy_tailed_ucb", "construct_inputs_scalarized_mtucb"]
+__all__ = [
+    "construct_inputs_heavy_tailed_ucb",
+    "construct_inputs_scalarized_mtucb",
+    "register_input_constructors",
+]
 
 
 def _refuse_constraints(
@@ -73,9 +85,6 @@ def _refuse_constraints(
 def _search_box(model: Model, d: int | None) -> Tensor | None:
     """``2 x d`` box of the model's fixed-bounds ``Normalize`` input transform (Ax builds it
     from the search space), else ``None`` (then the observed front sets the reference)."""
-    from botorch.models.model import ModelList
-    from botorch.models.transforms.input import ChainedInputTransform, Normalize
-
     first = model.models[0] if isinstance(model, ModelList) and len(model.models) else model
     tf = getattr(first, "input_transform", None)  # BoTorch models' optional attribute
     parts = list(tf.values()) if isinstance(tf, ChainedInputTransform) else [tf]
@@ -144,7 +153,12 @@ def _reference_point(
     training_data: SupervisedDataset | dict[str, SupervisedDataset] | None,
     n: int,
 ) -> Tensor:
-    """Chebyshev z in the model's outcome units (see the module docstring of ``ax.py``)."""
+    """Chebyshev z (``n``) in the model's outcome units from thresholds or the data's nadir.
+
+    ``ref_point`` (one maximisation-aligned threshold per objective row) is used when the rows
+    map to outputs (``info.row_to_output``) and all are finite; otherwise z is the nadir of the
+    observed front pushed back by ``REF_POINT_SCALE`` of its range.
+    """
     if ref_point is not None and info.row_to_output is not None:
         r = torch.as_tensor(ref_point).detach()
         if r.shape == (len(info.row_to_output),) and torch.isfinite(r).all():
@@ -179,53 +193,76 @@ def construct_inputs_scalarized_mtucb(
     front: Literal["observed", "predicted"] = "predicted",
     bounds: list[tuple[float, float]] | Tensor | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of :class:`ScalarizedMultiTaskUCB` for one Ax trial.
+    r"""Keyword arguments of ``ScalarizedMultiTaskUCB`` for one Ax trial.
+
+    Inputs of :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`: draws λ ~ P_λ
+    (paper 000, §5) from the stream
+    :func:`~botorch_mtucb.integrations.ax.objective.trial_generator` ``(seed, t)``,
+    t = observed rows + pending points, and builds s_λ with the directions of Ax's objective
+    as ``minimize``. The Chebyshev reference point z:
+
+    * ``reference="thresholds"``: ``ref_point`` mapped to outputs by ``objective_weights``
+      (plain s_λ), else the observed front's nadir pushed back by 10 % of its range;
+    * ``reference="data"`` (default): ``user_ref_point`` when finite for every objective
+      (plain s_λ), else the scale-free augmented
+      :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data`
+      (:meth:`~botorch_mtucb.acquisition.ScalarizationSampler.scalarize`), whose nadir and
+      ranges come from the observed non-dominated points and, with ``front="predicted"``,
+      the model's payoff table on the search box.
+
+    All quantities are in the model's (Ax's transformed) units.
 
     Args:
-        model: Multi-output model (Ax passes the fitted surrogate, e.g. ``AxExactMultiTaskGP``).
-        training_data: Ax's training data (used for the trial counter and the data-derived
-            reference point).
-        X_pending: ``m x d`` points of trials still running; handled by GP-BUCB hallucination
-            (see :mod:`botorch_mtucb.acquisition.pending`).
-        posterior_transform: Ax's objective as a ``ScalarizedPosteriorTransform`` (weights ±1
-            per output, −1 for minimised objectives).
-        ref_point: Ax's maximisation-aligned objective thresholds (``n_objectives``).
-        objective_weights: Ax's ``n_objectives x n`` objective matrix (given by
-            :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`); maps ``ref_point`` to
-            outputs. Without it the reference point is derived from the data.
+        model: Multi-output model with ``n = model.num_outputs`` outputs (Ax passes the
+            fitted surrogate, e.g. ``AxPracticalMultiTaskGP``).
+        training_data: One ``SupervisedDataset`` (``X: N x d``, ``Y: N x n``) or one per
+            outcome; the trial counter and the data-derived reference point read it.
+        X_pending: ``m x d`` inputs of trials still running, or ``None``.
+        posterior_transform: Ax's objective as a ``ScalarizedPosteriorTransform`` with ``n``
+            weights ±1 (−1 for a minimised objective).
+        ref_point: Ax's maximisation-aligned objective thresholds, ``n_objectives``.
+        objective_weights: Ax's ``n_objectives x n`` objective matrix (passed by
+            :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`); maps the thresholds'
+            rows to outputs. Without it thresholds are not used.
         constraints: Outcome constraints: refused.
         constraints_tuple: Outcome constraints: refused.
         objective: MC objective: refused.
-        beta: β: a number or a :class:`BetaSchedule` (evaluated on the un-hallucinated model);
-            ``None``: the acquisition's default (practical) width.
-        scalarization: ``"chebyshev"`` or ``"linear"`` (λ ~ P_λ of paper 000, §5).
+        beta: β: a number or a :class:`~botorch_mtucb.acquisition.BetaSchedule` (evaluated on
+            ``model`` before any pending point); ``None``: the acquisition's default.
+        scalarization: ``"chebyshev"`` or ``"linear"``.
         bound: ``"spectral"`` (paper 000, eq. (2)) or ``"directional"``.
-        seed: Seed of the λ stream (``None``: torch's global generator, see
-            :func:`~botorch_mtucb.integrations.ax.objective.trial_generator`).
-        reference: Chebyshev reference point: ``"data"`` (default): the user's objective
-            thresholds (``user_ref_point``) when set for every objective, else the scale-free
-            :meth:`ChebyshevScalarization.from_data` of the training data; ``"thresholds"``:
-            ``ref_point`` (Ax's thresholds, inferred where the user set none) with the plain
-            s_λ, or the data's nadir heuristic without them.
+        seed: Seed of the λ stream (``None``: torch's global generator mixed with t).
+        reference: ``"data"`` or ``"thresholds"`` (see above).
         user_ref_point: The thresholds as the user set them (``n_objectives``, NaN where not
-            set), before Ax's inference (given by
-            :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`).
-        front: For the scale-free reference: ``"predicted"`` (default, the loop's
-            default) — z and the ranges from the observed non-dominated points and the
-            model's payoff table on the search box (``bounds``, else the box of the model's
-            fixed-bounds ``Normalize`` input transform; the observed points only when there
-            is neither), as ``ScalarizationSampler(..., front="predicted")``;
-            ``"observed"`` — the observed points only.
+            set), before Ax infers the missing ones (passed by ``UCBAcquisition``).
+        front: For the scale-free reference: ``"predicted"`` (default) — the observed
+            non-dominated points and the model's payoff table on the search box (``bounds``,
+            else the box of the model's fixed-bounds ``Normalize`` input transform, else the
+            observed points only); ``"observed"`` — the observed points only.
         bounds: The search box in the model's input space: ``d`` pairs ``(lower, upper)``
-            (Ax passes its search-space digest's ``bounds``, in the transformed space its
-            models are fitted in) or a ``2 x d`` tensor. Used for the payoff table of
-            ``front="predicted"``.
+            (Ax's search-space digest) or a ``2 x d`` tensor.
 
     Returns:
-        ``{"model", "scalarization", "beta", "bound", "X_pending"}`` (``beta`` only when
-        given); the acquisition
-        conditions ``model`` on the pending points itself (GP-BUCB,
-        :mod:`botorch_mtucb.acquisition.pending`).
+        ``{"model", "scalarization", "bound", "X_pending"}``, plus ``"beta"`` when given.
+
+    Raises:
+        ValueError: for outcome constraints, an MC objective, objective weights other than
+            ±1 or an output that is no objective, ``X_pending`` not ``m x d``, or no way to
+            set the reference point.
+
+    Example:
+        >>> import torch
+        >>> from botorch.utils.datasets import SupervisedDataset
+        >>> from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB
+        >>> from botorch_mtucb.integrations.ax import construct_inputs_scalarized_mtucb
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> Y = torch.stack([X.sum(-1), (X - 0.5).norm(dim=-1)], dim=-1)
+        >>> data = SupervisedDataset(X, Y, feature_names=["x0", "x1"], outcome_names=["a", "b"])
+        >>> inputs = construct_inputs_scalarized_mtucb(
+        ...     ExactMultiTaskGP(X, Y), data, seed=0, bounds=[(0.0, 1.0), (0.0, 1.0)])
+        >>> ScalarizedMultiTaskUCB(**inputs)(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        torch.Size([5])
     """
     _refuse_constraints("ScalarizedMultiTaskUCB", constraints, constraints_tuple, objective)
     if scalarization not in ("chebyshev", "linear"):
@@ -254,30 +291,49 @@ def construct_inputs_scalarized_mtucb(
         z = _reference_point(info, user_ref_point, training_data, n).to(lam)
         s = ChebyshevScalarization(lam, z, minimize=info.minimize)
     else:
-        if stacked is None:
-            raise ValueError(
-                "The scale-free Chebyshev scalarization (reference='data') needs the training "
-                "data of every objective at the same inputs; set objective thresholds for "
-                "every objective or use reference='thresholds'."
-            )
-        if front not in ("observed", "predicted"):
-            raise ValueError(f"`front` must be 'observed' or 'predicted', got {front!r}.")
-        Y = stacked[1].to(lam)
-        box = None
-        if front == "predicted":
-            d = stacked[0].shape[-1]
-            box = _search_box(model, d) if bounds is None else _given_box(bounds, d)
-        data = ScalarizationSampler(n, "chebyshev", ref_point="data", minimize=info.minimize,
-                                    front="observed" if box is None else "predicted")
-        predicted = None if box is None else data.anchors(
-            model, box.to(stacked[0]), Y, seed=None if seed is None else int(seed) + t)
-        s = data.scalarize(lam, Y, predicted)
+        anchor_seed = None if seed is None else int(seed) + t
+        s = _scale_free_scalarization(model, stacked, lam, info, front, bounds, anchor_seed)
     if isinstance(beta, BetaSchedule):
         beta = beta(model)  # on the real data only, before any hallucination
     out = {"model": model, "scalarization": s, "bound": bound, "X_pending": pending}
     if beta is not None:
         out["beta"] = beta
     return out
+
+
+def _scale_free_scalarization(
+    model: Model,
+    stacked: tuple[Tensor, Tensor] | None,
+    lam: Tensor,
+    info: ObjectiveInfo,
+    front: str,
+    bounds: list[tuple[float, float]] | Tensor | None,
+    seed: int | None,
+) -> Scalarization:
+    """The augmented ``ChebyshevScalarization.from_data`` for weights ``lam`` (``n``).
+
+    Its nadir and ranges come from the observed ``Y: N x n`` of ``stacked`` and, with
+    ``front="predicted"`` and a search box (``bounds`` or the model's ``Normalize`` box), the
+    model's payoff table on that box (anchors optimised with ``seed``).
+    """
+    if stacked is None:
+        raise ValueError(
+            "The scale-free Chebyshev scalarization (reference='data') needs the training "
+            "data of every objective at the same inputs; set objective thresholds for "
+            "every objective or use reference='thresholds'."
+        )
+    if front not in ("observed", "predicted"):
+        raise ValueError(f"`front` must be 'observed' or 'predicted', got {front!r}.")
+    Y = stacked[1].to(lam)
+    box = None
+    if front == "predicted":
+        d = stacked[0].shape[-1]
+        box = _search_box(model, d) if bounds is None else _given_box(bounds, d)
+    data = ScalarizationSampler(lam.shape[-1], "chebyshev", ref_point="data",
+                                minimize=info.minimize,
+                                front="observed" if box is None else "predicted")
+    predicted = None if box is None else data.anchors(model, box.to(stacked[0]), Y, seed=seed)
+    return data.scalarize(lam, Y, predicted)
 
 
 def _complete(user_ref_point: Tensor | None, info: ObjectiveInfo) -> bool:
@@ -298,24 +354,42 @@ def construct_inputs_heavy_tailed_ucb(
     objective: Any = None,
     beta: float | Tensor | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of :class:`HeavyTailedUCB` for one Ax trial.
+    r"""Keyword arguments of ``HeavyTailedUCB`` for one Ax trial.
+
+    :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` then scores μ_t(x) + β σ_t(x), or
+    −μ_t(x) + β σ_t(x) for a minimised objective (``maximize=False``; the truncation acts on
+    ``|y − loc|``, so this equals negating the rewards), with σ_t from the model conditioned
+    on ``X_pending`` (GP-BUCB, variance only).
 
     Args:
         model: Single-output model (Ax passes the surrogate, e.g. ``AxTruncatedGP``).
-        training_data: Unused (accepted for Ax).
-        X_pending: ``m x d`` points of running trials; GP-BUCB hallucination (variance only).
-        posterior_transform: Ax's objective (weight ``+1`` maximise, ``-1`` minimise; only the
-            sign matters for a single objective).
+        training_data: Ax's data (``X: t x d``); only its input dimension is read.
+        X_pending: ``m x d`` inputs of trials still running, or ``None``.
+        posterior_transform: Ax's objective: one weight, ``> 0`` maximise, ``< 0`` minimise.
         constraints: Outcome constraints: refused.
         constraints_tuple: Outcome constraints: refused.
         objective: MC objective: refused.
         beta: Width β multiplying σ; ``None`` takes ``model.beta()`` (β_{t+1} of paper 001,
-            read before hallucination).
+            read before any pending point).
 
     Returns:
-        ``{"model", "beta", "maximize", "X_pending"}`` (``maximize=False`` for a minimised
-        objective: the acquisition scores −μ + β σ; pending points by GP-BUCB in the
-        acquisition, :mod:`botorch_mtucb.acquisition.pending`).
+        ``{"model", "beta", "maximize", "X_pending"}``.
+
+    Raises:
+        ValueError: for a model with several outputs, outcome constraints, an MC objective,
+            an objective weight of 0, or ``beta=None`` with a model without ``beta()``.
+
+    Example:
+        >>> import torch
+        >>> from botorch_mtucb.acquisition import HeavyTailedUCB
+        >>> from botorch_mtucb.integrations.ax import construct_inputs_heavy_tailed_ucb
+        >>> from botorch_mtucb.models import TruncatedGP
+        >>> X = torch.rand(6, 1, dtype=torch.float64)
+        >>> model = TruncatedGP(X, torch.sin(6 * X), alpha=1.0, v=2.0)
+        >>> inputs = construct_inputs_heavy_tailed_ucb(
+        ...     model, X_pending=torch.full((1, 1), 0.5, dtype=torch.float64))
+        >>> HeavyTailedUCB(**inputs)(torch.rand(4, 1, 1, dtype=torch.float64)).shape
+        torch.Size([4])
     """
     _refuse_constraints("HeavyTailedUCB", constraints, constraints_tuple, objective)
     if model.num_outputs != 1:
@@ -345,14 +419,22 @@ def construct_inputs_heavy_tailed_ucb(
     return {"model": model, "beta": beta, "maximize": sign == 1.0, "X_pending": pending}
 
 
-def _register() -> None:
-    """Register the constructors once (re-importing the module must not raise)."""
+def register_input_constructors() -> None:
+    """Register both constructors in BoTorch's input-constructor registry; idempotent.
+
+    Called by ``import botorch_mtucb.integrations.ax``. A class that already has a
+    constructor keeps it.
+
+    Example:
+        >>> from botorch.acquisition.input_constructors import ACQF_INPUT_CONSTRUCTOR_REGISTRY
+        >>> from botorch_mtucb.acquisition import HeavyTailedUCB
+        >>> register_input_constructors()
+        >>> HeavyTailedUCB in ACQF_INPUT_CONSTRUCTOR_REGISTRY
+        True
+    """
     for cls, fn in (
         (ScalarizedMultiTaskUCB, construct_inputs_scalarized_mtucb),
         (HeavyTailedUCB, construct_inputs_heavy_tailed_ucb),
     ):
         if cls not in ACQF_INPUT_CONSTRUCTOR_REGISTRY:
             acqf_input_constructor(cls)(fn)
-
-
-_register()

@@ -1,32 +1,24 @@
-"""Thin Ax-facing subclasses of the package's models (how Ax builds and fits them).
+r"""The package's models as Ax builds and fits them (``ModelConfig.botorch_model_class``).
 
 Ax's ``Surrogate`` builds a model as ``cls(**cls.construct_inputs(dataset, **model_options,
-**search_space_kwargs), **submodules)`` and then fits it through the ``fit_botorch_model``
-dispatcher. The package's models need three adjustments for that, made here without touching
-the model files:
+**search_space_kwargs), **submodules)`` and fits it through the ``fit_botorch_model``
+dispatcher; it passes a submodule such as ``input_transform`` only when ``__init__`` names it.
+The subclasses here adapt the models to that, the models themselves unchanged:
 
-* ``construct_inputs`` accepts the model options of ``ModelConfig.model_options`` (BoTorch's
-  base ``Model.construct_inputs`` takes none) and refuses search-space features the models
-  cannot represent (categorical, fidelity and hierarchical parameters).
-* ``train_Yvar``: Ax passes per-observation noise variances (SEM², in Ax's transformed
-  outcome units) when the user reports SEMs. The multi-task models take them as known noise
-  (``ExactMultiTaskGP(..., train_Yvar=...)``: the noise is then not learned) when *every*
-  observation of every metric has a finite variance; variances below GPyTorch's
-  ``min_fixed_noise`` (an SEM of 0, "noiseless") are raised to it with a warning, as
-  GPyTorch does for BoTorch's own models. Otherwise (some SEMs missing, Ax's NaN, or
-  ``noise`` / ``learn_noise=True`` in the model options) they are dropped with a
-  ``UserWarning`` and the noise is learned or fixed as without them. The heavy-tailed
-  models assume nothing but ``E|y|^{1+α} ≤ v`` (paper 001), so a variance is meaningless to
-  them: always dropped with the warning.
-* The heavy-tailed models fit whatever they fit at construction (the data-driven mode fits its
-  kernel and ``λ`` the BoTorch way on the truncated rewards; the declared mode keeps paper
-  001's fixed kernel), so they get a no-op entry in Ax's ``fit_botorch_model`` dispatcher
-  instead of Ax's ``NotImplementedError``. ``AxExactMultiTaskGP`` is an exact GPyTorch model
-  and is fitted by Ax's default route (``fit_gpytorch_mll`` on the exact marginal likelihood).
+* ``construct_inputs`` takes the model options and refuses search-space features the models
+  cannot represent (categorical, fidelity, task and hierarchical parameters).
+* Reported noise variances (``Yvar``, SEM² in Ax's transformed outcome units): the multi-task
+  models take them as known noise (``train_Yvar``) when every one is finite and no ``noise``
+  / ``learn_noise=True`` option is given, raised to GPyTorch's ``min_fixed_noise`` with a
+  warning; otherwise they are dropped with a ``UserWarning``. The heavy-tailed models assume
+  only E|y|^{1+α} ≤ v (paper 001) and always drop them, with the warning.
+* The heavy-tailed models fit what they fit when built, so their ``fit_botorch_model`` entry
+  is a no-op (registered when this module is imported). The multi-task models are exact
+  GPyTorch models, fitted by Ax's default ``fit_gpytorch_mll`` route.
 
-``AxExactMultiTaskGP`` keeps the ``BatchedMultiOutputGPyTorchModel`` base of
-:class:`~botorch_mtucb.models.ExactMultiTaskGP`, so Ax's ``use_model_list`` keeps all objectives
-in this one joint model instead of splitting them into a ``ModelListGP``.
+:class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP` keeps the
+``BatchedMultiOutputGPyTorchModel`` base of :class:`~botorch_mtucb.models.ExactMultiTaskGP`, so
+Ax keeps all objectives in one joint model instead of a ``ModelListGP``.
 """
 
 from __future__ import annotations
@@ -44,10 +36,8 @@ from gpytorch.means import Mean
 from gpytorch.mlls import MarginalLogLikelihood
 from torch import Tensor
 
-from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
-from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
-from botorch_mtucb.kernels.base import MultiTaskKernel
-from botorch_mtucb.multitask.exact import ExactMultiTaskGP
+from botorch_mtucb.kernels import MultiTaskKernel
+from botorch_mtucb.models import AdaptiveTruncationGP, ExactMultiTaskGP, TruncatedGP
 from botorch_mtucb.multitask.practical import (
     PRACTICAL_NOISE_INIT,
     add_practical_noise_prior,
@@ -135,20 +125,43 @@ def _floored_yvar(model_name: str, Yvar: Tensor) -> Tensor:
 
 
 class AxExactMultiTaskGP(ExactMultiTaskGP):
-    """:class:`ExactMultiTaskGP` as Ax builds it (``ModelConfig.botorch_model_class``).
+    r""":class:`~botorch_mtucb.models.ExactMultiTaskGP` as Ax builds it.
 
-    Same model; :meth:`construct_inputs` handles Ax's inputs (model options, reported noise
-    variances as ``train_Yvar``, clear errors for unsupported parameter types), and
-    :meth:`condition_on_observations` of a known-noise model defaults the new rows' noise to
-    each task's average training variance (what the model's batched conditioning uses), so
-    Ax's pending points (GP-BUCB hallucination) work with reported SEMs.
+    The same model (paper 000's estimator: ICM kernel, η = the ``noise`` option, fixed unless
+    ``learn_noise=True``, zero mean) on Ax's block design ``X: N x d``, ``Y: N x n``, all n
+    objectives observed at every row. :meth:`construct_inputs` maps Ax's dataset and model
+    options to the constructor (reported SEM² as ``train_Yvar`` when all finite);
+    :meth:`condition_on_observations` of a known-noise model gives new rows each task's
+    average training variance, so Ax's pending points (GP-BUCB) work with reported SEMs. Ax
+    passes its ``Normalize`` input transform and ``Standardize`` outcome transform.
+
+    Example:
+        >>> import torch
+        >>> from botorch.utils.datasets import SupervisedDataset
+        >>> from botorch_mtucb.integrations.ax import AxExactMultiTaskGP
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> Y = torch.stack([X.sum(-1), X.prod(-1)], dim=-1)
+        >>> data = SupervisedDataset(X, Y, feature_names=["x0", "x1"], outcome_names=["a", "b"])
+        >>> model = AxExactMultiTaskGP(**AxExactMultiTaskGP.construct_inputs(data, noise=0.05))
+        >>> model.posterior(torch.rand(3, 2, dtype=torch.float64)).mean.shape
+        torch.Size([3, 2])
     """
 
     def condition_on_observations(
         self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
     ) -> ExactMultiTaskGP:
-        """:meth:`ExactMultiTaskGP.condition_on_observations`; with known noise and
-        ``noise=None`` the new ``m x n`` rows get each task's average training variance."""
+        """``ExactMultiTaskGP.condition_on_observations`` with a default for known noise.
+
+        Args:
+            X: ``m x d`` new inputs.
+            Y: ``m x n`` new observations.
+            noise: ``m x n`` noise variances of the new rows; ``None`` with known noise
+                (``train_Yvar``): each task's average training variance.
+            **kwargs: Passed on.
+
+        Returns:
+            The conditioned model.
+        """
         if noise is None and self.known_noise:
             noise = self._observation_noise(Y, True)
         return super().condition_on_observations(X, Y, noise=noise, **kwargs)
@@ -174,18 +187,31 @@ class AxExactMultiTaskGP(ExactMultiTaskGP):
 
 
 class AxPracticalMultiTaskGP(AxExactMultiTaskGP):
-    """:func:`~botorch_mtucb.models.practical_multitask_gp`'s model as Ax builds and fits it.
+    r""":func:`~botorch_mtucb.models.practical_multitask_gp`'s model as Ax builds and fits it.
 
     Unless given in the model options: ICM over Matérn-5/2 with BoTorch's dimension-scaled
     lengthscale prior and a learned full-rank B (``independent=True``: B = I), a constant mean
     per task, η learned from e^{−5} with BoTorch's LogNormal(−4, 1) prior and the floor
-    :data:`~botorch_mtucb.multitask.practical.PRACTICAL_NOISE_FLOOR` (known noise instead when
-    every metric reports SEMs, see :meth:`AxExactMultiTaskGP.construct_inputs`). Ax supplies
-    the rest of
-    the careful user's setup: inputs normalised to the search space (Ax's ``Normalize``
-    input transform), outcomes standardised (Ax's ``StandardizeY``), hyperparameters fitted
-    by ``fit_gpytorch_mll`` at every trial. The paper's estimator (η = 0.1 fixed, zero mean)
-    is :class:`AxExactMultiTaskGP` (``mtucb_generation_strategy(model="paper")``).
+    :data:`~botorch_mtucb.multitask.practical.PRACTICAL_NOISE_FLOOR` (known noise instead
+    when every metric reports SEMs). Ax supplies the rest: inputs normalised to the search
+    box (``input_transform``, named in ``__init__`` so that Ax passes it), outcomes
+    standardized, hyperparameters fitted by ``fit_gpytorch_mll`` at every trial. The paper's
+    estimator is :class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP`.
+
+    Example:
+        >>> import torch
+        >>> from botorch.models.transforms import Normalize, Standardize
+        >>> from botorch.utils.datasets import SupervisedDataset
+        >>> from botorch_mtucb.integrations.ax import AxPracticalMultiTaskGP
+        >>> X = 10 * torch.rand(8, 2, dtype=torch.float64)
+        >>> Y = torch.stack([X.sum(-1), X.prod(-1)], dim=-1)
+        >>> data = SupervisedDataset(X, Y, feature_names=["x0", "x1"], outcome_names=["a", "b"])
+        >>> model = AxPracticalMultiTaskGP(
+        ...     **AxPracticalMultiTaskGP.construct_inputs(data),
+        ...     input_transform=Normalize(2, bounds=torch.tensor([[0.0, 0.0], [10.0, 10.0]])),
+        ...     outcome_transform=Standardize(m=2))
+        >>> model.learn_noise
+        True
     """
 
     def __init__(
@@ -204,7 +230,7 @@ class AxPracticalMultiTaskGP(AxExactMultiTaskGP):
         """
         Args:
             train_X: ``N x d`` training inputs.
-            train_Y: ``N x n`` training observations.
+            train_Y: ``N x n`` training observations (all n outputs at every row).
             covar_module: Multi-task kernel (default: the practical ICM / independent one).
             noise: Initial (or fixed, with ``learn_noise=False``) η.
             learn_noise: Learn η with the LogNormal(−4, 1) prior. Default ``None``: learned
@@ -242,11 +268,22 @@ _HEAVY_TAILED_YVAR = (
 
 
 class AxTruncatedGP(TruncatedGP):
-    """:class:`TruncatedGP` (TGP-UCB) as Ax builds it: model options, no separate fit step.
+    r""":class:`~botorch_mtucb.models.TruncatedGP` (TGP-UCB) as Ax builds it.
 
-    The rows of ``train_X``/``train_Y`` are read as rounds ``1, …, t`` in the order Ax lists
-    the observations (trial-index order, whatever the order of completion), which sets each
-    reward's own truncation level ``b_s``.
+    The rows of ``X: t x d`` (in [0, 1]^d: Ax's ``UnitX``) and ``Y: t x 1`` (raw rewards)
+    are rounds 1, …, t in the order Ax lists the observations (trial-index order, whatever
+    the order of completion), which sets each reward's truncation level b_s. The model fits
+    what it fits when built, so Ax's fit step is a no-op.
+
+    Example:
+        >>> import torch
+        >>> from botorch.utils.datasets import SupervisedDataset
+        >>> from botorch_mtucb.integrations.ax import AxTruncatedGP
+        >>> X = torch.rand(6, 1, dtype=torch.float64)
+        >>> data = SupervisedDataset(X, torch.sin(6 * X), feature_names=["x"], outcome_names=["y"])
+        >>> model = AxTruncatedGP(**AxTruncatedGP.construct_inputs(data, alpha=1.0, v=2.0))
+        >>> model.posterior(torch.rand(3, 1, dtype=torch.float64)).mean.shape
+        torch.Size([3, 1])
     """
 
     @classmethod
@@ -268,19 +305,39 @@ class AxTruncatedGP(TruncatedGP):
 
 
 class AxAdaptiveTruncationGP(AdaptiveTruncationGP):
-    """:class:`AdaptiveTruncationGP` (ATA-GP-UCB) as Ax builds it.
+    r""":class:`~botorch_mtucb.models.AdaptiveTruncationGP` (ATA-GP-UCB) as Ax builds it.
 
-    With a declared ``v``, ``features`` (a
-    :class:`~botorch_mtucb.features.QuadratureFourierFeatures` or
-    :class:`~botorch_mtucb.features.NystromFeatures`) must be given in the model options; the
-    data-driven mode (no ``v``) builds Nyström features on a fitted kernel.
+    Rows and inputs as for :class:`~botorch_mtucb.integrations.ax.AxTruncatedGP`. With a
+    declared ``v``, ``features`` (a :class:`~botorch_mtucb.features.QuadratureFourierFeatures`
+    or :class:`~botorch_mtucb.features.NystromFeatures` on [0, 1]^d) must be given in the
+    model options; the data-driven mode (no ``v``) builds Nyström features on a fitted
+    kernel.
+
+    Example:
+        >>> import torch
+        >>> from botorch.utils.datasets import SupervisedDataset
+        >>> from botorch_mtucb.integrations.ax import AxAdaptiveTruncationGP
+        >>> X = torch.rand(8, 1, dtype=torch.float64)
+        >>> data = SupervisedDataset(X, torch.sin(6 * X), feature_names=["x"], outcome_names=["y"])
+        >>> model = AxAdaptiveTruncationGP(**AxAdaptiveTruncationGP.construct_inputs(data))
+        >>> model.posterior(torch.rand(3, 1, dtype=torch.float64)).mean.shape
+        torch.Size([3, 1])
     """
 
     @classmethod
     def construct_inputs(
         cls, training_data: SupervisedDataset, **kwargs: Any
     ) -> dict[str, Any]:
-        """Model inputs from an Ax/BoTorch dataset (see :class:`AdaptiveTruncationGP`)."""
+        """Model inputs from an Ax/BoTorch dataset.
+
+        Args:
+            training_data: ``SupervisedDataset`` with ``X: t x d`` and ``Y: t x 1``.
+            **kwargs: Options of :class:`~botorch_mtucb.models.AdaptiveTruncationGP`
+                (``alpha``, ``v``, ``features``, ``lam``, ``delta``, ``B``, ``horizon``, ...).
+
+        Returns:
+            Keyword arguments for the constructor.
+        """
         return _ax_model_inputs(cls.__name__, training_data, kwargs, _HEAVY_TAILED_YVAR)
 
 

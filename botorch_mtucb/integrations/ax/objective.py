@@ -25,7 +25,7 @@ from botorch.utils.multi_objective.hypervolume import infer_reference_point
 from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils import check_finite
 
 __all__ = [
     "ObjectiveInfo",

@@ -1,12 +1,9 @@
-"""Pending points in the Ax layer: now handled by the acquisitions themselves.
+r"""A signed single-output view of a heavy-tailed model with pending points (GP-BUCB).
 
-GP-BUCB hallucination lives in :mod:`botorch_mtucb.acquisition.pending` (``set_X_pending`` of
-:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
-:class:`~botorch_mtucb.acquisition.HeavyTailedUCB`); the Ax input constructors pass
-``X_pending`` (and ``maximize`` for a minimised heavy-tailed objective) to them. This module
-re-exports ``check_pending`` and ``hallucinate_mean`` from there and keeps
-:class:`SignedHallucinatedModel` (a single-output view ``(s · μ_t, σ²_{t,pending})``) for code
-that used it directly.
+The Ax input constructors hand ``X_pending`` to the acquisitions, which condition on it
+themselves (:mod:`botorch_mtucb.acquisition.pending`). :class:`SignedHallucinatedModel` is the
+same computation as a model: mean s · μ_t(x) of the base model, variance σ²_{t,pending}(x) of
+the base model conditioned on hallucinated observations at the pending points.
 """
 
 from __future__ import annotations
@@ -21,10 +18,10 @@ from gpytorch.distributions import MultivariateNormal
 from linear_operator import to_linear_operator
 from torch import Tensor
 
-from botorch_mtucb.acquisition.pending import PendingState, check_pending, hallucinate_mean
+from botorch_mtucb.acquisition.pending import PendingState, check_pending
 from botorch_mtucb.protocols import MarginalMomentsModel
 
-__all__ = ["SignedHallucinatedModel", "check_pending", "hallucinate_mean"]
+__all__ = ["SignedHallucinatedModel"]
 
 
 def _marginal_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
@@ -36,13 +33,23 @@ def _marginal_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
 
 
 class SignedHallucinatedModel(Model):
-    """Single-output view ``(s · μ_t(x), σ²_{t, pending}(x))`` of a heavy-tailed model.
+    r"""Single-output view (s · μ_t(x), σ²_{t, pending}(x)) of a heavy-tailed model.
 
-    ``s = ±1`` turns a minimised objective into a maximised one (TGP / ATA truncate ``|y|``,
-    so negating the rewards and negating the estimate are the same thing), and the variance
-    comes from ``base`` conditioned on ``X_pending`` (GP-BUCB, see the module docstring).
-    It provides what :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` reads:
+    s = ±1 turns a minimised objective into a maximised one (TGP / ATA truncate
+    ``|y − loc|``, so negating the rewards and negating the estimate are the same), and the
+    variance is that of ``base`` conditioned on ``X_pending`` (GP-BUCB: same mean, shrunk
+    variance). It provides what :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` reads:
     ``num_outputs``, ``mean_and_variance`` and ``posterior``.
+
+    Example:
+        >>> import torch
+        >>> from botorch_mtucb.integrations.ax.pending import SignedHallucinatedModel
+        >>> from botorch_mtucb.models import TruncatedGP
+        >>> X = torch.rand(6, 1, dtype=torch.float64)
+        >>> base = TruncatedGP(X, torch.sin(6 * X), alpha=1.0, v=2.0)
+        >>> view = SignedHallucinatedModel(base, -1.0, torch.full((1, 1), 0.5, dtype=X.dtype))
+        >>> [t.shape for t in view.mean_and_variance(torch.rand(4, 1, 1, dtype=X.dtype))]
+        [torch.Size([4, 1]), torch.Size([4, 1])]
     """
 
     _num_outputs = 1

@@ -1,31 +1,29 @@
-"""Saving Ax experiments and generation strategies that use the package's components.
+"""Ax storage (JSON and SQL) for experiments and strategies that use the package's components.
 
-Ax stores a generation strategy as JSON: its nodes hold the generator keyword arguments, i.e.
-the *classes* of the BoTorch model, acquisition function and Ax ``Acquisition``, the
-``Surrogate`` instance and the ``botorch_acqf_options``. Ax encodes classes through the
-registries of ``ax/storage/botorch_modular_registry.py`` and instances through the JSON
-``CORE_ENCODER_REGISTRY`` / ``CORE_DECODER_REGISTRY`` (``ax/storage/json_store/registry.py``),
-which both ``Client.save_to_json_file`` / ``Client.load_from_json_file`` and the SQL store use
-by default. :func:`register_ax_storage` (called when ``botorch_mtucb.integrations.ax`` is
-imported, so import it before loading a snapshot) adds:
+Ax saves a generation strategy with its generator keyword arguments: the *classes* of the
+BoTorch model, the acquisition function and the Ax ``Acquisition`` (encoded through Ax's
+``botorch_modular_registry``) and *instances* such as the ``Surrogate`` and the
+``botorch_acqf_options`` (encoded through Ax's ``CORE_ENCODER_REGISTRY`` /
+``CORE_DECODER_REGISTRY``, which ``Client.save_to_json_file`` / ``Client.load_from_json_file``
+and the SQL store use). :func:`~botorch_mtucb.integrations.ax.register_ax_storage` adds:
 
-* the model classes (Ax's ``register_model``), :class:`ScalarizedMultiTaskUCB` and
-  :class:`HeavyTailedUCB` (``register_acquisition_function``) and ``UCBAcquisition``
-  (``register_acquisition``);
-* :class:`JointSurrogate` (Ax's ``surrogate_to_dict``; decoded by its keyword arguments);
-* :class:`DesignSizedGenerationStrategy` (Ax's ``generation_strategy_to_dict`` plus
-  ``num_initial_trials``). ``Client.load_from_json_file`` rebuilds every strategy as a plain
-  ``GenerationStrategy`` (Ax's ``generation_strategy_from_json`` ignores the saved type); the
-  Sobol step keeps the size it got when the experiment was attached, so the loop continues
-  unchanged. ``object_from_json`` rebuilds a ``DesignSizedGenerationStrategy``;
-* the β schedules (:class:`ConstantBeta`, :class:`TheoremTwoBeta`, :class:`TheoremThreeBeta`)
-  and :class:`QuadratureFourierFeatures`, encoded by their constructor arguments.
+* the model classes, :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`,
+  :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` and
+  :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`;
+* :class:`~botorch_mtucb.integrations.ax.JointSurrogate` (Ax's ``surrogate_to_dict``);
+* :class:`~botorch_mtucb.integrations.ax.DesignSizedGenerationStrategy` (Ax's
+  ``generation_strategy_to_dict`` plus ``num_initial_trials``; ``Client.load_from_json_file``
+  rebuilds a plain ``GenerationStrategy`` whose Sobol step keeps its size, and
+  ``object_from_json`` a ``DesignSizedGenerationStrategy``);
+* the β schedules (:class:`~botorch_mtucb.acquisition.ConstantBeta`,
+  :class:`~botorch_mtucb.acquisition.TheoremTwoBeta`,
+  :class:`~botorch_mtucb.acquisition.TheoremThreeBeta`) and
+  :class:`~botorch_mtucb.features.QuadratureFourierFeatures`, by their constructor arguments.
 
-Refused with a clear error (``JSONEncodeError``), because their state is not a set of
-constructor arguments: :class:`NystromFeatures` (a data-dependent dictionary) and
-``torch.nn.Module`` s (kernels, means) in the model options of a :class:`JointSurrogate`. The
-workaround is to save without them (the experiment alone: ``save_experiment``) and build the
-strategy again in code after loading (``client.set_generation_strategy(...)``).
+Refused with a ``JSONEncodeError`` naming the workaround (save the experiment alone, build the
+strategy again in code after loading), because their state is not a set of constructor
+arguments: :class:`~botorch_mtucb.features.NystromFeatures` and ``torch.nn.Module`` s (kernels,
+means) in the model options of a ``JointSurrogate``.
 """
 
 from __future__ import annotations
@@ -44,23 +42,25 @@ from ax.storage.botorch_modular_registry import (
 from ax.storage.json_store.encoders import generation_strategy_to_dict, surrogate_to_dict
 from ax.storage.json_store.registry import CORE_DECODER_REGISTRY, CORE_ENCODER_REGISTRY
 
-from botorch_mtucb.acquisition.beta import ConstantBeta, TheoremTwoBeta
-from botorch_mtucb.acquisition.beta_nystrom import TheoremThreeBeta
-from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
-from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
-from botorch_mtucb.features.nystrom import NystromFeatures
-from botorch_mtucb.features.quadrature_fourier import MAX_QFF_FEATURES, QuadratureFourierFeatures
-from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
-from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
+from botorch_mtucb.acquisition import (
+    ConstantBeta,
+    HeavyTailedUCB,
+    ScalarizedMultiTaskUCB,
+    TheoremThreeBeta,
+    TheoremTwoBeta,
+)
+from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
+from botorch_mtucb.features.quadrature_fourier import MAX_QFF_FEATURES
+from botorch_mtucb.integrations.ax.acquisition import UCBAcquisition
 from botorch_mtucb.integrations.ax.models import (
     AxAdaptiveTruncationGP,
     AxExactMultiTaskGP,
     AxPracticalMultiTaskGP,
     AxTruncatedGP,
 )
-from botorch_mtucb.integrations.ax.strategy import DesignSizedGenerationStrategy
+from botorch_mtucb.integrations.ax.strategies import DesignSizedGenerationStrategy
 from botorch_mtucb.integrations.ax.surrogate import JointSurrogate
-from botorch_mtucb.multitask.exact import ExactMultiTaskGP
+from botorch_mtucb.models import AdaptiveTruncationGP, ExactMultiTaskGP, TruncatedGP
 
 __all__ = ["STORAGE_DECODERS", "STORAGE_ENCODERS", "register_ax_storage"]
 
@@ -177,15 +177,26 @@ _MODEL_CLASSES = (
 def register_ax_storage(acquisition_classes: tuple[type[Acquisition], ...] = ()) -> None:
     """Register the package's classes with Ax's JSON (and SQL) storage; idempotent.
 
+    ``import botorch_mtucb.integrations.ax`` calls it, so an experiment saved with these
+    strategies loads once that module is imported. Call it again only to register further
+    Ax ``Acquisition`` subclasses of your own.
+
     Args:
-        acquisition_classes: Ax ``Acquisition`` subclasses to register as well
-            (``botorch_mtucb.integrations.ax`` passes ``UCBAcquisition``).
+        acquisition_classes: Ax ``Acquisition`` subclasses to register besides
+            :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`.
+
+    Example:
+        >>> from ax.storage.json_store.registry import CORE_ENCODER_REGISTRY
+        >>> from botorch_mtucb.integrations.ax import JointSurrogate, register_ax_storage
+        >>> register_ax_storage()
+        >>> JointSurrogate in CORE_ENCODER_REGISTRY
+        True
     """
     for model_class in _MODEL_CLASSES:
         register_model(model_class)
     for acqf_class in (ScalarizedMultiTaskUCB, HeavyTailedUCB):
         register_acquisition_function(acqf_class)
-    for acq_class in acquisition_classes:
+    for acq_class in (UCBAcquisition, *acquisition_classes):
         register_acquisition(acq_class)
     CORE_ENCODER_REGISTRY.update(STORAGE_ENCODERS)
     CORE_DECODER_REGISTRY.update(STORAGE_DECODERS)

@@ -1,110 +1,20 @@
-r"""Run MT-UCB (MT-KB) and TGP-UCB / ATA-GP-UCB inside Ax (``ax-platform`` 1.3.1).
+r"""Generation strategies: a Sobol design, then the package's model and acquisition in Ax.
 
-Two one-call helpers return an Ax ``GenerationStrategy``: a Sobol warm-up (by default
-:func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d) trials, the size the
-package's ``run_bo_loop`` uses), then ``Generators.BOTORCH_MODULAR`` with this package's
-model and acquisition::
+Each helper returns an Ax ``GenerationStrategy`` of two steps: Sobol points, then
+``Generators.BOTORCH_MODULAR`` with a model and an acquisition of this package, the model
+refitted at every trial. The Sobol step has ``num_initial_trials`` trials, by default
+:func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d) with d the number of tunable
+parameters (a :class:`~botorch_mtucb.integrations.ax.DesignSizedGenerationStrategy`, sized when
+the experiment is attached); the BO step starts once half of them (at least one) have data.
 
-    from ax.api.client import Client
-    from botorch_mtucb.integrations.ax import mtucb_generation_strategy
-
-    client = Client(random_seed=0)
-    client.configure_experiment(parameters=[...])
-    client.configure_optimization(objective="-branin, -currin")
-    client.set_generation_strategy(mtucb_generation_strategy(seed=0))
-    for _ in range(20):
-        for index, params in client.get_next_trials(max_trials=1).items():
-            client.complete_trial(index, raw_data=evaluate(params))
-    front = client.get_pareto_frontier()
-
-Importing this module registers the BoTorch input constructors of
-:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
-:class:`~botorch_mtucb.acquisition.HeavyTailedUCB` and Ax's fitting routine for the
-heavy-tailed models. What each piece does and why:
-
-**Model (not split into a ModelListGP).** ``mtucb_generation_strategy`` uses
-:class:`AxPracticalMultiTaskGP` (default, ``model="practical"``: the model of
-:func:`~botorch_mtucb.models.practical_multitask_gp`: Matérn-5/2 ICM with BoTorch's prior and
-a learned B, a constant mean per task, η learned with a LogNormal(−4, 1) prior) or
-:class:`AxExactMultiTaskGP` (``model="paper"``: the paper's estimator, η = the ``noise`` model
-option, 0.1 by default, fixed unless ``learn_noise=True``; zero mean). Both are
-:class:`~botorch_mtucb.models.ExactMultiTaskGP` s (a ``BatchedMultiOutputGPyTorchModel``):
-Ax's ``use_model_list`` then merges the objectives into one block-design dataset and builds
-one joint model whose task covariance Γ couples them. Ax adds its default ``Normalize`` input
-transform and standardizes the outcomes; the hyperparameters are fitted by Ax's
-``fit_gpytorch_mll`` at every trial.
-
-**Directions.** Ax encodes a minimised objective as weight −1. The input constructor passes
-these directions to the scalarization's ``minimize`` (it negates those outputs and the
-reference point before scalarizing), so the acquisition maximises
-s_λ(±f(x)) with the right sign and nothing is negated twice. MT-UCB draws its own weights λ,
-so Ax weights other than ±1 (scalarized sub-objectives) are refused.
-
-**Reference point of the Chebyshev scalarization.** s_λ(y) = min_i λ_i (y_i − z_i) needs z
-below every interesting outcome. Thresholds the user set for every objective
-(``client.configure_optimization(..., outcome_constraints=["a >= 0.3", ...])`` on the
-objective metrics; :class:`UCBAcquisition` records them before Ax infers missing ones) are z,
-with the plain s_λ. Otherwise (``reference="data"``, the default) each trial uses the
-scale-free augmented :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data`
-of the observations: z at the observed non-dominated nadir minus 10 % of each objective's range, λ
-acting on range-normalised objectives, ρ = 0.05 (issue 16: the augmented scalarization at the
-non-dominated nadir raised BraninCurrin's hypervolume from 80 % to 87–90 % in ``run_bo_loop``), with
-the nadir and the ranges taken from the observed non-dominated points together with the model's
-payoff table on the search box (Ax's search-space digest, in the model's input space; its
-per-objective optima; the loop's default ``front="predicted"``,
-``bench/mtucb_bench/studies/mo_zdt2_diagnosis.py``: it ends the re-proposal stall once one observation dominates
-the rest; the acquisition option ``front="observed"`` keeps the observed points only).
-``reference="thresholds"`` keeps the earlier rule: Ax's thresholds, the missing ones inferred by Ax
-as the model-predicted Pareto front's nadir pushed back by 10 % of its range (or, with a plain Ax
-``Acquisition``, which does not say which output a threshold belongs to, the same heuristic on the
-*observed* front). All of it lives in Ax's transformed (standardized) outcome space, the space of
-the model.
-
-**A fresh λ per trial, seedable.** Each acquisition Ax builds (one per trial) draws
-λ ~ P_λ (paper 000, §5) from a stream keyed by ``(seed, t)``, t = observed + pending points.
-``seed=None`` uses torch's global generator mixed with t (``ax.Client(random_seed=...)``
-reseeds the global generator at every ``get_next_trials``; without the mixing every trial
-would get the same λ).
-
-**Pending points (``X_pending``).** Both UCBs are q = 1. When trials are still running
-(``get_next_trials(max_trials=k)`` with k > 1, or trials not yet completed), the acquisition is
-built with them as ``X_pending`` and conditions the model on hallucinated observations there
-(GP-BUCB, :mod:`botorch_mtucb.acquisition.pending`): same mean, shrunk variance there, β from
-the real data only. Arms per trial must be 1 (the
-``Client`` default); :class:`UCBAcquisition` refuses more.
-
-**Noise variances reported to Ax (``train_Yvar``).** When every metric of every trial in the
-model's data has an SEM (``raw_data={"a": (mean, sem), ...}``), both multi-task models take
-SEM² (in Ax's standardized units) as known noise (``ExactMultiTaskGP(train_Yvar=...)``; the
-noise is then not learned, and the ICM fast path holds only while the variances are equal).
-With SEMs for some metrics or trials only, or ``noise`` / ``learn_noise=True`` in
-``model_options``, they are ignored with a
-``UserWarning``. Heavy-tailed BO assumes only E|y|^{1+α} ≤ v: SEMs are always ignored there.
-
-**Saving and loading.** Importing this module registers the package's classes with Ax's
-storage (:func:`register_ax_storage`), so ``client.save_to_json_file()`` /
-``Client.load_from_json_file()`` and the SQL store round-trip experiments run with these
-strategies, and a loaded client continues the loop (import this module before loading).
-Modules in ``model_options`` (a ``covar_module`` instance) and ``NystromFeatures`` are
-refused with a ``JSONEncodeError`` naming the workaround.
-
-**Heavy-tailed defaults and scale.** ``heavy_tailed_generation_strategy()`` (no α, no v)
-uses the models' data-driven mode, rebuilt at every trial: rewards centred at their median,
-v estimated by median-of-means, TGP's rewards winsorised at the current level, the kernel
-fitted the BoTorch way on the truncated rewards, width β = 1 (ATA-GP-UCB: Nyström features
-on that kernel, no ``features`` needed). With α and v given it is paper 001 verbatim, as
-before. TGP-UCB truncates at b_t = v^{1/(1+α)} t^{1/(2(1+α))}, a level in the *units of the
-rewards* (those of the declared v, or of the estimate). Ax's default outcome transforms
-(``Winsorize``, ``BilogY``, ``StandardizeY``) would change those units with the data (and
-winsorizing is itself a truncation at another level), so the helper drops them: the model
-sees the raw rewards (``Derelativize`` is kept, which is the identity without relative
-constraints). Inputs are mapped to [0, 1]^d by Ax's ``UnitX`` (log-scale parameters after
-Ax's ``Log``): the domain of paper 001 and of the default kernels, which refuse inputs
-outside the unit cube. Rows are rounds in trial-index order (Ax's order, whatever the order
-of completion; Sobol trials included). A minimised objective is handled by flipping the sign
-of the estimate (truncation acts on |y − loc| with loc = 0 or the median, so this equals
-negating the rewards). Pass ``transforms=`` to change this; then a declared v must be stated
-in the transformed units.
+* :func:`~botorch_mtucb.integrations.ax.mtucb_generation_strategy` — MT-UCB (paper 000): one
+  joint multi-task GP and :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`, for
+  several objectives.
+* :func:`~botorch_mtucb.integrations.ax.multitask_gp_generation_strategy` — Ax's own
+  acquisition on the same joint model.
+* :func:`~botorch_mtucb.integrations.ax.heavy_tailed_generation_strategy` — TGP-UCB /
+  ATA-GP-UCB (paper 001): a heavy-tailed model and
+  :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`, for one objective.
 """
 
 from __future__ import annotations
@@ -113,64 +23,174 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-try:
-    import ax  # noqa: F401  (the optional dependency; a clear message if it is missing)
-except ImportError as err:  # pragma: no cover - exercised only without Ax
-    raise ImportError(
-        "botorch_mtucb.integrations.ax needs Ax (ax-platform>=1.3.1): "
-        "pip install 'botorch-mtucb[ax]'."
-    ) from err
-
-from ax.adapter.transforms.base import Transform  # noqa: E402
+from ax.adapter.registry import Generators, MBM_X_trans
+from ax.adapter.transforms.base import Transform
+from ax.adapter.transforms.derelativize import Derelativize
+from ax.adapter.transforms.unit_x import UnitX
+from ax.core.experiment import Experiment
+from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
+from ax.generation_strategy.transition_criterion import MinTrials
+from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+from ax.generators.torch.botorch_modular.utils import ModelConfig
 
-from botorch_mtucb.acquisition.beta import BetaSchedule
-from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
+from botorch_mtucb.acquisition import BetaSchedule, HeavyTailedUCB, ScalarizedMultiTaskUCB
 from botorch_mtucb.integrations.ax.acquisition import UCBAcquisition
-from botorch_mtucb.integrations.ax.heavy_tailed import (
-    HEAVY_TAILED_TRANSFORMS,
-    heavy_tailed_generation_strategy,
-)
-from botorch_mtucb.integrations.ax.input_constructors import (
-    construct_inputs_heavy_tailed_ucb,
-    construct_inputs_scalarized_mtucb,
-)
 from botorch_mtucb.integrations.ax.models import (
     AxAdaptiveTruncationGP,
     AxExactMultiTaskGP,
     AxPracticalMultiTaskGP,
     AxTruncatedGP,
 )
-from botorch_mtucb.integrations.ax.storage import register_ax_storage
-from botorch_mtucb.integrations.ax.strategy import (
-    DesignSizedGenerationStrategy,
-    check_common,
-    two_step_strategy,
-)
-from botorch_mtucb.integrations.ax.surrogate import (
-    JointSurrogate,
-    joint_surrogate,
-    multitask_gp_generation_strategy,
-)
+from botorch_mtucb.integrations.ax.surrogate import joint_surrogate
+from botorch_mtucb.theory.heavy_tailed import check_heavy_tailed_params
+from botorch_mtucb.utils import initial_design_size
+from botorch_mtucb.utils.initial_design import MIN_INITIAL_DESIGN
 
 __all__ = [
     "HEAVY_TAILED_TRANSFORMS",
-    "AxAdaptiveTruncationGP",
-    "AxExactMultiTaskGP",
-    "AxPracticalMultiTaskGP",
-    "AxTruncatedGP",
     "DesignSizedGenerationStrategy",
-    "JointSurrogate",
-    "UCBAcquisition",
-    "construct_inputs_heavy_tailed_ucb",
-    "construct_inputs_scalarized_mtucb",
     "heavy_tailed_generation_strategy",
     "mtucb_generation_strategy",
     "multitask_gp_generation_strategy",
-    "register_ax_storage",
 ]
 
-register_ax_storage((UCBAcquisition,))
+#: Ax transforms of :func:`heavy_tailed_generation_strategy`: Ax's BoTorch input transforms,
+#: inputs to the unit cube (``UnitX``), and no outcome rescaling (rewards stay in the units of v).
+HEAVY_TAILED_TRANSFORMS: list[type[Transform]] = [*MBM_X_trans, UnitX, Derelativize]
+
+#: The multi-task model classes of ``model="practical"`` / ``model="paper"``.
+_MULTITASK_MODELS: dict[str, type[AxExactMultiTaskGP]] = {
+    "practical": AxPracticalMultiTaskGP,
+    "paper": AxExactMultiTaskGP,
+}
+
+
+class DesignSizedGenerationStrategy(GenerationStrategy):
+    """A two-step strategy whose Sobol step gets ``initial_design_size(d)`` trials.
+
+    A ``GenerationStrategy`` is built before it sees an experiment, so the design size cannot
+    be computed at construction. This one sets it once, when the first experiment is attached
+    (``client.set_generation_strategy`` or the first ``gen``; every path Ax takes assigns
+    ``_experiment``): the Sobol step gets ``initial_design_size(d)`` trials, d = the number of
+    tunable parameters, and the BO step starts once half of them (at least one) have data.
+    The size is recorded in :attr:`num_initial_trials` (``None`` until attached).
+
+    Example:
+        >>> from ax.api.client import Client
+        >>> from ax.api.configs import RangeParameterConfig
+        >>> gs = mtucb_generation_strategy(seed=0)  # num_initial_trials=None
+        >>> client = Client(random_seed=0)
+        >>> client.configure_experiment(parameters=[
+        ...     RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+        ...     for i in range(4)])
+        >>> client.configure_optimization(objective="-a, -b")
+        >>> client.set_generation_strategy(gs)
+        >>> gs.num_initial_trials
+        8
+    """
+
+    num_initial_trials: int | None = None
+
+    @property
+    def _experiment(self) -> Experiment | None:  # type: ignore[override]
+        return self.__dict__.get("_attached_experiment")
+
+    @_experiment.setter
+    def _experiment(self, experiment: Experiment | None) -> None:
+        self.__dict__["_attached_experiment"] = experiment
+        if experiment is not None and self.num_initial_trials is None:
+            d = len(experiment.search_space.tunable_parameters)
+            self.num_initial_trials = initial_design_size(d)
+            _resize_first_step(self, self.num_initial_trials)
+
+
+def _resize_first_step(strategy: GenerationStrategy, size: int) -> None:
+    """Set the Sobol step's trial count to ``size`` and its data requirement to size // 2."""
+    node = strategy._nodes[0]
+    for crit in node.transition_criteria:
+        if isinstance(crit, MinTrials):
+            observed = getattr(crit, "count_only_trials_with_data", False)
+            crit.threshold = max(1, size // 2) if observed else size
+    for crit in node.pausing_criteria:
+        if hasattr(crit, "threshold"):
+            crit.threshold = size
+
+
+def _check_common(
+    num_initial_trials: int | None, seed: int | None, optimizer_options: dict[str, Any] | None
+) -> None:
+    """Validate the helpers' shared arguments (``num_initial_trials=None``: sized by d)."""
+    if num_initial_trials is not None and (
+        isinstance(num_initial_trials, bool)
+        or not isinstance(num_initial_trials, int)
+        or num_initial_trials < 1
+    ):
+        raise ValueError(
+            "`num_initial_trials` must be a positive integer (the model needs data) or None "
+            f"(initial_design_size(d)), got {num_initial_trials!r}."
+        )
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}.")
+    if optimizer_options is not None and not isinstance(optimizer_options, dict):
+        raise ValueError(
+            f"`optimizer_options` must be a dict or None, got {type(optimizer_options).__name__}."
+        )
+
+
+def _two_step_strategy(
+    name: str,
+    num_initial_trials: int | None,
+    seed: int | None,
+    generator_kwargs: dict[str, Any],
+    optimizer_options: dict[str, Any] | None,
+    transforms: Sequence[type[Transform]] | None,
+) -> GenerationStrategy:
+    """Sobol (``num_initial_trials``, or sized by d when ``None``), then BOTORCH_MODULAR."""
+    generator_kwargs = {**generator_kwargs, "fit_tracking_metrics": False}
+    if optimizer_options:
+        generator_kwargs["default_model_gen_options"] = {
+            "optimizer_kwargs": dict(optimizer_options)
+        }
+    if transforms is not None:
+        generator_kwargs["transforms"] = list(transforms)
+    size = MIN_INITIAL_DESIGN if num_initial_trials is None else num_initial_trials
+    nodes = [
+        GenerationStep(
+            generator=Generators.SOBOL,
+            num_trials=size,
+            min_trials_observed=max(1, size // 2),
+            generator_kwargs={"seed": seed},
+            should_deduplicate=True,
+        ),
+        GenerationStep(
+            generator=Generators.BOTORCH_MODULAR,
+            num_trials=-1,
+            generator_kwargs=generator_kwargs,
+        ),
+    ]
+    if num_initial_trials is None:
+        return DesignSizedGenerationStrategy(name=name, nodes=nodes)
+    return GenerationStrategy(name=name, nodes=nodes)
+
+
+def _check_mtucb_options(
+    beta: float | BetaSchedule | None, scalarization: str, bound: str, model: str, reference: str
+) -> None:
+    if beta is not None and not isinstance(beta, BetaSchedule):
+        b = float(beta)
+        if not math.isfinite(b) or b < 0:
+            raise ValueError(
+                f"`beta` must be a finite number >= 0, a BetaSchedule or None, got {beta!r}."
+            )
+    if scalarization not in ("chebyshev", "linear"):
+        raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
+    if bound not in ("spectral", "directional"):
+        raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
+    if model not in _MULTITASK_MODELS:
+        raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
+    if reference not in ("data", "thresholds"):
+        raise ValueError(f"`reference` must be 'data' or 'thresholds', got {reference!r}.")
 
 
 def mtucb_generation_strategy(
@@ -186,32 +206,45 @@ def mtucb_generation_strategy(
     model: Literal["practical", "paper"] = "practical",
     reference: Literal["data", "thresholds"] = "data",
 ) -> GenerationStrategy:
-    """Sobol warm-up, then MT-UCB: one joint multi-task GP + ``ScalarizedMultiTaskUCB``.
+    r"""Sobol warm-up, then MT-UCB: one joint multi-task GP and ``ScalarizedMultiTaskUCB``.
 
-    For multi-objective experiments (``objective="a, -b"``; every model output must be an
-    objective). Each BO trial maximises the scalarized multi-task UCB (paper 000, eq. (2))
-    for a fresh λ ~ P_λ. The defaults are the practical ones of issue 16 (the package's
-    ``run_bo_loop`` defaults): a Sobol design of ``initial_design_size(d)`` trials, the
-    practical model (:class:`AxPracticalMultiTaskGP`), the scale-free augmented Chebyshev
-    scalarization and the acquisition's default width. Measured on BraninCurrin (both
-    minimised, 30 trials, 3 seeds, hypervolume of the observed points): 89.0 % of the
-    maximum (86.3, 91.5, 89.3) against 58.3 % (73.4, 16.7, 84.9) with the settings before
-    issue 16 (``num_initial_trials=5, model="paper", reference="thresholds", beta=1``), at
-    0.61 s instead of 0.37 s per trial (the model is refitted at every trial).
+    For multi-objective experiments whose modelled metrics are all objectives, each of weight
+    ±1 (``objective="a, -b"``; a minimised objective is passed to the scalarization's
+    ``minimize``). Each BO trial proposes one arm,
+
+        x_t = argmax_x u_λ(x),   u_λ = UCB on s_λ(f(x)),   λ ~ P_λ drawn afresh per trial,
+
+    the scalarized multi-task UCB of paper 000, eq. (2) (``bound="spectral"``) or its
+    directional form. The model is one joint multi-task GP over all objectives (never a
+    ``ModelListGP``, also when some metric values are missing: :class:`JointSurrogate`), in
+    Ax's transformed space: inputs normalised to the search box, outcomes standardized.
+
+    Contract of the BO step:
+
+    * λ is drawn from a stream keyed by ``(seed, t)``, t = observed + pending points, so a
+      seeded strategy is reproducible and every trial gets its own λ.
+    * Chebyshev reference point z: the user's objective thresholds when set for every
+      objective (plain s_λ); otherwise, with ``reference="data"``, the scale-free augmented
+      :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` built from the
+      observed non-dominated points and the model's payoff table on the search box.
+    * Trials still running are pending points: the acquisition conditions the model on
+      hallucinated observations there (GP-BUCB). One arm per trial (:class:`UCBAcquisition`).
+    * When every metric of every trial reports an SEM, SEM² is the model's known noise
+      (``train_Yvar``); otherwise SEMs are ignored with a ``UserWarning``.
+    * Outcome constraints and objective weights other than ±1 are refused.
 
     Args:
         num_initial_trials: Number of Sobol trials (≥ 1); the BO step starts once half of
             them (at least one) have data. Default ``None``:
-            :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d), d = the
-            number of tunable parameters, set when the experiment is attached
-            (:class:`DesignSizedGenerationStrategy`).
+            :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d), set when the
+            experiment is attached (:class:`DesignSizedGenerationStrategy`).
         beta: Confidence radius β (in Ax's standardized outcome units) or a
             :class:`~botorch_mtucb.acquisition.BetaSchedule` evaluated on each fitted model.
             Default ``None``: :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`'s
-            practical width (β = 1; issue 16: β = 2 was worse than 1 on 3 of 4 paper
-            problems and on BraninCurrin).
+            default width (β = 1).
         scalarization: ``"chebyshev"`` or ``"linear"``.
-        bound: ``"directional"`` (default, tighter) or ``"spectral"`` (paper 000, eq. (2)).
+        bound: ``"directional"`` (default, never looser) or ``"spectral"`` (paper 000,
+            eq. (2)).
         seed: Seeds the Sobol points and the λ stream (``None``: not seeded here).
         model_options: Keyword arguments of the model (``noise``, ``learn_noise``,
             ``covar_module``, ``mean_module``; ``independent`` for the practical model).
@@ -221,33 +254,28 @@ def mtucb_generation_strategy(
         model: ``"practical"`` (:class:`AxPracticalMultiTaskGP`: Matérn-5/2 ICM with a
             learned B, constant mean, learned noise) or ``"paper"``
             (:class:`AxExactMultiTaskGP`: the paper's estimator, η = 0.1 fixed, zero mean).
-        reference: Chebyshev reference point when the user set no objective threshold for
-            some objective: ``"data"`` (default) builds
+        reference: Chebyshev reference point when the user set no threshold for some
+            objective: ``"data"`` (default) builds
             :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` from the
-            observations (scale-free, non-dominated nadir − 10 % of the range, augmented ρ = 0.05;
-            the front observed and model-predicted); ``"thresholds"`` uses Ax's inferred thresholds
-            (model-predicted nadir) with the plain s_λ (the behaviour before issue 16). Thresholds
-            the user set for every objective are always the reference point (plain s_λ, Ax's units).
+            observations (z = non-dominated nadir − 10 % of the range, augmented, ρ = 0.05);
+            ``"thresholds"`` takes Ax's thresholds (missing ones inferred by Ax from the
+            model-predicted front) with the plain s_λ.
 
     Returns:
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
+
+    Raises:
+        ValueError: for an argument out of range or an unknown option value.
+
+    Example:
+        >>> gs = mtucb_generation_strategy(seed=0, optimizer_options={"num_restarts": 4})
+        >>> gs.name
+        'Sobol+MT-UCB'
+        >>> [node.generator_spec_to_gen_from.generator_enum.value for node in gs._nodes]
+        ['Sobol', 'BoTorch']
     """
-    check_common(num_initial_trials, seed, optimizer_options)
-    if beta is not None and not isinstance(beta, BetaSchedule):
-        b = float(beta)
-        if not math.isfinite(b) or b < 0:
-            raise ValueError(
-                f"`beta` must be a finite number >= 0, a BetaSchedule or None, got {beta!r}."
-            )
-    if scalarization not in ("chebyshev", "linear"):
-        raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
-    if bound not in ("spectral", "directional"):
-        raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
-    classes = {"practical": AxPracticalMultiTaskGP, "paper": AxExactMultiTaskGP}
-    if model not in classes:
-        raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
-    if reference not in ("data", "thresholds"):
-        raise ValueError(f"`reference` must be 'data' or 'thresholds', got {reference!r}.")
+    _check_common(num_initial_trials, seed, optimizer_options)
+    _check_mtucb_options(beta, scalarization, bound, model, reference)
     options: dict[str, Any] = {
         "scalarization": scalarization, "bound": bound, "seed": seed, "reference": reference,
     }
@@ -255,11 +283,194 @@ def mtucb_generation_strategy(
         options["beta"] = beta
     generator_kwargs = {
         # one joint model, also when a trial reports a NaN or missing metric value
-        "surrogate": joint_surrogate(model_options, name="MT-KB", model_class=classes[model]),
+        "surrogate": joint_surrogate(
+            model_options, name="MT-KB", model_class=_MULTITASK_MODELS[model]
+        ),
         "botorch_acqf_class": ScalarizedMultiTaskUCB,
         "botorch_acqf_options": options,
         "acquisition_class": UCBAcquisition,
     }
-    return two_step_strategy(
+    return _two_step_strategy(
         "Sobol+MT-UCB", num_initial_trials, seed, generator_kwargs, optimizer_options, transforms
+    )
+
+
+def multitask_gp_generation_strategy(
+    *,
+    num_initial_trials: int | None = None,
+    seed: int | None = None,
+    model_options: dict[str, Any] | None = None,
+    optimizer_options: dict[str, Any] | None = None,
+    model: Literal["practical", "paper"] = "practical",
+) -> GenerationStrategy:
+    """Sobol warm-up, then Ax's default acquisition on one joint multi-task GP.
+
+    Ax chooses the acquisition (qLogNEHVI for a multi-objective experiment); the surrogate is
+    one :class:`~botorch_mtucb.models.ExactMultiTaskGP` over all metrics (ICM kernel fitted by
+    Ax through the exact marginal likelihood) instead of Ax's independent per-metric GPs, and
+    it stays joint when metric values are missing (:class:`JointSurrogate`).
+
+    Args:
+        num_initial_trials: Number of Sobol trials (≥ 1); default ``None``:
+            ``initial_design_size(d)`` = max(5, 2·d).
+        seed: Seeds the Sobol points (``None``: not seeded here).
+        model_options: Keyword arguments of the model (``noise``, ``learn_noise``,
+            ``covar_module``, ``mean_module``; ``independent`` for the practical model).
+        optimizer_options: BoTorch ``optimize_acqf`` options.
+        model: ``"practical"`` (default, :class:`AxPracticalMultiTaskGP`: Matérn-5/2 ICM with
+            a learned B, constant mean, learned noise) or ``"paper"``
+            (:class:`AxExactMultiTaskGP`: the paper's estimator, RBF, η = 0.1 fixed, zero
+            mean).
+
+    Returns:
+        The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
+
+    Example:
+        >>> gs = multitask_gp_generation_strategy(num_initial_trials=6, seed=0)
+        >>> gs.name
+        'Sobol+MultiTaskGP'
+    """
+    _check_common(num_initial_trials, seed, optimizer_options)
+    if model not in _MULTITASK_MODELS:
+        raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
+    kwargs = {"surrogate": joint_surrogate(model_options, model_class=_MULTITASK_MODELS[model])}
+    return _two_step_strategy(
+        "Sobol+MultiTaskGP", num_initial_trials, seed, kwargs, optimizer_options, None
+    )
+
+
+def _check_heavy_tailed_options(
+    alpha: float | None, v: float | None, beta: float | None, model: str, options: dict[str, Any]
+) -> None:
+    if v is not None and alpha is None:
+        raise ValueError(
+            f"`v` (a bound on E|y|^(1+alpha)) needs its moment order `alpha`, got v={v!r} and "
+            "alpha=None. Pass both (declared mode) or neither (data-driven mode); `alpha` alone "
+            "estimates v from the data for that order."
+        )
+    check_heavy_tailed_params(
+        1.0 if alpha is None else alpha,
+        1.0 if v is None else v,
+        options.get("lam", 1.0),
+        options.get("delta", 0.1),
+        options.get("B", 1.0),
+    )
+    if beta is not None and (not math.isfinite(float(beta)) or float(beta) < 0):
+        raise ValueError(f"`beta` must be a finite number >= 0 or None, got {beta!r}.")
+    if model not in ("truncated", "adaptive_truncation"):
+        raise ValueError(f"`model` must be 'truncated' or 'adaptive_truncation', got {model!r}.")
+    if model == "adaptive_truncation" and v is not None and "features" not in options:
+        raise ValueError(
+            "`model='adaptive_truncation'` with a declared `v` needs `model_options['features']` "
+            "(a QuadratureFourierFeatures or NystromFeatures on [0, 1]^d); without `v` it "
+            "builds Nyström features on a fitted kernel."
+        )
+
+
+def heavy_tailed_generation_strategy(
+    alpha: float | None = None,
+    v: float | None = None,
+    *,
+    num_initial_trials: int | None = None,
+    beta: float | None = None,
+    model: Literal["truncated", "adaptive_truncation"] = "truncated",
+    model_options: dict[str, Any] | None = None,
+    seed: int | None = None,
+    optimizer_options: dict[str, Any] | None = None,
+    transforms: Sequence[type[Transform]] | None = None,
+) -> GenerationStrategy:
+    r"""Sobol warm-up, then TGP-UCB (or ATA-GP-UCB): heavy-tailed model + ``HeavyTailedUCB``.
+
+    For single-objective experiments whose rewards satisfy only E|y|^{1+α} ≤ v (paper 001).
+    Each BO trial proposes one arm maximising μ_t(x) + β σ_t(x) of the truncated model
+    (−μ_t + β σ_t for a minimised objective).
+
+    Contract of the BO step:
+
+    * The model sees the raw rewards: :data:`HEAVY_TAILED_TRANSFORMS` drops Ax's outcome
+      transforms, since the truncation level b_t = v^{1/(1+α)} t^{1/(2(1+α))} is in the
+      units of the rewards. Inputs reach it in [0, 1]^d (Ax's ``UnitX``), the domain of
+      paper 001 and of the default kernels.
+    * Rows are rounds 1, …, t in trial-index order, Sobol trials included.
+    * Trials still running are pending points (GP-BUCB, variance only); reported SEMs are
+      ignored with a ``UserWarning`` (only the moment bound is assumed).
+
+    Two modes, those of :class:`~botorch_mtucb.models.TruncatedGP` and
+    :class:`~botorch_mtucb.models.AdaptiveTruncationGP`:
+
+    * **data-driven** (``alpha=None, v=None``, the default): rebuilt by Ax at every trial
+      from all rewards so far: α = 1; rewards centred at their median; v = the
+      median-of-means estimate of E|y − median|^{1+α}
+      (:func:`~botorch_mtucb.heavy_tailed.moments.robust_location_and_moment`); TGP's rewards
+      winsorised at the current level b_t; the kernel and λ fitted the BoTorch way on the
+      truncated rewards; ATA-GP-UCB without ``features`` uses Nyström features on that
+      kernel; width β = 1. ``alpha`` alone keeps this mode with that moment order.
+    * **declared** (``alpha`` and ``v`` given): paper 001 verbatim (Algorithm 1's per-round
+      truncation, the fixed SE kernel, Theorem 1's β unless ``constants="authors"``).
+
+    Args:
+        alpha: Moment order α ∈ (0, 1] (default ``None``: 1 in the data-driven mode).
+        v: Moment bound v > 0, in the units of the reported rewards (default ``None``:
+            data-driven). Needs ``alpha``.
+        num_initial_trials: Number of Sobol trials (≥ 1); they count as rounds of the
+            truncation schedule. Default ``None``: ``initial_design_size(d)`` = max(5, 2·d).
+        beta: Width β multiplying σ; ``None`` uses the model's ``beta()`` (data-driven: 1;
+            declared: β_{t+1} of the ``constants`` model option, ``"theory"`` or
+            ``"authors"``).
+        model: ``"truncated"`` (:class:`~botorch_mtucb.models.TruncatedGP`, TGP-UCB) or
+            ``"adaptive_truncation"`` (:class:`~botorch_mtucb.models.AdaptiveTruncationGP`,
+            ATA-GP-UCB; declared mode: needs ``features`` in ``model_options``).
+        model_options: Further model keyword arguments (``lam``, ``delta``, ``B``,
+            ``constants``, ``truncate``, ``covar_module``, ``features``, ``horizon``; a
+            given ``lam`` or ``covar_module`` turns the kernel fit off).
+        seed: Seeds the Sobol points.
+        optimizer_options: BoTorch ``optimize_acqf`` options.
+        transforms: Ax transforms of the BO step (default :data:`HEAVY_TAILED_TRANSFORMS`).
+            Without ``UnitX`` the default kernel refuses inputs outside the unit cube; in
+            the declared mode v must then be stated in the transformed units.
+
+    Returns:
+        The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
+
+    Raises:
+        ValueError: for ``v`` without ``alpha``, parameters out of range, or ATA-GP-UCB
+            with a declared ``v`` and no ``features``.
+
+    Example:
+        >>> gs = heavy_tailed_generation_strategy(num_initial_trials=5, seed=0)
+        >>> gs.name
+        'Sobol+TGP-UCB'
+        >>> heavy_tailed_generation_strategy(1.0, 4.0, model_options={"constants": "authors"}).name
+        'Sobol+TGP-UCB'
+    """
+    _check_common(num_initial_trials, seed, optimizer_options)
+    options = dict(model_options or {})
+    _check_heavy_tailed_options(alpha, v, beta, model, options)
+    moments = {k: x for k, x in (("alpha", alpha), ("v", v)) if x is not None}
+    model_class = AxTruncatedGP if model == "truncated" else AxAdaptiveTruncationGP
+    generator_kwargs = {
+        "surrogate_spec": SurrogateSpec(
+            model_configs=[
+                ModelConfig(
+                    botorch_model_class=model_class,
+                    model_options={**moments, **options},
+                    # Inputs reach the model in [0, 1]^d through Ax's UnitX; the heavy-tailed
+                    # models take no BoTorch input transform.
+                    input_transform_classes=None,
+                    name="TGP-UCB" if model == "truncated" else "ATA-GP-UCB",
+                )
+            ]
+        ),
+        "botorch_acqf_class": HeavyTailedUCB,
+        "botorch_acqf_options": {"beta": beta},
+        "acquisition_class": UCBAcquisition,
+    }
+    name = "Sobol+TGP-UCB" if model == "truncated" else "Sobol+ATA-GP-UCB"
+    return _two_step_strategy(
+        name,
+        num_initial_trials,
+        seed,
+        generator_kwargs,
+        optimizer_options,
+        HEAVY_TAILED_TRANSFORMS if transforms is None else transforms,
     )

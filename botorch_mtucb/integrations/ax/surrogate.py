@@ -1,42 +1,48 @@
-"""One joint multi-task model in Ax, even when some metric values are missing.
+"""One joint multi-task model in Ax, also when some metric values are missing.
 
 Ax builds one dataset per metric and drops the rows whose value is NaN or missing; once the
-metrics' inputs differ it falls back to a ``ModelListGP`` of independent models, which throws
-away what MT-UCB is for (the coupling of the objectives) and which the MT-UCB acquisition
-cannot use as one joint model. :class:`JointSurrogate` merges the datasets into one block
-design first, keeping the inputs at which every metric was observed (Ax's own
-``convert_to_block_design(force=True)``), so the surrogate stays one ``AxExactMultiTaskGP``
-(or ``AxPracticalMultiTaskGP``).
-
-:func:`multitask_gp_generation_strategy` is the recipe for Ax's *own* acquisition (qLogNEHVI for
-a multi-objective experiment, chosen by Ax) on that joint model (by default the practical
-``AxPracticalMultiTaskGP``; ``model="paper"``: ``AxExactMultiTaskGP``).
+metrics' inputs differ it would fit a ``ModelListGP`` of independent models, which loses the
+coupling Γ of the objectives and which the MT-UCB acquisition cannot use as one joint model.
+:class:`~botorch_mtucb.integrations.ax.JointSurrogate` merges the datasets into one block
+design first (Ax's ``convert_to_block_design(force=True)``: the inputs at which every metric
+was observed), so the surrogate stays one
+:class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP` (or a subclass).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig, convert_to_block_design
 from torch import Tensor
 
-from botorch_mtucb.integrations.ax.models import AxExactMultiTaskGP, AxPracticalMultiTaskGP
-from botorch_mtucb.integrations.ax.strategy import check_common, two_step_strategy
+from botorch_mtucb.integrations.ax.models import AxExactMultiTaskGP
 
-__all__ = ["JointSurrogate", "joint_surrogate", "multitask_gp_generation_strategy"]
+__all__ = ["JointSurrogate", "joint_surrogate"]
 
 
 class JointSurrogate(Surrogate):
     """Ax ``Surrogate`` whose datasets are merged into one block design before fitting.
 
-    Rows not observed for every metric are dropped (and only those): with a NaN or missing
-    value for one metric in one trial, that trial does not enter the joint model, and all the
-    others still do. Known noise variances are dropped, with a ``UserWarning``, when only
-    some metrics report them (Ax's rule for block designs); when all do, the model takes them
-    as ``train_Yvar`` (:meth:`AxExactMultiTaskGP.construct_inputs`).
+    Contract: the model is fitted on one ``SupervisedDataset`` with ``X: N x d`` and
+    ``Y: N x n`` (n = the number of metrics), the N rows being the inputs at which every
+    metric was observed: a trial with a NaN or missing value for one metric is left out, all
+    others enter. Reported noise variances (``Yvar: N x n``) are kept only when every metric
+    has them (the model then takes them as ``train_Yvar``, see
+    :meth:`AxExactMultiTaskGP.construct_inputs`); when only some do, they are dropped with a
+    ``UserWarning``.
+
+    Example:
+        >>> from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+        >>> from ax.generators.torch.botorch_modular.utils import ModelConfig
+        >>> from botorch_mtucb.integrations.ax import AxPracticalMultiTaskGP, JointSurrogate
+        >>> surrogate = JointSurrogate(surrogate_spec=SurrogateSpec(model_configs=[
+        ...     ModelConfig(botorch_model_class=AxPracticalMultiTaskGP)]))
+        >>> surrogate.surrogate_spec.model_configs[0].botorch_model_class.__name__
+        'AxPracticalMultiTaskGP'
     """
 
     def fit(
@@ -76,13 +82,26 @@ def joint_surrogate(
     name: str = "MT-GP",
     model_class: type[AxExactMultiTaskGP] = AxExactMultiTaskGP,
 ) -> JointSurrogate:
-    """A :class:`JointSurrogate` over one ``AxExactMultiTaskGP`` (or a subclass).
+    """A :class:`~botorch_mtucb.integrations.ax.JointSurrogate` over one multi-task model.
 
     Args:
-        model_options: Keyword arguments of :class:`~botorch_mtucb.models.ExactMultiTaskGP`.
+        model_options: Keyword arguments of ``model_class`` (``ModelConfig.model_options``).
         name: The model config's name (shown by Ax).
-        model_class: ``AxExactMultiTaskGP`` (the paper's estimator) or
-            ``AxPracticalMultiTaskGP``.
+        model_class: :class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP` (the paper's
+            estimator) or a subclass such as
+            :class:`~botorch_mtucb.integrations.ax.AxPracticalMultiTaskGP`.
+
+    Returns:
+        The surrogate, for Ax's ``generator_kwargs["surrogate"]``.
+
+    Raises:
+        ValueError: if ``model_class`` does not subclass ``AxExactMultiTaskGP``.
+
+    Example:
+        >>> from botorch_mtucb.integrations.ax import AxPracticalMultiTaskGP
+        >>> surrogate = joint_surrogate({"independent": True}, model_class=AxPracticalMultiTaskGP)
+        >>> surrogate.surrogate_spec.model_configs[0].model_options
+        {'independent': True}
     """
     if not (isinstance(model_class, type) and issubclass(model_class, AxExactMultiTaskGP)):
         raise ValueError(f"`model_class` must subclass AxExactMultiTaskGP, got {model_class!r}.")
@@ -96,44 +115,4 @@ def joint_surrogate(
                 )
             ]
         )
-    )
-
-
-def multitask_gp_generation_strategy(
-    *,
-    num_initial_trials: int | None = None,
-    seed: int | None = None,
-    model_options: dict[str, Any] | None = None,
-    optimizer_options: dict[str, Any] | None = None,
-    model: Literal["practical", "paper"] = "practical",
-) -> Any:
-    """Sobol warm-up, then Ax's default acquisition on one joint ``ExactMultiTaskGP``.
-
-    For a multi-objective experiment Ax chooses qLogNEHVI; the surrogate is the exact
-    multi-task GP (ICM kernel fitted by Ax through the exact ICM likelihood) instead of Ax's
-    independent per-metric GPs, and it stays joint when metric values are missing. The
-    default model is the practical one of ``mtucb_generation_strategy`` (issue 16).
-
-    Args:
-        num_initial_trials: Number of Sobol trials (≥ 1); default ``None``:
-            ``initial_design_size(d)`` = max(5, 2·d).
-        seed: Seeds the Sobol points (``None``: not seeded here).
-        model_options: Keyword arguments of the model (``noise``, ``learn_noise``,
-            ``covar_module``, ``mean_module``; ``independent`` for the practical model).
-        optimizer_options: BoTorch ``optimize_acqf`` options.
-        model: ``"practical"`` (default, :class:`AxPracticalMultiTaskGP`: Matérn-5/2 ICM with
-            a learned B, constant mean, learned noise) or ``"paper"``
-            (:class:`AxExactMultiTaskGP`: the paper's estimator, RBF, η = 0.1 fixed, zero
-            mean; the default before issue 16).
-
-    Returns:
-        The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
-    """
-    check_common(num_initial_trials, seed, optimizer_options)
-    classes = {"practical": AxPracticalMultiTaskGP, "paper": AxExactMultiTaskGP}
-    if model not in classes:
-        raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
-    kwargs = {"surrogate": joint_surrogate(model_options, model_class=classes[model])}
-    return two_step_strategy(
-        "Sobol+MultiTaskGP", num_initial_trials, seed, kwargs, optimizer_options, None
     )

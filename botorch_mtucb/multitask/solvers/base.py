@@ -1,12 +1,20 @@
-"""The interface every multi-task posterior solver implements, and its shared kernel helpers.
+r"""The interface of the multi-task posterior solvers and the kernel helpers they share.
 
-Private module behind :mod:`botorch_mtucb.multitask.solvers.exact` (paper 000, §3.1): the abstract
-:class:`~botorch_mtucb.multitask.solvers.exact.MultiTaskSolver` (posterior mean, covariance, per-point
-task blocks and information gain of one factorised training set) and the two helpers the
-solvers share, :func:`~botorch_mtucb.multitask.solvers.exact.dense` and
-:func:`~botorch_mtucb.multitask.solvers.exact.cross_kernel`. The implementations (dense Cholesky, ICM)
-live in :mod:`botorch_mtucb.multitask.solvers.exact`, which re-exports these names; the Nyström
-solvers (:mod:`botorch_mtucb.multitask.solvers.nystrom`) implement the same interface.
+A solver holds the factorisation of one training set ``(X_t, Y_t)`` under one set of
+hyperparameters and answers, for the multi-task kernel regression of paper 000, eq. (1),
+
+.. math::
+    μ_t(x) = G_t(x)^T (G_t + ηI_{nt})^{-1} Y_t, \qquad
+    Γ_t(x, x') = Γ(x, x') − G_t(x)^T (G_t + ηI_{nt})^{-1} G_t(x'),
+
+the posterior mean, the posterior covariance (joint over ``q`` points and ``n`` tasks, or
+only the ``n x n`` block of each point) and the information gain
+½ log det(I_{nt} + η⁻¹ G_t). :class:`MultiTaskSolver` is that contract; the exact solvers
+(:mod:`~botorch_mtucb.multitask.solvers.exact`) and the Nyström solvers
+(:mod:`~botorch_mtucb.multitask.solvers.nystrom`,
+:mod:`~botorch_mtucb.multitask.solvers.nystrom_icm`) implement it.
+
+All tensors follow GPyTorch's interleaved multi-task order (index ``point·n + task``).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from torch import Tensor
 
 from botorch_mtucb.linalg.icm import Affine, ProjectedICMPredictor
 
-__all__: list[str] = []
+__all__ = ["MultiTaskSolver", "cross_kernel", "dense"]
 
 
 def dense(x: Tensor | LinearOperator) -> Tensor:
@@ -29,13 +37,25 @@ def dense(x: Tensor | LinearOperator) -> Tensor:
 
 
 class MultiTaskSolver(ABC):
-    """Factorisation of a multi-task kernel regression problem.
+    """Factorisation of a multi-task kernel regression problem (paper 000, eq. (1)).
+
+    Implementations answer :meth:`predict` and :meth:`information_gain`; the other queries
+    derive from :meth:`predict` unless an implementation has a cheaper route. Solvers are
+    built by the models (:meth:`~botorch_mtucb.multitask.base.MultiTaskGPBase.solver`), which
+    choose the implementation from the kernel's structure.
 
     Args (of every implementation):
         kernel: The multi-task kernel Γ.
         train_X: ``t x d`` training inputs (already input-transformed).
         train_resid: ``t x n`` training targets minus the prior mean.
         noise: Regulariser η > 0 (a scalar tensor).
+
+    Example:
+        >>> from botorch_mtucb.multitask.solvers.exact import DenseSolver
+        >>> eta = torch.tensor(0.1, dtype=torch.float64)
+        >>> solver = DenseSolver(kernel, train_X, train_resid, eta)  # t x d, t x n
+        >>> mean, blocks = solver.predict(X, full_cov=False)  # b x q x n, b x q x n x n
+        >>> gain = solver.information_gain()  # 0-dim
     """
 
     num_tasks: int
@@ -89,6 +109,19 @@ class MultiTaskSolver(ABC):
             in_affine: ``(offset, coefficient)`` of an affine input transform, or ``None``.
         """
         return None
+
+    def extend(self, new_X: Tensor, train_X: Tensor, train_resid: Tensor) -> MultiTaskSolver:
+        """The solver of the training set extended by ``new_X``, reusing this factorisation.
+
+        Args:
+            new_X: ``m x d`` appended inputs (input-transformed).
+            train_X: ``(t+m) x d`` all training inputs (the first ``t`` rows are this solver's).
+            train_resid: ``(t+m) x n`` all targets minus the prior mean.
+
+        Raises:
+            NotImplementedError: For a solver without an incremental update (the default).
+        """
+        raise NotImplementedError(f"Cannot extend a {type(self).__name__}.")
 
 
 def cross_kernel(kernel: Kernel, X: Tensor, train_X: Tensor) -> Tensor:

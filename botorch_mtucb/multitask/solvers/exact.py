@@ -3,9 +3,8 @@ r"""Posterior solvers for multi-task kernel regression (paper 000, §3.1, §3.3,
 A solver holds the factorisation of one training set under one set of hyperparameters and
 answers three questions: the posterior mean, the posterior covariance (joint over ``q``
 points and ``n`` tasks, or only the ``n x n`` block of each point) and the information gain.
-The BoTorch model chooses the solver from the kernel's structure and caches it.
-The interface :class:`MultiTaskSolver` and the helpers :func:`dense` and :func:`cross_kernel`
-are defined in ``models/_solver_base.py`` and re-exported here.
+The BoTorch model chooses the solver from the kernel's structure and caches it. Both
+implement :class:`~botorch_mtucb.multitask.solvers.base.MultiTaskSolver`.
 
 * :class:`DenseSolver` — any multi-task kernel: one :class:`~botorch_mtucb.linalg.CholeskyFactor`
   of the ``nt x nt`` matrix ``G_t + ηI`` (paper 000, eq. (1) and §3.1); conditioning extends
@@ -38,25 +37,31 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.factor import CholeskyFactor
-from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor, interleave_blocks
+from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, cross_kernel, dense
 
-__all__ = [
-    "DenseSolver",
-    "ICMSolver",
-    "MultiTaskSolver",
-    "cross_kernel",
-    "dense",
-    "extend_solver",
-    "interleave_blocks",
-]
+__all__ = ["DenseSolver", "ICMSolver", "extend_solver"]
 
 
 class DenseSolver(MultiTaskSolver):
-    """Generic solver: Cholesky of the dense ``nt x nt`` matrix ``G_t + ηI``.
+    r"""Generic solver: Cholesky of the dense ``nt x nt`` matrix ``G_t + N`` (paper 000, eq. (1)).
 
-    Costs O(n³t³) to build; used for kernels that are not a single separable term.
+    ``μ_t(x) = G_t(x)ᵀ (G_t + N)⁻¹ Y_t`` and ``Γ_t(x, x') = Γ(x, x') − G_t(x)ᵀ (G_t + N)⁻¹
+    G_t(x')`` with ``N = ηI`` (or the known noise variances on the diagonal). Costs O(n³t³)
+    to build; used for kernels that are not a single separable term and for heteroscedastic
+    known noise. :meth:`extend` appends points by one block row of the factor.
+
+    Args:
+        kernel: Multi-task kernel Γ (``n`` tasks).
+        train_X: ``t x d`` (or ``batch x t x d``) training inputs, input-transformed.
+        train_resid: ``t x n`` (or ``batch x t x n``) targets minus the prior mean.
+        noise: η (0-dim) or the ``t·n`` interleaved known noise variances.
+        chol: A factor of ``G_t + N`` to reuse (a ``CholeskyFactor`` or its lower triangle).
+
+    Example:
+        >>> solver = DenseSolver(kernel, train_X, train_resid, torch.tensor(0.1).double())
+        >>> mean, cov = solver.predict(X)  # b x q x n, b x (q·n) x (q·n)
     """
 
     def __init__(
@@ -134,10 +139,26 @@ def _noise_matrix(noise: Tensor, size: int, like: Tensor) -> Tensor:
 
 
 class ICMSolver(MultiTaskSolver):
-    """ICM solver for Γ = k·B (paper 000, §3.3 and Appendix A), see the module docstring.
+    r"""ICM solver for Γ = k·B (paper 000, §3.3 and Appendix A), see the module docstring.
 
-    One ``t x t`` eigendecomposition of ``K_t`` and one ``n x n`` of ``B``; never forms the
-    ``nt x nt`` system. :meth:`extend` appends points in O(n t²) each.
+    With ``K_t = W diag(a) Wᵀ`` and ``B = U diag(ξ) Uᵀ`` the system ``G_t + ηI`` splits into
+    ``n`` scalar problems along the eigen-directions ``u_i``:
+    ``Γ_t(x, x) = Σ_i s_i(x) u_i u_iᵀ``, ``‖Γ_t(x, x)‖ = max_i s_i(x)``. One ``t x t``
+    eigendecomposition of ``K_t`` and one ``n x n`` of ``B``; never forms the ``nt x nt``
+    system. :meth:`extend` appends points in O(n t²) each.
+
+    Args:
+        data_kernel: Scalar kernel ``k``.
+        task_covar: ``n x n`` PSD task matrix ``B``.
+        train_X: ``t x d`` (or ``batch x t x d``) training inputs, input-transformed.
+        train_resid: ``t x n`` (or ``batch x t x n``) targets minus the prior mean.
+        noise: Regulariser η > 0 (0-dim tensor).
+        K: The ``t x t`` matrix ``k(X_t, X_t)`` when already computed.
+
+    Example:
+        >>> k, B = kernel.icm_components()
+        >>> solver = ICMSolver(k, B, train_X, train_resid, torch.tensor(0.1).double())
+        >>> s = solver.eigen_variances(X)  # b x q x n, the s_i(x)
     """
 
     def __init__(
@@ -307,13 +328,22 @@ def extend_solver(
 
     The dense solver extends its Cholesky factor by one block row (O(n³t²m) instead of
     O(n³t³)); the ICM solver appends a Schur block (O(n t² m), see :class:`ICMSolver`).
+    The result equals the solver built from scratch on ``train_X``.
 
     Args:
         solver: Solver of the old training set (its ``train_X`` is the first ``t`` rows).
         new_X: ``m x d`` appended inputs.
         train_X: ``(t+m) x d`` full training inputs.
         train_resid: ``(t+m) x n`` full targets minus the prior mean.
+
+    Returns:
+        The solver of ``(train_X, train_resid)``.
+
+    Raises:
+        NotImplementedError: For a solver without an incremental update (e.g. Nyström).
+
+    Example:
+        >>> old = DenseSolver(kernel, train_X[:10], train_resid[:10], torch.tensor(0.1).double())
+        >>> new = extend_solver(old, train_X[10:], train_X, train_resid)
     """
-    if isinstance(solver, ICMSolver | DenseSolver):
-        return solver.extend(new_X, train_X, train_resid)
-    raise NotImplementedError(f"Cannot extend a {type(solver).__name__}.")
+    return solver.extend(new_X, train_X, train_resid)

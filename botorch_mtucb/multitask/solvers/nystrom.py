@@ -53,29 +53,25 @@ from botorch_mtucb.linalg.nystrom import (
     pivoted_cholesky,
     reduced_pinv_sqrt,
 )
-from botorch_mtucb.multitask.solvers.exact import MultiTaskSolver, cross_kernel
+from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, cross_kernel, dense
 
-__all__ = [
-    "ICMNystromSolver",
-    "NystromSolver",
-    "default_pinv_rtol",
-    "pivoted_cholesky",
-    "reduced_pinv_sqrt",
-]
-
-
-def _dense(x) -> Tensor:
-    return x.to_dense() if hasattr(x, "to_dense") else x
+__all__ = ["NystromSolver", "NystromSolverBase"]
 
 
 def _dense_cross(kernel: MultiTaskKernel, X1: Tensor, X2: Tensor) -> Tensor:
     """Dense interleaved Γ(X1, X2), ``(N1·n) x (N2·n)``, summed over the separable terms."""
     return sum(
-        kron_interleaved(_dense(k.forward(X1, X2)), B) for k, B in kernel.separable_components()
+        kron_interleaved(dense(k.forward(X1, X2)), B) for k, B in kernel.separable_components()
     )
 
 
-def _check_dictionary(train_X: Tensor, indices: Tensor, probs: Tensor) -> None:
+def check_dictionary(train_X: Tensor, indices: Tensor, probs: Tensor) -> None:
+    """Check a dictionary: ``m`` row indices of ``train_X`` and ``m`` probabilities in (0, 1].
+
+    Raises:
+        ValueError: On mismatched shapes, indices outside ``[0, t)`` or probabilities
+            outside (0, 1].
+    """
     if indices.dim() != 1 or probs.shape != indices.shape:
         raise ValueError(
             "`indices` and `probs` must be 1-d tensors of the same length, got shapes "
@@ -89,10 +85,18 @@ def _check_dictionary(train_X: Tensor, indices: Tensor, probs: Tensor) -> None:
 
 _METHODS = ("auto", "eigh", "pivoted_cholesky")
 _AUTO_EIGH_MAX = 256
-_DENSE_GRAM_MAX = 3000  # pivoted Cholesky on a precomputed Gram up to this size
+#: Largest dictionary Gram (rows) that the pivoted Cholesky reads from one precomputed matrix
+#: instead of one kernel column per pivot.
+DENSE_GRAM_MAX = 3000
 
 
-def _resolve_method(method: str, size: int) -> str:
+def resolve_method(method: str, size: int) -> str:
+    """The factorisation of a dictionary Gram of ``size`` rows: ``"auto"`` resolves to
+    ``"eigh"`` up to 256 rows, else ``"pivoted_cholesky"``.
+
+    Raises:
+        ValueError: If ``method`` is not ``"auto"``, ``"eigh"`` or ``"pivoted_cholesky"``.
+    """
     if method not in _METHODS:
         raise ValueError(f"`method` must be one of {_METHODS}, got {method!r}.")
     if method == "auto":
@@ -100,13 +104,22 @@ def _resolve_method(method: str, size: int) -> str:
     return method
 
 
-def _lower_inverse(L: Tensor) -> Tensor:
+def lower_inverse(L: Tensor) -> Tensor:
+    """``L⁻¹`` of an ``r x r`` lower-triangular ``L`` (one triangular solve)."""
     eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
     return torch.linalg.solve_triangular(L, eye, upper=False)
 
 
-class _NystromBase(MultiTaskSolver):
-    """Shared helpers: variance summaries used by the dictionary sampler and β̃_t."""
+class NystromSolverBase(MultiTaskSolver):
+    """What the Nyström solvers share: the per-point variance summaries of Γ̃_t.
+
+    MT-BKB (paper 000, Algorithm 2) draws the next dictionary with probabilities
+    ``p = min{q ‖Γ̃_t(x, x)‖, 1}`` and Theorem 3's β̃_t sums
+    ``log det(I_n + η⁻¹ Γ̃_{s−1}(x_s, x_s))``; :meth:`variance_summary` gives both.
+    Subclasses (:class:`NystromSolver`,
+    :class:`~botorch_mtucb.multitask.solvers.nystrom_icm.ICMNystromSolver`) may supply the
+    eigenvalues of Γ̃_t(x, x) more cheaply than from the ``n x n`` blocks.
+    """
 
     noise: Tensor
     train_X: Tensor
@@ -146,7 +159,7 @@ class _NystromBase(MultiTaskSolver):
         return self.variance_summary(self.train_X)
 
 
-class NystromSolver(_NystromBase):
+class NystromSolver(NystromSolverBase):
     """MT-BKB posterior for any multi-task kernel, via the ``nm``-dimensional embedding.
 
     Implements paper 000 §3.2 (the formulas in the module docstring) with the reweighted
@@ -163,6 +176,13 @@ class NystromSolver(_NystromBase):
       on the span of the dictionary, so μ̃ and Γ̃ depend on the dictionary only through that
       span: the weights ``1/√p`` cancel and any basis of the span gives the same posterior.
     * ``"auto"`` (default) — ``"eigh"`` when ``nm ≤ 256``, else ``"pivoted_cholesky"``.
+
+    Example:
+        >>> idx, p = torch.tensor([0, 3, 5, 8]), torch.full((4,), 0.5, dtype=torch.float64)
+        >>> eta = torch.tensor(0.1, dtype=torch.float64)
+        >>> solver = NystromSolver(kernel, train_X, train_resid, eta, idx, p)
+        >>> mean, blocks = solver.predict(X, full_cov=False)  # b x q x n, b x q x n x n
+        >>> norms, log_dets = solver.variance_summary(X)  # b x q each
     """
 
     def __init__(
@@ -188,7 +208,7 @@ class NystromSolver(_NystromBase):
                 :func:`default_pinv_rtol`).
             method: ``"auto"``, ``"eigh"`` or ``"pivoted_cholesky"`` (see the class docstring).
         """
-        _check_dictionary(train_X, indices, probs)
+        check_dictionary(train_X, indices, probs)
         self.kernel = kernel
         self.train_X = train_X
         self.noise = noise
@@ -196,7 +216,7 @@ class NystromSolver(_NystromBase):
         self.indices = indices
         self.probs = probs
         self.rtol = default_pinv_rtol(train_X.dtype) if rtol is None else rtol
-        self.method = _resolve_method(method, n * indices.numel())
+        self.method = resolve_method(method, n * indices.numel())
         self.basis_X, self.M = self._factor(train_X[indices], probs)
         self.rank = r = self.M.shape[0]
         psi = self._embed(train_X)  # r x (t·n)
@@ -215,7 +235,7 @@ class NystromSolver(_NystromBase):
             return dict_X, dict_X.new_zeros(0, 0)
         if self.method == "eigh":
             w = probs.rsqrt().repeat_interleave(n)  # interleaved weights, nm
-            G = _dense(self.kernel.forward(dict_X, dict_X)) * w[:, None] * w[None, :]
+            G = dense(self.kernel.forward(dict_X, dict_X)) * w[:, None] * w[None, :]
             return dict_X, reduced_pinv_sqrt(G, self.rtol) * w[None, :]
         blocks: dict[int, Tensor] = {}  # the n columns of a pivot point come in one call
 
@@ -225,11 +245,11 @@ class NystromSolver(_NystromBase):
                 blocks[j] = _dense_cross(self.kernel, dict_X, dict_X[j : j + 1])
             return blocks[j][:, i % n]
 
-        if n * m <= _DENSE_GRAM_MAX:  # one kernel call instead of one per pivot point
+        if n * m <= DENSE_GRAM_MAX:  # one kernel call instead of one per pivot point
             G = _dense_cross(self.kernel, dict_X, dict_X)
             diag, column = torch.diagonal(G).clone(), lambda i: G[:, i]  # noqa: F811
         else:
-            diag = _dense(self.kernel.forward(dict_X, dict_X, diag=True)).reshape(-1)
+            diag = dense(self.kernel.forward(dict_X, dict_X, diag=True)).reshape(-1)
 
         piv, L = pivoted_cholesky(diag, column, self.rtol)
         r = piv.numel()
@@ -237,7 +257,7 @@ class NystromSolver(_NystromBase):
             return dict_X[:0], dict_X.new_zeros(0, 0)
         uniq, inv = torch.unique(piv // n, return_inverse=True)
         M = dict_X.new_zeros(r, uniq.numel() * n)
-        M[:, inv * n + piv % n] = _lower_inverse(L)
+        M[:, inv * n + piv % n] = lower_inverse(L)
         return dict_X[uniq], M
 
     def _embed(self, X: Tensor) -> Tensor:
@@ -254,7 +274,7 @@ class NystromSolver(_NystromBase):
         return m.reshape(*X.shape[:-1], self.num_tasks)
 
     def covariance(self, X: Tensor) -> Tensor:
-        prior = _dense(self.kernel.forward(X, X))
+        prior = dense(self.kernel.forward(X, X))
         if self.rank == 0:
             return prior
         psi = self._embed(X)
@@ -269,7 +289,7 @@ class NystromSolver(_NystromBase):
         mean = (psi.transpose(-1, -2) @ self.alpha).reshape(*X.shape[:-1], self.num_tasks)
         if not full_cov:
             return mean, self._blocks_from_psi(X, psi)
-        prior = _dense(self.kernel.forward(X, X))
+        prior = dense(self.kernel.forward(X, X))
         if self.rank == 0:
             return mean, prior
         A = self.factor.solve_lower(psi)
@@ -279,7 +299,7 @@ class NystromSolver(_NystromBase):
     def _blocks_from_psi(self, X: Tensor, psi: Tensor) -> Tensor:
         n, q = self.num_tasks, X.shape[-2]
         Xp = X.unsqueeze(-2)  # batch x q x 1 x d
-        prior = _dense(self.kernel.forward(Xp, Xp))  # batch x q x n x n
+        prior = dense(self.kernel.forward(Xp, Xp))  # batch x q x n x n
         if self.rank == 0:
             return prior
         A = self.factor.solve_lower(psi)
@@ -296,7 +316,3 @@ class NystromSolver(_NystromBase):
     def information_gain(self) -> Tensor:
         """½ log det(I + η⁻¹ Ṽ_t) = ½ log det(I_{nt} + η⁻¹ Φ̃_XᵀΦ̃_X) (Nyström estimate)."""
         return 0.5 * (self.factor.logdet() - self.rank * torch.log(self.noise))
-
-
-# The ICM solver (eqs. (7)-(8)) lives in its own module; re-exported here (public name).
-from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver  # noqa: E402

@@ -2,9 +2,9 @@
 
 The scalar Nyström embedding of the dictionary and ``n`` rotated problems of size ``r`` that
 share one eigendecomposition (:class:`~botorch_mtucb.linalg.ICMRotation`, the same rotation as
-the exact ICM solver). The dictionary factorisation (``"eigh"`` / ``"pivoted_cholesky"``) and
-the shared helpers are described in :mod:`botorch_mtucb.multitask.solvers.nystrom`, which also
-re-exports :class:`ICMNystromSolver`.
+the exact ICM solver). The Nyström formulas, the dictionary factorisations (``"eigh"`` /
+``"pivoted_cholesky"``) and the shared base :class:`NystromSolverBase` live in
+:mod:`botorch_mtucb.multitask.solvers.nystrom`.
 """
 
 from __future__ import annotations
@@ -16,20 +16,19 @@ from torch import Tensor
 from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor
 from botorch_mtucb.linalg.nystrom import default_pinv_rtol, pivoted_cholesky, reduced_pinv_sqrt
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
-from botorch_mtucb.multitask.solvers.exact import cross_kernel
+from botorch_mtucb.multitask.solvers.base import cross_kernel, dense
 from botorch_mtucb.multitask.solvers.nystrom import (
-    _DENSE_GRAM_MAX,
-    _check_dictionary,
-    _dense,
-    _lower_inverse,
-    _NystromBase,
-    _resolve_method,
+    DENSE_GRAM_MAX,
+    NystromSolverBase,
+    check_dictionary,
+    lower_inverse,
+    resolve_method,
 )
 
 __all__ = ["ICMNystromSolver"]
 
 
-class ICMNystromSolver(_NystromBase):
+class ICMNystromSolver(NystromSolverBase):
     """MT-BKB posterior for Γ = k·B through the scalar embedding (paper 000, eqs. (7)–(8)).
 
     With ``B = U diag(ξ) Uᵀ``, ``φ̃(x) = (K̃_D^{1/2})⁺ k̃_D(x)`` and ``ṽ = Σ_s φ̃(x_s)φ̃(x_s)ᵀ
@@ -40,8 +39,16 @@ class ICMNystromSolver(_NystromBase):
 
     whose ``x = x'`` eigenvalues give ‖Γ̃_t(x, x)‖ = max_i of them (8). One factorisation of
     the ``m x m`` scalar Gram ``K̃_D`` and one ``r x r`` eigendecomposition of ``ṽ`` serve all
-    ``n`` problems. ``method`` chooses how ``K̃_D`` is factored, as in :class:`NystromSolver`
-    (``"auto"``: ``eigh`` when ``m ≤ 256``, else pivoted Cholesky).
+    ``n`` problems. ``method`` chooses how ``K̃_D`` is factored, as in
+    :class:`~botorch_mtucb.multitask.solvers.nystrom.NystromSolver` (``"auto"``: ``eigh`` when
+    ``m ≤ 256``, else pivoted Cholesky).
+
+    Example:
+        >>> k, B = kernel.icm_components()
+        >>> idx, p = torch.tensor([0, 3, 5, 8]), torch.full((4,), 0.5, dtype=torch.float64)
+        >>> eta = torch.tensor(0.1, dtype=torch.float64)
+        >>> solver = ICMNystromSolver(k, B, train_X, train_resid, eta, idx, p)
+        >>> s = solver.eigen_variances(X)  # b x q x n; ‖Γ̃_t(x, x)‖ = s.max(-1), eq. (8)
     """
 
     def __init__(
@@ -68,7 +75,7 @@ class ICMNystromSolver(_NystromBase):
             rtol: Relative cutoff of the pseudo-inverse square root.
             method: ``"auto"``, ``"eigh"`` or ``"pivoted_cholesky"``.
         """
-        _check_dictionary(train_X, indices, probs)
+        check_dictionary(train_X, indices, probs)
         self.data_kernel = data_kernel
         self.train_X = train_X
         self.noise = noise
@@ -76,7 +83,7 @@ class ICMNystromSolver(_NystromBase):
         self.indices = indices
         self.probs = probs
         self.rtol = default_pinv_rtol(train_X.dtype) if rtol is None else rtol
-        self.method = _resolve_method(method, indices.numel())
+        self.method = resolve_method(method, indices.numel())
         self.basis_X, Mt = self._factor(train_X[indices], probs)  # Mt: s x r
         self.rank = r = Mt.shape[-1]
         Phi = self._features(train_X, Mt)  # t x r, rows φ̃(x_s) in reduced coordinates
@@ -102,21 +109,21 @@ class ICMNystromSolver(_NystromBase):
         k = self.data_kernel
         if self.method == "eigh":
             w = probs.rsqrt()
-            K = _dense(k.forward(dict_X, dict_X)) * w[:, None] * w[None, :]
+            K = dense(k.forward(dict_X, dict_X)) * w[:, None] * w[None, :]
             return dict_X, (reduced_pinv_sqrt(K, self.rtol) * w[None, :]).transpose(-1, -2)
-        if m <= _DENSE_GRAM_MAX:  # one kernel call instead of one per pivot
-            K = _dense(k.forward(dict_X, dict_X))
+        if m <= DENSE_GRAM_MAX:  # one kernel call instead of one per pivot
+            K = dense(k.forward(dict_X, dict_X))
             diag, column = torch.diagonal(K).clone(), lambda i: K[:, i]
         else:
-            diag = _dense(k.forward(dict_X, dict_X, diag=True)).reshape(-1)
+            diag = dense(k.forward(dict_X, dict_X, diag=True)).reshape(-1)
 
             def column(i: int) -> Tensor:
-                return _dense(k.forward(dict_X, dict_X[i : i + 1]))[:, 0]
+                return dense(k.forward(dict_X, dict_X[i : i + 1]))[:, 0]
 
         piv, L = pivoted_cholesky(diag, column, self.rtol)
         if piv.numel() == 0:
             return dict_X[:0], dict_X.new_zeros(0, 0)
-        return dict_X[piv], _lower_inverse(L).transpose(-1, -2)
+        return dict_X[piv], lower_inverse(L).transpose(-1, -2)
 
     def _features(self, X: Tensor, Mt: Tensor) -> Tensor:
         if Mt.shape[-1] == 0:
@@ -130,7 +137,7 @@ class ICMNystromSolver(_NystromBase):
     def eigen_variances(self, X: Tensor, Z: Tensor | None = None) -> Tensor:
         """Eigenvalues of Γ̃_t(x, x) along ``u_i`` (eq. (8) before the max), ``batch x q x n``."""
         Z = self._Z(X) if Z is None else Z
-        kxx = _dense(self.data_kernel.forward(X, X, diag=True))
+        kxx = dense(self.data_kernel.forward(X, X, diag=True))
         return self.rotation.eigen_variances(Z, kxx).clamp_min(0.0)
 
     def _block_eigenvalues(self, X: Tensor) -> Tensor:
@@ -145,7 +152,7 @@ class ICMNystromSolver(_NystromBase):
         mean = rot.to_tasks(rot.rotated_mean(Z))
         if not full_cov:
             return mean, rot.blocks(self.eigen_variances(X, Z=Z))
-        Kqq = _dense(self.data_kernel.forward(X, X))
+        Kqq = dense(self.data_kernel.forward(X, X))
         return mean, rot.joint_from_directions(rot.direction_covariances(Z, Kqq))
 
     def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
@@ -158,11 +165,11 @@ class ICMNystromSolver(_NystromBase):
     def projected_predictor(
         self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
     ) -> ProjectedICMPredictor | None:
-        """The hot-path predictor with the rotated embedding ``Z(x) = k(x, X_S) M_q`` as features
-        (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`; same arguments as
-        :meth:`~botorch_mtucb.multitask.solvers.exact.ICMSolver.projected_predictor`). ``None`` without
-        a frozen stationary kernel (a solver built with gradients), an empty basis or for
-        batched data."""
+        """The hot-path predictor with the rotated embedding ``Z(x) = k(x, X_S) M_q`` as
+        features (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`; arguments as in
+        :meth:`~botorch_mtucb.multitask.solvers.base.MultiTaskSolver.projected_predictor`).
+        ``None`` without a frozen stationary kernel (a solver built with gradients), an empty
+        basis or for batched data."""
         if self._frozen is None or self.train_X.dim() > 2:
             return None
         return ProjectedICMPredictor(self.rotation, self._frozen, self.Mq, directions, out_scale,

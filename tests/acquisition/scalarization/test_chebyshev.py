@@ -1,18 +1,25 @@
-"""The Chebyshev scalarization's own module: the re-export and s_λ against its definition."""
+"""The Chebyshev scalarization's own module: s_λ, from_data and the payoff table by hand."""
 
 import pytest
 import torch
+from botorch.acquisition import PosteriorMean
+from botorch.acquisition.objective import ScalarizedPosteriorTransform
+from botorch.models import ModelListGP, SingleTaskGP
+from botorch.optim import optimize_acqf
+from botorch.test_functions.multi_objective import ZDT2, VehicleSafety
+from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition import scalarization
 from botorch_mtucb.acquisition.scalarization.chebyshev import (
     ChebyshevScalarization,
     predicted_anchors,
 )
+from botorch_mtucb.models import practical_multitask_gp
 
 DT = torch.float64
 
 
-def test_reexported_from_scalarization():
+def test_exported_by_the_scalarization_face():
     assert scalarization.ChebyshevScalarization is ChebyshevScalarization
 
 
@@ -121,8 +128,6 @@ def test_from_data_bad_predicted_and_span():
 
 
 def _two_output_model(lengthscales):
-    from botorch.models import ModelListGP, SingleTaskGP
-
     g = torch.Generator().manual_seed(11)
     X = torch.rand(12, 2, generator=g, dtype=DT)
     fs = (lambda Z: torch.sin(4 * Z[:, :1]), lambda Z: torch.cos(3 * Z[:, 1:]) + Z[:, :1])
@@ -172,9 +177,6 @@ def test_zdt2_stuck_state_opened_by_the_front_anchors():
     # ZDT2 (d = 4): once f(0) is observed it dominates a Sobol design, the default z lies just
     # below it and x_1 = 0 maximises s_λ on the Pareto set x_2..x_4 = 0 for every λ; with the
     # front's anchors f(0) and f(e_1) as `predicted` (and the front's ranges) it does not.
-    from botorch.test_functions.multi_objective import ZDT2
-    from torch.quasirandom import SobolEngine
-
     f = ZDT2(dim=4, negate=True).to(DT)
     X = torch.cat([SobolEngine(4, scramble=True, seed=1).draw(8).to(DT), torch.zeros(1, 4,
                                                                                    dtype=DT)])
@@ -221,19 +223,13 @@ def test_predicted_anchors_minimize_against_grid_search():
 def test_predicted_anchors_equal_one_botorch_optimisation_per_objective():
     """The joint L-BFGS-B of the payoff table reaches each objective's own optimum: BoTorch's
     ``optimize_acqf`` of ``PosteriorMean`` with objective i's weights, one call per objective."""
-    from botorch.acquisition import PosteriorMean
-    from botorch.acquisition.objective import ScalarizedPosteriorTransform
-    from botorch.optim import optimize_acqf
-
-    from botorch_mtucb.models import practical_multitask_gp
-    from mtucb_bench.mo_suite_problems import _sobol, make_suite_problem
-
-    p = make_suite_problem("vehicle-safety")  # d = 5, n = 3, a box that is not the unit cube
-    X = _sobol(15, p.bounds, 0)
-    Y = p.f(X)
-    model = practical_multitask_gp(X, Y, p.bounds)
+    f = VehicleSafety(negate=True).to(DT)  # d = 5, n = 3, a box that is not the unit cube
+    bounds = f.bounds.to(DT)
+    X = bounds[0] + (bounds[1] - bounds[0]) * SobolEngine(5, scramble=True, seed=0).draw(15).to(DT)
+    Y = f(X)
+    model = practical_multitask_gp(X, Y, bounds)
     minimize = [False, True, False]
-    P = predicted_anchors(model, p.bounds, Y, minimize=minimize, seed=0)
+    P = predicted_anchors(model, bounds, Y, minimize=minimize, seed=0)
     signs = torch.tensor([1.0, -1.0, 1.0], dtype=Y.dtype)
     r = Y.max(0).values - Y.min(0).values
     for i in range(3):
@@ -241,6 +237,6 @@ def test_predicted_anchors_equal_one_botorch_optimisation_per_objective():
         w[i] += 1.0 / r[i]
         w = w * signs
         acqf = PosteriorMean(model, posterior_transform=ScalarizedPosteriorTransform(w))
-        _, best = optimize_acqf(acqf, p.bounds, q=1, num_restarts=8, raw_samples=512,
+        _, best = optimize_acqf(acqf, bounds, q=1, num_restarts=8, raw_samples=512,
                                 options={"seed": 1})  # twice the starts of the default
         assert float((P[i] * w).sum()) >= float(best) - 1e-6 * max(1.0, abs(float(best)))

@@ -1,4 +1,4 @@
-"""Ax integration, part 2: real ``ax.Client`` loops (part 1, ``test_ax.py``: constructors).
+"""End-to-end ``ax.Client`` loops with the package's generation strategies.
 
 References: brute-force formulas written out here (Chebyshev / linear UCB with the signs,
 Pareto front by pairwise comparison, nadir reference point), models rebuilt from scratch on
@@ -50,13 +50,7 @@ from botorch_mtucb.models import (  # noqa: E402
     ExactMultiTaskGP,
     TruncatedGP,
 )
-from tests.integrations.ax.test_strategies import (  # noqa: E402
-    FAST_OPT,
-    _pareto_min,
-    _unit_box,
-)
-
-DT = torch.float64
+from tests.integrations.ax.helpers import DT, FAST_OPT, pareto_min, unit_box  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- Ax loops
@@ -75,14 +69,14 @@ def test_client_loop_branin_currin_mtucb(monkeypatch) -> None:
     monkeypatch.setattr(ScalarizationSampler, "anchors", spy)
     problem = BraninCurrin()
     client = Client(random_seed=0)
-    client.configure_experiment(parameters=_unit_box())
+    client.configure_experiment(parameters=unit_box())
     client.configure_optimization(objective="-a, -b")
     client.set_generation_strategy(
         mtucb_generation_strategy(num_initial_trials=4, seed=0, optimizer_options=FAST_OPT)
     )
     observed: dict[int, torch.Tensor] = {}
     weights, batch = [], []
-    box = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)  # _unit_box(), Ax's digest
+    box = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)  # unit_box(), Ax's digest
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k in (4, 1, 2, 1):
@@ -133,7 +127,7 @@ def test_client_loop_branin_currin_mtucb(monkeypatch) -> None:
     W = torch.stack(weights)
     assert torch.cdist(W, W)[~torch.eye(len(W), dtype=torch.bool)].min() > 1e-6  # fresh λ
     idx = sorted(observed)
-    expected = {idx[i] for i in _pareto_min(torch.stack([observed[i] for i in idx]))}
+    expected = {idx[i] for i in pareto_min(torch.stack([observed[i] for i in idx]))}
     assert {row[2] for row in front} == expected
     for _, values, i, _ in front:
         assert values["a"][0] == pytest.approx(float(observed[i][0]))
@@ -141,11 +135,11 @@ def test_client_loop_branin_currin_mtucb(monkeypatch) -> None:
 
 @pytest.mark.parametrize("model", ["practical", "paper"])
 def test_client_loop_multitask_gp_strategy_models(model: str) -> None:
-    """Ax's own qLogNEHVI on our joint model: the practical one by default (issue 16), the
+    """Ax's own qLogNEHVI on our joint model: the practical one by default, the
     paper's estimator with model="paper"; 4 Sobol + 3 BO trials."""
     problem = BraninCurrin()
     client = Client(random_seed=0)
-    client.configure_experiment(parameters=_unit_box())
+    client.configure_experiment(parameters=unit_box())
     client.configure_optimization(objective="-a, -b")
     options = {} if model == "practical" else {"model": "paper"}
     client.set_generation_strategy(multitask_gp_generation_strategy(
@@ -213,7 +207,7 @@ def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:
     """Objective order ("-b, -a") differs from Ax's output order; thresholds land right."""
     problem = BraninCurrin()
     client = Client(random_seed=1)
-    client.configure_experiment(parameters=_unit_box())
+    client.configure_experiment(parameters=unit_box())
     client.configure_optimization(objective="-b, -a", outcome_constraints=["a <= 120",
                                                                            "b <= 9.5"])
     client.configure_tracking_metrics(["c"])  # reported, not modelled (not an objective)
@@ -257,7 +251,7 @@ def test_client_loop_heavy_tailed_noisy_objective() -> None:
         return -math.sin(3 * u0) * math.cos(2 * u1) + 0.5 * t3
 
     client = Client(random_seed=0)
-    client.configure_experiment(parameters=_unit_box(-1.0, 2.0))
+    client.configure_experiment(parameters=unit_box(-1.0, 2.0))
     client.configure_optimization(objective="-loss")
     alpha, v = 1.0, 1.0 + 0.25 * 3.0  # |f| <= 1, E(0.5 T_3)^2 = 0.75
     client.set_generation_strategy(
@@ -303,7 +297,7 @@ def test_client_loop_heavy_tailed_noisy_objective() -> None:
 def test_client_adaptive_truncation_gp_runs() -> None:
     """ATA-GP-UCB (QFF features) through the same helper: 3 Sobol + 2 BO trials, maximised."""
     client = Client(random_seed=2)
-    client.configure_experiment(parameters=_unit_box())
+    client.configure_experiment(parameters=unit_box())
     client.configure_optimization(objective="y")
     features = QuadratureFourierFeatures(lengthscale=0.3, num_nodes=6, dim=2)
     client.set_generation_strategy(

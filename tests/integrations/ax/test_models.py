@@ -1,12 +1,14 @@
-"""Noise variances (SEMs) reported to Ax reach the multi-task models as known noise.
+"""The Ax-facing models: construct_inputs, reported noise (SEMs) as known noise, Ax's fit step.
 
 References: the SEMs the test reports, scaled by Ax's own ``StandardizeY`` statistics (the
-model's units: Ax standardizes, the model adds no outcome transform), and the dense GP
-posterior ``μ* + K*ᵀ(K + diag(Yvar))⁻¹(y − μ)`` written out from the fitted kernel.
+model's units: Ax standardizes, the model adds no outcome transform), the dense GP posterior
+``μ* + K*ᵀ(K + diag(Yvar))⁻¹(y − μ)`` written out from the fitted kernel, and
+``practical_multitask_gp`` built and fitted outside Ax (same hyperparameters and posterior).
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -15,8 +17,12 @@ import torch
 pytest.importorskip("ax")
 
 from ax.api.client import Client  # noqa: E402
+from ax.generators.torch.botorch_modular.utils import fit_botorch_model  # noqa: E402
+from botorch.fit import fit_gpytorch_mll  # noqa: E402
+from botorch.models.transforms import Normalize, Standardize  # noqa: E402
 from botorch.test_functions.multi_objective import BraninCurrin  # noqa: E402
 from botorch.utils.datasets import SupervisedDataset  # noqa: E402
+from gpytorch.mlls import ExactMarginalLogLikelihood  # noqa: E402
 
 from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB  # noqa: E402
 from botorch_mtucb.integrations.ax import (  # noqa: E402
@@ -25,9 +31,10 @@ from botorch_mtucb.integrations.ax import (  # noqa: E402
     AxTruncatedGP,
     mtucb_generation_strategy,
 )
-from tests.integrations.ax.test_strategies import FAST_OPT, _unit_box  # noqa: E402
+from botorch_mtucb.models import practical_multitask_gp  # noqa: E402
+from botorch_mtucb.multitask.practical_fit import fit_practical_model  # noqa: E402
+from tests.integrations.ax.helpers import DT, FAST_OPT, mt_model, unit_box  # noqa: E402
 
-DT = torch.float64
 PROBLEM = BraninCurrin()
 
 
@@ -40,7 +47,7 @@ def _loop(model: str, report, steps=(4, 1, 2, 1), **options) -> tuple[Client, di
     """A Client loop on BraninCurrin reporting ``report(idx, y)``; returns the client, the
     parameters of each trial and the warnings."""
     client = Client(random_seed=0)
-    client.configure_experiment(parameters=_unit_box())
+    client.configure_experiment(parameters=unit_box())
     client.configure_optimization(objective="-a, -b")
     client.set_generation_strategy(mtucb_generation_strategy(
         num_initial_trials=4, seed=0, optimizer_options=FAST_OPT, model=model, **options
@@ -172,3 +179,61 @@ def test_heavy_tailed_models_always_drop_the_sems() -> None:
     with pytest.warns(UserWarning, match="heavy-tailed BO assumes only a bound v"):
         kw = AxTruncatedGP.construct_inputs(ds, alpha=0.5, v=2.0)
     assert "train_Yvar" not in kw
+
+
+def test_ax_models_construct_inputs_and_fit() -> None:
+    model, ds = mt_model()
+    Yvar = torch.full_like(ds.Y, 0.01)
+    Yvar[2, 1] = float("nan")  # one SEM missing: all are ignored (see above)
+    ds_var = SupervisedDataset(ds.X, ds.Y, Yvar=Yvar,
+                               feature_names=ds.feature_names, outcome_names=ds.outcome_names)
+    with pytest.warns(UserWarning, match="ignores the observation noise"):
+        kw = AxExactMultiTaskGP.construct_inputs(ds_var, noise=0.05)
+    assert "train_Yvar" not in kw and kw["noise"] == 0.05
+    assert AxExactMultiTaskGP(**kw).noise.item() == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="continuous"):
+        AxExactMultiTaskGP.construct_inputs(ds, categorical_features=[0])
+    ds1 = SupervisedDataset(ds.X, ds.Y[:, :1], feature_names=ds.feature_names,
+                            outcome_names=["a"])
+    ht = AxTruncatedGP(**AxTruncatedGP.construct_inputs(ds1, alpha=0.5, v=2.0))
+    before = {k: v.clone() for k, v in ht.state_dict().items() if torch.is_tensor(v)}
+    fit_botorch_model(ht, mll_class=ExactMarginalLogLikelihood)  # registered no-op
+    after = {k: v for k, v in ht.state_dict().items() if torch.is_tensor(v)}
+    assert before and before.keys() == after.keys()
+    assert all(torch.equal(before[k], v) for k, v in after.items())
+
+
+def test_ax_practical_model_is_practical_multitask_gp() -> None:
+    """Built as Ax builds it (construct_inputs + Normalize/Standardize submodules) and fitted,
+    it has the same hyperparameters and posterior as ``practical_multitask_gp``."""
+    _, ds = mt_model(n_obs=10)
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    ax_model = AxPracticalMultiTaskGP(
+        **AxPracticalMultiTaskGP.construct_inputs(ds),
+        input_transform=Normalize(2, bounds=bounds), outcome_transform=Standardize(m=2),
+    )
+    assert ax_model.learn_noise and hasattr(ax_model.likelihood, "noise_prior")
+    ax_default = copy.deepcopy(ax_model)
+    fit_practical_model(ax_model)  # practical_multitask_gp's own fit procedure
+    ref = practical_multitask_gp(ds.X, ds.Y, bounds)
+    for k, v in ref.state_dict().items():
+        torch.testing.assert_close(ax_model.state_dict()[k], v)
+    X = torch.rand(5, 2, generator=torch.Generator().manual_seed(0), dtype=DT)
+    torch.testing.assert_close(ax_model.posterior(X).mean, ref.posterior(X).mean)
+    # Ax's own fit (plain fit_gpytorch_mll, L-BFGS-B memory 10) reaches the same optimum
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(ax_default.likelihood, ax_default))
+    ax_default.eval()
+    torch.testing.assert_close(ax_default.posterior(X).mean, ref.posterior(X).mean,
+                               atol=1e-3, rtol=1e-3)
+
+    def mll(m):
+        m.train()
+        out = ExactMarginalLogLikelihood(m.likelihood, m)(m(*m.train_inputs), m.train_targets)
+        m.eval()
+        return float(out)
+
+    assert abs(mll(ax_default) - mll(ref)) < 1e-4
+    ind = AxPracticalMultiTaskGP(**AxPracticalMultiTaskGP.construct_inputs(ds, independent=True))
+    assert ind.covar_module.task_covar_matrix.equal(torch.eye(2, dtype=DT))

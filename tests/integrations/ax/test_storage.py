@@ -42,7 +42,7 @@ from botorch_mtucb.integrations.ax import (  # noqa: E402
     multitask_gp_generation_strategy,
 )
 from botorch_mtucb.kernels import ICMKernel  # noqa: E402
-from tests.integrations.ax.test_strategies import FAST_OPT  # noqa: E402
+from tests.integrations.ax.helpers import FAST_OPT  # noqa: E402
 
 DT = torch.float64
 PROBLEM = BraninCurrin()

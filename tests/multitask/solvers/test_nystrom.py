@@ -7,13 +7,10 @@ import torch
 from gpytorch.kernels import MaternKernel, RBFKernel
 
 from botorch_mtucb.kernels import ICMKernel, SumOfSeparableKernel
+from botorch_mtucb.linalg.nystrom import pivoted_cholesky, reduced_pinv_sqrt
 from botorch_mtucb.multitask.solvers.exact import DenseSolver
-from botorch_mtucb.multitask.solvers.nystrom import (
-    ICMNystromSolver,
-    NystromSolver,
-    pivoted_cholesky,
-    reduced_pinv_sqrt,
-)
+from botorch_mtucb.multitask.solvers.nystrom import NystromSolver
+from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 
 DT = torch.float64
 ETA = torch.tensor(0.1, dtype=DT)

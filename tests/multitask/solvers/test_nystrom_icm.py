@@ -5,16 +5,11 @@ import torch
 from gpytorch.kernels import RBFKernel
 
 from botorch_mtucb.kernels import ICMKernel
-from botorch_mtucb.multitask.solvers import nystrom as nystrom_solver
 from botorch_mtucb.multitask.solvers.nystrom import NystromSolver
 from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 
 DT = torch.float64
 ETA = torch.tensor(0.1, dtype=DT)
-
-
-def test_reexported_from_nystrom_solver():
-    assert nystrom_solver.ICMNystromSolver is ICMNystromSolver
 
 
 @pytest.mark.parametrize("method", ["eigh", "pivoted_cholesky"])
