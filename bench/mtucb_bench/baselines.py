@@ -221,10 +221,6 @@ def fitted_model_list(X: Tensor, Y: Tensor, bounds: Tensor | None) -> ModelListG
     return model
 
 
-#: Old private name; mtucb_bench.perf.mo_round_time and mtucb_bench.studies.mo_dtlz2_diagnosis
-#: still import it. Remove once they import :func:`fitted_model_list`.
-_fitted_model_list = fitted_model_list
-
 
 def suite_baseline_models(problem: MultiTaskProblem):
     """Fitted hyperparameters for the suite's problems (issue 16), fixed for the papers'.

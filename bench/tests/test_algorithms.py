@@ -13,6 +13,7 @@ from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition import (
     ChebyshevScalarization,
+    ConfidenceWidthAcquisition,
     LinearScalarization,
     TheoremTwoBeta,
     sample_scalarization_weights,
@@ -102,6 +103,9 @@ def test_scalarized_independent_ucb_by_hand():
     torch.testing.assert_close(lin, ((mu + 2.0 * sd) * w).sum(dim=-1))
     with pytest.raises(ValueError, match="beta"):
         ScalarizedIndependentUCB(model, LinearScalarization(w), -1.0)
+    # It declares its width, so the loop records β per round.
+    ucb = ScalarizedIndependentUCB(model, LinearScalarization(w), beta=1.0)
+    assert isinstance(ucb, ConfidenceWidthAcquisition)
 
 
 def test_width_formulas():

@@ -173,51 +173,6 @@ def test_bad_inputs_are_refused():
     assert set(CHEAP) < set(MO_SUITE)
 
 
-def _diagnosis_module():
-    from mtucb_bench.studies import mo_diagnosis
-
-    return mo_diagnosis
-
-
-def test_diagnosis_counts_by_hand():
-    """mtucb_bench.studies.mo_diagnosis: boundary share, repeats, identical proposals, HV box."""
-    md = _diagnosis_module()
-    bt = BraninCurrin(negate=True).to(DT)
-    X0 = torch.tensor([[0.5, 0.5], [0.2, 0.3]], dtype=DT)
-    P = torch.tensor([[0.5, 0.5], [0.0, 0.7], [0.0, 0.7], [0.4, 0.6]], dtype=DT)
-    X = torch.cat([X0, P])
-    out = md.metrics(bt, X, bt(X), n0=2)
-    assert out["boundary_frac"] == 0.5  # the two (0, 0.7) proposals
-    assert out["repeats"] == 2  # (0.5, 0.5) repeats X0[0]; the second (0, 0.7) the first
-    assert out["max_identical"] == 2
-    inside = (bt(P) > bt.ref_point).all(-1).double().mean().item()
-    assert out["in_hv_box"] == inside
-    F = bt(X)
-    assert out["hv_pct"] == pytest.approx(100 * _hv_2d(F, bt.ref_point) / bt.max_hv)
-
-
-def test_diagnosis_augmented_ucb_and_scale_free_weights():
-    md = _diagnosis_module()
-    from botorch_mtucb.acquisition import ChebyshevScalarization
-    from mtucb_bench.algorithms import practical_multitask_gp
-
-    bt = BraninCurrin(negate=True).to(DT)
-    X = SobolEngine(2, scramble=True, seed=0).draw(8).to(DT)
-    Y = bt(X)
-    lam = torch.tensor([0.3, 0.7], dtype=DT)
-    s = md.scalarization(lam, Y, "scaled", "nadir")
-    ref = ChebyshevScalarization.from_data(lam, Y, augmentation=0.0)
-    torch.testing.assert_close(s.weights, ref.weights)
-    torch.testing.assert_close(s.ref_point, ref.ref_point)
-    model = practical_multitask_gp(X, Y, bt.bounds.to(DT))
-    acqf = md.AugmentedChebyshevUCB(model, s, beta=1.0, rho=0.05)
-    aug = ChebyshevScalarization(s.weights, s.ref_point, augmentation=0.05)
-    Xt = torch.rand(5, 1, 2, dtype=DT)
-    post = model.posterior(Xt)
-    u = post.mean[..., 0, :] + post.variance[..., 0, :].sqrt()
-    torch.testing.assert_close(acqf(Xt), aug(u))
-
-
 def test_run_suite_protocol_is_the_suite_loop_with_the_trial_seeds():
     """The scripts' shared protocol equals run_bo_loop called with the suite's settings."""
     import warnings

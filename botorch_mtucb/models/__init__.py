@@ -1,7 +1,16 @@
-"""BoTorch models: exact and Nyström multi-task GPs, heavy-tailed single-output models."""
+"""BoTorch models: exact and Nyström multi-task GPs, heavy-tailed single-output models.
+
+* Paper 000 (:mod:`botorch_mtucb.multitask`): :class:`ExactMultiTaskGP` (MT-KB),
+  :class:`NystromMultiTaskGP` (MT-BKB), :class:`NystromMultiTaskBatch` (batched training
+  data) and :func:`practical_multitask_gp` (MT-KB with fitted hyperparameters).
+* Paper 001 (:mod:`botorch_mtucb.heavy_tailed`): :class:`TruncatedGP` (TGP-UCB),
+  :class:`AdaptiveTruncationGP` (ATA-GP-UCB), :class:`HeavyTailedBatch` (batched training
+  data), and the moment-estimator seam :class:`MomentEstimator` / :class:`MedianOfMeans`.
+"""
 
 from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
 from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch
+from botorch_mtucb.heavy_tailed.moments import MedianOfMeans, MomentEstimator
 from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
 from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
@@ -12,6 +21,8 @@ __all__: list[str] = [
     "AdaptiveTruncationGP",
     "ExactMultiTaskGP",
     "HeavyTailedBatch",
+    "MedianOfMeans",
+    "MomentEstimator",
     "NystromMultiTaskBatch",
     "NystromMultiTaskGP",
     "TruncatedGP",

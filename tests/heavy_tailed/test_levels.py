@@ -8,7 +8,6 @@ import torch
 from gpytorch.kernels import RBFKernel
 
 from botorch_mtucb.models import TruncatedGP
-from mtucb_bench.robust_baselines import practical_truncated_gp
 
 DT = torch.float64
 
@@ -107,21 +106,3 @@ def test_current_level_conditioning_equals_a_scratch_build(on_arms: bool) -> Non
         p, r = m.posterior(Xt), ref.posterior(Xt)
     torch.testing.assert_close(p.mean, r.mean, atol=1e-10, rtol=0)
     torch.testing.assert_close(p.variance, r.variance, atol=1e-10, rtol=0)
-
-
-@pytest.mark.parametrize("clip", [True, False], ids=["clip", "zero"])
-def test_data_driven_model_equals_the_suites_practical_model(clip: bool) -> None:
-    """The library's data-driven model and the suite's practical model truncate at the current
-    level, fit the same SingleTaskGP on the same targets and give the same posterior."""
-    X, Y = _data(30, 3)
-    ours = TruncatedGP(X, Y) if clip else TruncatedGP(X, Y, clip=False)
-    assert ours.clip is clip
-    suite, loc = practical_truncated_gp(X, Y, clip=clip)  # level="current" (its default)
-    assert ours.location == pytest.approx(float(loc), abs=1e-12)
-    torch.testing.assert_close(ours.train_targets, suite.train_targets, atol=1e-12, rtol=0)
-    Xt = torch.rand(8, 2, dtype=DT, generator=torch.Generator().manual_seed(4))
-    with torch.no_grad():
-        m1, v1 = ours.mean_and_variance(Xt)
-        m2, v2 = suite.mean_and_variance(Xt)
-    torch.testing.assert_close(m1, m2 + float(loc), atol=1e-8, rtol=0)
-    torch.testing.assert_close(v1, v2, atol=1e-8, rtol=0)

@@ -8,6 +8,7 @@ import pytest
 import torch
 from botorch.acquisition import UpperConfidenceBound
 from botorch.models import ModelListGP, SingleTaskGP
+from botorch.models.model import Model
 
 from botorch_mtucb.acquisition import (
     ChebyshevScalarization,
@@ -25,6 +26,7 @@ from botorch_mtucb.loop import (
     scalarized_ucb_factory,
 )
 from botorch_mtucb.loop.callbacks import ProgressBar
+from botorch_mtucb.loop.rounds import dictionary_size
 from tests.acquisition.test_multi_task_ucb import icm_grid_model, make_rkhs_problem
 
 DT = torch.float64
@@ -312,3 +314,21 @@ def test_data_sampler_gets_the_observations_of_the_round():
         torch.testing.assert_close(r.weights, s.weights)
         best = s(prob.F).max()
         assert abs(r.regret - float(best - s(prob.f(r.x.unsqueeze(0)))[0])) < 1e-12
+
+
+class _SizedModel(Model):
+    """A model from elsewhere that declares only a dictionary size (``DictionaryModel``)."""
+
+    num_outputs = 1
+
+    def posterior(self, X, **kwargs):  # pragma: no cover - not used
+        raise NotImplementedError
+
+    @property
+    def dictionary_size(self) -> int:
+        return 7
+
+
+def test_dictionary_size_reads_the_protocol_of_any_model():
+    assert dictionary_size(_SizedModel()) == 7
+    assert dictionary_size(None) is None

@@ -65,7 +65,7 @@ from botorch_mtucb.multitask.practical_fit import (
 )
 from mtucb_bench.algorithm_types import AlgorithmSetup, AlgorithmSpec
 from mtucb_bench.algorithms import ALGORITHMS, RunConfig, get_algorithm
-from mtucb_bench.baselines import _fitted_model_list
+from mtucb_bench.baselines import fitted_model_list
 from mtucb_bench.measure import best_time, sign_test_p
 from mtucb_bench.mo_suite_problems import make_suite_problem
 from mtucb_bench.perf.provenance import RESULTS, RUNS, provenance, write_summary
@@ -169,7 +169,7 @@ def profile_cell(name: str, N: int) -> dict:
     out["stgp_fit_s"], out["stgp_fit_evals"] = _fit(stgp, lean=False)
     out["eval_s_stgp"] = _eval_cost(stgp, lean=False)
     t0 = time.perf_counter()
-    model_list = _fitted_model_list(X, Y, bounds)
+    model_list = fitted_model_list(X, Y, bounds)
     out["parego_fit_s"] = time.perf_counter() - t0
     cfg = RunConfig(horizon=20, bound="directional", seed=0)
     lam = torch.full((p.num_objectives,), 1.0 / p.num_objectives, dtype=DT)

@@ -61,7 +61,7 @@ from botorch_mtucb.acquisition import (
 )
 from botorch_mtucb.multitask.practical import practical_multitask_gp
 from botorch_mtucb.utils.initial_design import initial_design_size
-from mtucb_bench.baselines import _fitted_model_list
+from mtucb_bench.baselines import fitted_model_list
 from mtucb_bench.measure import sign_test_p
 from mtucb_bench.mo_suite_problems import (
     make_suite_problem,
@@ -99,7 +99,7 @@ def arm_setup(arm: str, problem, seed: int):
             return practical_multitask_gp(X, Y, bounds, lengthscale_prior="gamma")
         if icm:
             return practical_multitask_gp(X, Y, bounds)
-        return _fitted_model_list(X, Y, bounds)
+        return fitted_model_list(X, Y, bounds)
 
     def acq(model, scal):
         t = data["X"].shape[0]

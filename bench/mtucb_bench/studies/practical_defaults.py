@@ -38,6 +38,7 @@ from botorch.utils.multi_objective.hypervolume import Hypervolume
 from botorch.utils.multi_objective.pareto import is_non_dominated
 
 import botorch_mtucb.loop as loop_module
+import botorch_mtucb.loop.run as loop_run
 from botorch_mtucb.acquisition import ChebyshevScalarization, ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.pending import condition_model
@@ -89,7 +90,7 @@ def refit_schedule(rounds: int, seeds: int) -> dict:
             res = []
             for seed in range(seeds):
                 fits: list[int] = []
-                original = loop_module.practical_model_factory
+                original = loop_run.practical_model_factory
 
                 def counting(bounds, _orig=original, _fits=fits):
                     factory = _orig(bounds)
@@ -100,13 +101,13 @@ def refit_schedule(rounds: int, seeds: int) -> dict:
 
                     return fit
 
-                loop_module.practical_model_factory = counting
+                loop_run.practical_model_factory = counting
                 try:
                     h = loop_module.run_bo_loop(
                         problem, num_rounds=rounds, bounds=problem.bounds, refit_every=rule,
                         generator=torch.Generator().manual_seed(seed))
                 finally:
-                    loop_module.practical_model_factory = original
+                    loop_run.practical_model_factory = original
                 Y = torch.cat([h.initial_Y, h.Y])
                 res.append(dict(
                     hv_pct=_hv_percent(problem, Y),

@@ -79,6 +79,7 @@ class DesignSizedGenerationStrategy(GenerationStrategy):
     Example:
         >>> from ax.api.client import Client
         >>> from ax.api.configs import RangeParameterConfig
+        >>> from botorch_mtucb.integrations.ax import mtucb_generation_strategy
         >>> gs = mtucb_generation_strategy(seed=0)  # num_initial_trials=None
         >>> client = Client(random_seed=0)
         >>> client.configure_experiment(parameters=[
@@ -210,11 +211,11 @@ def mtucb_generation_strategy(
 
     For multi-objective experiments whose modelled metrics are all objectives, each of weight
     ±1 (``objective="a, -b"``; a minimised objective is passed to the scalarization's
-    ``minimize``). Each BO trial proposes one arm,
+    ``minimize``). Each BO trial proposes one arm::
 
         x_t = argmax_x u_λ(x),   u_λ = UCB on s_λ(f(x)),   λ ~ P_λ drawn afresh per trial,
 
-    the scalarized multi-task UCB of paper 000, eq. (2) (``bound="spectral"``) or its
+    with u_λ the scalarized multi-task UCB of paper 000, eq. (2) (``bound="spectral"``) or its
     directional form. The model is one joint multi-task GP over all objectives (never a
     ``ModelListGP``, also when some metric values are missing: :class:`JointSurrogate`), in
     Ax's transformed space: inputs normalised to the search box, outcomes standardized.
@@ -268,6 +269,7 @@ def mtucb_generation_strategy(
         ValueError: for an argument out of range or an unknown option value.
 
     Example:
+        >>> from botorch_mtucb.integrations.ax import mtucb_generation_strategy
         >>> gs = mtucb_generation_strategy(seed=0, optimizer_options={"num_restarts": 4})
         >>> gs.name
         'Sobol+MT-UCB'
@@ -326,6 +328,7 @@ def multitask_gp_generation_strategy(
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
 
     Example:
+        >>> from botorch_mtucb.integrations.ax import multitask_gp_generation_strategy
         >>> gs = multitask_gp_generation_strategy(num_initial_trials=6, seed=0)
         >>> gs.name
         'Sobol+MultiTaskGP'
@@ -437,6 +440,7 @@ def heavy_tailed_generation_strategy(
             with a declared ``v`` and no ``features``.
 
     Example:
+        >>> from botorch_mtucb.integrations.ax import heavy_tailed_generation_strategy
         >>> gs = heavy_tailed_generation_strategy(num_initial_trials=5, seed=0)
         >>> gs.name
         'Sobol+TGP-UCB'
