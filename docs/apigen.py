@@ -91,7 +91,7 @@ def public_module_names(package: str = PACKAGE) -> list[str]:
     Found from the files on disk (every ``.py`` file and every folder holding one), so a
     folder that lacks an ``__init__.py`` (an implicit namespace package) is still listed. A
     module is public when no component of its dotted name starts with ``_`` (this leaves
-    out ``__main__`` and the private ``_ax_*`` helpers).
+    out ``__main__``).
     """
     root = importlib.import_module(package)
     base = Path(next(iter(root.__path__)))
