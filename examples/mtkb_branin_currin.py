@@ -89,7 +89,7 @@ def main(rounds: int, out: str, seed: int = 0) -> None:
     for name, h in (("MT-KB", mtkb), ("random search", random)):
         avg = h.time_average_regret()
         print(f"{name:>13}: time-average scalarized regret after {rounds} rounds = {avg[-1]:.4f}")
-        for t in (5, 10, rounds):
+        for t in sorted({5, 10, rounds}):
             if t <= rounds:
                 print(f"{'':>15}round {t:3d}: R_C(t)/t = {avg[t - 1]:.4f}")
 
