@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["check_finite", "check_psd_matrix"]
+__all__ = ["check_finite", "check_psd_matrix", "check_test_tensor"]
 
 
 def check_finite(value: Tensor, name: str) -> None:
@@ -30,6 +30,45 @@ def check_finite(value: Tensor, name: str) -> None:
         raise ValueError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}.")
     if value.is_floating_point() and not torch.isfinite(value).all():
         raise ValueError(f"`{name}` contains NaN or infinite values.")
+
+
+def check_test_tensor(X: object, name: str = "X") -> Tensor:
+    """Validate test inputs of a public posterior or acquisition call; return them.
+
+    Refuses a non-tensor (e.g. a NumPy array) and a non-floating or ``bfloat16`` tensor with a
+    ``TypeError``, and NaN or infinite entries with a ``ValueError`` naming ``name``. The
+    finiteness check costs no host synchronisation on an accelerator: there it is queued on
+    the device (``torch._assert_async``) and fails at the next synchronisation; on the CPU it
+    raises at once.
+
+    Args:
+        X: Test inputs, ``batch_shape x q x d`` (any shape).
+        name: Argument name used in the error messages.
+
+    Returns:
+        ``X`` itself (checked).
+
+    Example:
+        >>> X = check_test_tensor(torch.rand(3, 1, 2, dtype=torch.float64))
+        >>> check_test_tensor(torch.tensor([[float("nan")]]))
+        Traceback (most recent call last):
+        ...
+        ValueError: `X` contains NaN or infinite values.
+    """
+    if not torch.is_tensor(X):
+        raise TypeError(
+            f"`{name}` must be a torch.Tensor, got {type(X).__name__} "
+            "(convert with torch.as_tensor(..., dtype=torch.float64))."
+        )
+    if not X.is_floating_point() or X.dtype == torch.bfloat16:
+        raise TypeError(f"`{name}` must be a float32 or float64 tensor, got {X.dtype}.")
+    finite = torch.isfinite(X).all()
+    if X.device.type == "cpu":
+        if not finite:
+            raise ValueError(f"`{name}` contains NaN or infinite values.")
+    else:  # queued on the device: no host synchronisation on the hot path
+        torch._assert_async(finite, f"`{name}` contains NaN or infinite values.")
+    return X
 
 
 def check_psd_matrix(
