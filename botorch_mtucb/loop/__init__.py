@@ -11,6 +11,7 @@ from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimize
 from botorch_mtucb.acquisition.pending import condition_model
 from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
 from botorch_mtucb.loop.defaults import RefitSchedule, scalarized_ucb_factory
+from botorch_mtucb.loop.failures import LoopInterrupted
 from botorch_mtucb.loop.history import LoopHistory, RoundRecord
 from botorch_mtucb.loop.rounds import gaussian_observer
 from botorch_mtucb.loop.run import run_bo_loop
@@ -20,6 +21,7 @@ __all__ = [
     "DedupOptimizer",
     "FiniteArmOptimizer",
     "LoopHistory",
+    "LoopInterrupted",
     "RefitSchedule",
     "RoundRecord",
     "TrustRegionOptimizer",

@@ -228,11 +228,12 @@ def default_initial_X(box: Tensor | None, seed: int) -> Tensor:
 
 
 def default_sampler(
-    num_objectives: int, predicted_front: bool = True
+    num_objectives: int, predicted_front: bool = True, minimize: Tensor | None = None
 ) -> Callable[..., Scalarization]:
     """Scale-free augmented Chebyshev (``ref_point="data"``) with the reference point and
     ranges from the observed and, with ``predicted_front`` (the loop knows the box), the
-    model-predicted front (``front="predicted"``); needs n ≥ 2 objectives."""
+    model-predicted front (``front="predicted"``), the objectives marked in the ``n``
+    booleans ``minimize`` minimised; needs n ≥ 2 objectives."""
     if num_objectives < 2:
         raise ValueError(
             "The default acquisition is the scalarized multi-task UCB, for n >= 2 objectives; "
@@ -241,6 +242,7 @@ def default_sampler(
             "and a single-output `model_factory`."
         )
     return ScalarizationSampler(num_objectives, kind="chebyshev", ref_point="data",
+                                minimize=minimize,
                                 front="predicted" if predicted_front else "observed")
 
 

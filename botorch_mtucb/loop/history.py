@@ -1,9 +1,18 @@
 """What :func:`botorch_mtucb.loop.run_bo_loop` records: one :class:`RoundRecord` per
 evaluation and the run's :class:`LoopHistory`, with the regret summaries of paper 000, §2:
-the cumulative scalarized regret R_C(T) = Σ_{t≤T} r_t and its time average R_C(T)/T."""
+the cumulative scalarized regret R_C(T) = Σ_{t≤T} r_t and its time average R_C(T)/T.
+
+A history round-trips through JSON (:meth:`LoopHistory.to_json_dict` /
+:meth:`LoopHistory.from_json_dict`, :meth:`LoopHistory.save` / :meth:`LoopHistory.load`), with
+the seeds and the generator state a resumed run needs (``run_bo_loop(..., history=...)``).
+"""
 
 from __future__ import annotations
 
+import base64
+import json
+import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +21,34 @@ from botorch.models.model import Model
 from torch import Tensor
 
 __all__ = ["LoopHistory", "RoundRecord"]
+
+_FORMAT = "botorch_mtucb.LoopHistory/1"
+
+
+def _to_list(tensor: Tensor | None) -> list | None:
+    """``tensor.tolist()`` with non-finite entries as ``None`` (strict JSON)."""
+    if tensor is None:
+        return None
+    values = tensor.detach().cpu().tolist()
+    return [_finite_or_none(v) for v in values] if tensor.dim() == 1 else [
+        [_finite_or_none(v) for v in row] for row in values
+    ]
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _from_list(values: list | None, dtype: torch.dtype) -> Tensor | None:
+    """Inverse of :func:`_to_list` (``None`` entries become NaN)."""
+    if values is None:
+        return None
+    nan = float("nan")
+    if values and isinstance(values[0], list):
+        values = [[nan if v is None else v for v in row] for row in values]
+    else:
+        values = [nan if v is None else v for v in values]
+    return torch.tensor(values, dtype=dtype)
 
 
 @dataclass
@@ -29,6 +66,9 @@ class RoundRecord:
         dictionary_size: Size m_t of a Nyström dictionary after the update, when the model
             exposes one (``dictionary_size``: MT-BKB; ``None`` otherwise).
         batch: Round (batch) index, 1-based; equal to ``t`` when ``q = 1``.
+        failed: The evaluation failed (``observe`` raised or returned a non-finite value);
+            the point was not given to the model.
+        error: Why it failed (``None`` when it did not).
 
     Example:
         >>> r = RoundRecord(t=1, x=torch.tensor([0.5]), y=torch.tensor([1.0, 2.0]),
@@ -47,24 +87,54 @@ class RoundRecord:
     wall_time: float
     dictionary_size: int | None = None
     batch: int | None = None
+    failed: bool = False
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict (tensors become lists), keys in field order."""
+        """JSON-able dict (tensors become lists, non-finite entries ``None``), keys in field
+        order."""
         out = dict(self.__dict__)
         for key in ("x", "y", "weights"):
-            out[key] = None if out[key] is None else out[key].tolist()
+            out[key] = _to_list(out[key])
         return out
+
+    @classmethod
+    def from_dict(cls, blob: dict[str, Any], dtype: torch.dtype = torch.float64) -> RoundRecord:
+        """Inverse of :meth:`to_dict` (tensors of ``dtype``, on the CPU).
+
+        Args:
+            blob: A dict of :meth:`to_dict`.
+            dtype: Floating dtype of ``x``, ``y`` and ``weights``.
+
+        Returns:
+            The record.
+        """
+        out = dict(blob)
+        for key in ("x", "y", "weights"):
+            out[key] = _from_list(out.get(key), dtype)
+        return cls(**out)
 
 
 @dataclass
 class LoopHistory:
-    """Initial data and the per-round records of one run.
+    """Initial data and the per-round records of one run, and what resuming it needs.
+
+    ``X``, ``Y`` hold every evaluation in order, failed ones included (``failed`` marks them;
+    their ``y`` is what ``observe`` returned, NaN where it raised); ``observed_X`` /
+    ``observed_Y`` hold the data the model was given (initial design and rounds, failed
+    evaluations left out).
 
     Attributes:
         initial_X: ``N0 x d`` initial inputs.
         initial_Y: ``N0 x n`` their observations.
-        rounds: One :class:`RoundRecord` per round.
+        rounds: One :class:`RoundRecord` per evaluation.
         model: The final model (not exported).
+        seed: Base seed of the run's seeded pieces (default design and optimizer, payoff
+            tables), ``None`` when unknown.
+        rng_seed: Base of the per-round seeds of torch's global RNG (forked), ``None`` for a
+            run without ``generator``.
+        generator_state: State of the run's ``generator`` after the last recorded round
+            (``torch.Generator.get_state()``), ``None`` without one.
 
     Example:
         >>> h = LoopHistory(initial_X=torch.zeros(2, 1), initial_Y=torch.zeros(2, 2))
@@ -76,12 +146,18 @@ class LoopHistory:
         (torch.Size([2, 1]), torch.Size([2, 2]))
         >>> h.time_average_regret()   # R_C(t) / t
         tensor([0.4000, 0.3000], dtype=torch.float64)
+        >>> back = LoopHistory.from_json_dict(h.to_json_dict())
+        >>> torch.equal(back.X, h.X.double()), back.num_rounds
+        (True, 2)
     """
 
     initial_X: Tensor
     initial_Y: Tensor
     rounds: list[RoundRecord] = field(default_factory=list)
     model: Model | None = None
+    seed: int | None = None
+    rng_seed: int | None = None
+    generator_state: Tensor | None = None
 
     @property
     def X(self) -> Tensor:
@@ -90,8 +166,37 @@ class LoopHistory:
 
     @property
     def Y(self) -> Tensor:
-        """``T x n`` observations y_1, …, y_T (``0 x n`` until the first round)."""
+        """``T x n`` observations y_1, …, y_T (``0 x n`` until the first round; NaN where an
+        evaluation raised)."""
         return torch.stack([r.y for r in self.rounds]) if self.rounds else self.initial_Y[:0]
+
+    @property
+    def failed(self) -> Tensor:
+        """``T`` booleans: evaluation t failed (not given to the model)."""
+        return torch.tensor([r.failed for r in self.rounds], dtype=torch.bool)
+
+    @property
+    def observed_X(self) -> Tensor:
+        """``N x d`` inputs the model was given: the initial design's with a finite
+        observation, then the rounds' that did not fail."""
+        keep = torch.isfinite(self.initial_Y).all(dim=-1)
+        X = [self.initial_X[keep]] + [r.x.unsqueeze(0) for r in self.rounds if not r.failed]
+        return torch.cat([x.to(self.initial_X) for x in X])
+
+    @property
+    def observed_Y(self) -> Tensor:
+        """``N x n`` their observations (aligned with :attr:`observed_X`)."""
+        keep = torch.isfinite(self.initial_Y).all(dim=-1)
+        Y = [self.initial_Y[keep]] + [r.y.unsqueeze(0) for r in self.rounds if not r.failed]
+        return torch.cat([y.to(self.initial_Y) for y in Y])
+
+    @property
+    def num_rounds(self) -> int:
+        """Number of rounds (batches) recorded."""
+        if not self.rounds:
+            return 0
+        last = self.rounds[-1]
+        return last.t if last.batch is None else last.batch
 
     @property
     def regrets(self) -> Tensor:
@@ -114,9 +219,63 @@ class LoopHistory:
         return [r.to_dict() for r in self.rounds]
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Everything (initial data and rounds) as one JSON-able dict."""
+        """Everything but the model (initial data, rounds, seeds, generator state) as one
+        strict-JSON dict (non-finite values as ``None``); :meth:`from_json_dict` inverts it."""
+        state = self.generator_state
         return {
-            "initial_X": self.initial_X.tolist(),
-            "initial_Y": self.initial_Y.tolist(),
+            "format": _FORMAT,
+            "dtype": str(self.initial_X.dtype).removeprefix("torch."),
+            "d": self.initial_X.shape[-1],
+            "n": self.initial_Y.shape[-1],
+            "initial_X": _to_list(self.initial_X),
+            "initial_Y": _to_list(self.initial_Y),
             "rounds": self.to_dicts(),
+            "seed": self.seed,
+            "rng_seed": self.rng_seed,
+            "generator_state": None if state is None else base64.b64encode(
+                state.cpu().numpy().tobytes()
+            ).decode("ascii"),
         }
+
+    @classmethod
+    def from_json_dict(cls, blob: dict[str, Any]) -> LoopHistory:
+        """Inverse of :meth:`to_json_dict` (tensors on the CPU, no model).
+
+        Args:
+            blob: A dict of :meth:`to_json_dict` (e.g. read back with ``json.load``).
+
+        Returns:
+            The history.
+        """
+        if not isinstance(blob, dict) or "initial_X" not in blob or "rounds" not in blob:
+            raise ValueError(
+                "`blob` must be a dict of LoopHistory.to_json_dict() (with 'initial_X' and "
+                "'rounds')."
+            )
+        dtype = getattr(torch, blob.get("dtype", "float64"))
+        X = _from_list(blob["initial_X"], dtype)
+        Y = _from_list(blob["initial_Y"], dtype)
+        if "d" in blob:
+            X, Y = X.reshape(-1, blob["d"]), Y.reshape(-1, blob["n"])
+        state = blob.get("generator_state")
+        if state is not None:
+            state = torch.frombuffer(bytearray(base64.b64decode(state)), dtype=torch.uint8)
+        return cls(
+            initial_X=X,
+            initial_Y=Y,
+            rounds=[RoundRecord.from_dict(r, dtype) for r in blob["rounds"]],
+            seed=blob.get("seed"),
+            rng_seed=blob.get("rng_seed"),
+            generator_state=state,
+        )
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`to_json_dict` to ``path`` as JSON."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_json_dict(), f, allow_nan=False)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> LoopHistory:
+        """Read a history written by :meth:`save`."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json_dict(json.load(f))

@@ -3,8 +3,9 @@
 * :class:`Proposer` — steps 1–3 for each of the round's q points: draw s_{λ_t}
   (λ_t ~ P_λ), build the acquisition on the current model, x_t = argmax of it; point j > 1
   sees the round's earlier points as pending points (``set_X_pending``, GP-BUCB).
-* :class:`ModelUpdater` — steps 4–5: y = f(x) + ε for the round's points, then the model
-  conditioned on them, refitted, or updated by a user rule.
+* :class:`ModelUpdater` — step 5: the model conditioned on the round's observed points,
+  refitted, or updated by a user rule (step 4, observing, is
+  :func:`~botorch_mtucb.loop.failures.evaluate`).
 * :func:`round_records` — step 6: one :class:`~botorch_mtucb.loop.history.RoundRecord` per
   point (x_t, y_t, λ_t, β_{t−1}, wall time, regret, Nyström dictionary size).
 * :func:`gaussian_observer` — an ``observe`` with Gaussian noise, for known test functions.
@@ -30,7 +31,6 @@ from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.loop.defaults import RefitRule, refit_due
 from botorch_mtucb.loop.history import RoundRecord
 from botorch_mtucb.protocols import DictionaryModel
-from botorch_mtucb.utils.validation import check_finite
 
 __all__ = [
     "LoopState",
@@ -201,43 +201,38 @@ class Proposer:
 
 @dataclass(frozen=True)
 class ModelUpdater:
-    """Steps 4–5 of Algorithm 1: observe the round's points and update the model.
+    """Step 5 of Algorithm 1: update the model with the round's observed points.
 
     The model is refitted (``model_factory`` on all data) when ``update="refit"`` or the
-    ``refit_every`` rule says so; otherwise conditioned on the round
+    ``refit_every`` rule says so; otherwise conditioned on the round's new points
     (``update="condition"``: ``condition_on_observations``) or passed to a user
-    ``update(model, X_round, Y_round)``.
+    ``update(model, X_new, Y_new)``. Failed evaluations never reach it: a round whose every
+    point failed leaves the model as it was.
 
     Attributes:
-        observe: ``N x d -> N x n`` noisy observations.
         model_factory: ``(X, Y) -> Model`` fitted on all data.
-        update: ``"condition"``, ``"refit"`` or ``(model, q x d, q x n) -> Model``.
+        update: ``"condition"``, ``"refit"`` or ``(model, k x d, k x n) -> Model``.
         refit_every: Refit rule (an int k, or ``(t, N, N_fit) -> bool``).
     """
 
-    observe: Callable[[Tensor], Tensor]
     model_factory: Callable[[Tensor, Tensor], Model]
     update: UpdateRule
     refit_every: RefitRule
 
-    def __call__(self, state: LoopState, t: int, X_round: Tensor) -> Tensor:
-        """Observe ``X_round`` (``q x d``), append it to ``state`` and update its model.
-
-        Returns:
-            ``q x n`` observations of the round.
-        """
-        Y_round = self.observe(X_round).detach()
-        check_finite(Y_round, "observe(x_t)")
-        state.X = torch.cat([state.X, X_round])
-        state.Y = torch.cat([state.Y, Y_round])
+    def __call__(self, state: LoopState, t: int, X_new: Tensor, Y_new: Tensor) -> None:
+        """Append ``X_new`` (``k x d``) and ``Y_new`` (``k x n``, finite) to ``state`` and
+        update its model (nothing when ``k = 0``)."""
+        if X_new.shape[0] == 0:
+            return
+        state.X = torch.cat([state.X, X_new])
+        state.Y = torch.cat([state.Y, Y_new.to(state.Y)])
         if self.update == "refit" or refit_due(self.refit_every, t, state.X.shape[0], state.N_fit):
             state.model = self.model_factory(state.X, state.Y)
             state.N_fit = state.X.shape[0]
         elif self.update == "condition":
-            state.model = condition_model(state.model, X_round, Y_round)
+            state.model = condition_model(state.model, X_new, Y_new)
         else:
-            state.model = self.update(state.model, X_round, Y_round)
-        return Y_round
+            state.model = self.update(state.model, X_new, Y_new)
 
 
 def round_records(
@@ -248,23 +243,29 @@ def round_records(
     batch: int,
     first_t: int,
     regret: RegretFn | None = None,
+    ok: Tensor | None = None,
+    error: str | None = None,
 ) -> list[RoundRecord]:
     """Step 6: one record per point of round ``batch``.
 
     Args:
         proposals: The round's ``q`` proposals.
-        Y_round: ``q x n`` their observations.
+        Y_round: ``q x n`` their observations (non-finite where an evaluation failed).
         update_time: Seconds of steps 4–5 (charged to the round's last point).
         model: The updated model (for its Nyström dictionary size).
         batch: Round index, 1-based.
         first_t: Evaluation index of the round's first point, 1-based.
-        regret: ``(s_λ, x) -> r_t``, or ``None`` when f is unknown.
+        regret: ``(s_λ, x) -> r_t``, or ``None`` when f is unknown (the regret of a failed
+            evaluation is that of its choice x_t).
+        ok: ``q`` booleans, ``False`` for a failed evaluation (all ``True`` when ``None``).
+        error: Why the round's failed evaluations failed.
 
     Returns:
         ``q`` :class:`~botorch_mtucb.loop.history.RoundRecord` objects.
     """
     size = dictionary_size(model)
     last = len(proposals) - 1
+    failed = [False] * len(proposals) if ok is None else [not bool(v) for v in ok.tolist()]
     return [
         RoundRecord(
             t=first_t + j,
@@ -276,6 +277,8 @@ def round_records(
             wall_time=p.wall_time + (update_time if j == last else 0.0),
             dictionary_size=size,
             batch=batch,
+            failed=failed[j],
+            error=error if failed[j] else None,
         )
         for j, p in enumerate(proposals)
     ]

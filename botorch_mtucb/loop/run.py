@@ -31,6 +31,16 @@ one s_λ (a shared λ would leave only the width shrinkage to separate the point
 is one :class:`~botorch_mtucb.loop.history.RoundRecord` (``t`` counts evaluations, ``batch``
 the rounds).
 
+**Trust.** A run given a ``generator`` is reproducible from it alone, and leaves torch's global
+RNG as it found it (:mod:`botorch_mtucb.loop.seeding`). A failed evaluation (``observe``
+raises or returns NaN) is recorded and never given to the model; ``on_failure`` says whether
+the loop stops (:class:`~botorch_mtucb.loop.failures.LoopInterrupted`, carrying the history)
+or goes on (:mod:`botorch_mtucb.loop.failures`). Any other exception, ``KeyboardInterrupt``
+included, leaves with the history attached as its ``history`` attribute. A history saved with
+:meth:`~botorch_mtucb.loop.history.LoopHistory.save` continues with ``history=``: the initial
+design is not observed again, the model is fitted on the history's observed data, and the
+seeds and the generator continue where they stopped.
+
 On a continuous domain the maximiser x*_λ is approximated by the best point of a dense
 ``regret_X`` set (together with x_t itself, so r_t ≥ 0), optionally polished by a local
 ascent of the true objective inside ``regret_bounds``
@@ -39,6 +49,8 @@ ascent of the true objective inside ``regret_bounds``
 
 from __future__ import annotations
 
+import contextlib
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +75,14 @@ from botorch_mtucb.loop.defaults import (
     resolve_box,
     scalarized_ucb_factory,
 )
+from botorch_mtucb.loop.failures import (
+    FailurePolicy,
+    LoopInterrupted,
+    RoundEvaluation,
+    check_failure_policy,
+    classify,
+    evaluate,
+)
 from botorch_mtucb.loop.history import LoopHistory
 from botorch_mtucb.loop.regret import ScalarizedRegret
 from botorch_mtucb.loop.rounds import (
@@ -72,6 +92,7 @@ from botorch_mtucb.loop.rounds import (
     UpdateRule,
     round_records,
 )
+from botorch_mtucb.loop.seeding import peek_seed, seeded_phases
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["run_bo_loop"]
@@ -96,6 +117,9 @@ def run_bo_loop(
     q: int = 1,
     bounds: Tensor | None = None,
     callbacks: Sequence[LoopCallback] = (),
+    minimize: Sequence[int] | None = None,
+    on_failure: FailurePolicy = "raise",
+    history: LoopHistory | None = None,
 ) -> LoopHistory:
     """Run T rounds of scalarized (or single-objective) optimistic BO (paper 000,
     Algorithm 1; see the module docstring).
@@ -108,14 +132,20 @@ def run_bo_loop(
     scale-free Chebyshev scalarization and the default width.
 
     Args:
-        observe: ``N x d -> N x n`` noisy observations (objectives maximised unless the
-            scalarizations say otherwise).
+        observe: ``N x d -> N x n`` noisy observations (a tensor, or a NumPy array converted
+            to ``X``'s dtype and device). Objectives are maximised unless listed in
+            ``minimize`` (or marked by the scalarizations). Raising an ``Exception`` or
+            returning NaN / inf is a failed evaluation (``on_failure``); on the initial
+            design, NaN / inf rows are failed evaluations and an exception propagates
+            (nothing is completed yet).
         initial_X: ``N0 x d`` initial design, observed ahead of round 1. ``N0 = 0`` (the
             paper's start with no data) works when ``observe`` maps an empty batch to a
             ``0 x n`` tensor and ``model_factory`` accepts empty data. Default (needs the
             box: ``bounds`` or a :class:`BoxOptimizer`): a scrambled Sobol design of
-            :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2d) points.
-        num_rounds: Number of rounds T (``T · q`` evaluations); required.
+            :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2d) points. Not
+            given with ``history``.
+        num_rounds: Number of rounds T (``T · q`` evaluations; with ``history``, the rounds
+            to add); required.
         model_factory: ``(X, Y) -> Model`` fitted on the initial data (and on all data for
             ``update="refit"`` and the refits of ``refit_every``). Default (needs the box):
             :func:`~botorch_mtucb.models.practical_multitask_gp` on ``bounds``.
@@ -129,20 +159,21 @@ def run_bo_loop(
         scalarization_sampler: ``generator -> s_λ`` drawing λ_t ~ P_λ each round (e.g.
             :class:`~botorch_mtucb.acquisition.ScalarizationSampler`); ``None`` for n = 1.
             With the default acquisition: ``ScalarizationSampler(n, "chebyshev",
-            ref_point="data", front="predicted")`` (scale-free, augmented, reference point
-            and ranges from the observed and the model-predicted front; n ≥ 2;
-            ``front="observed"`` without a box). A sampler with ``front="predicted"`` gets the
-            round's payoff table (its ``anchors``, computed once per round).
+            ref_point="data", front="predicted", minimize=...)`` (scale-free, augmented,
+            reference point and ranges from the observed and the model-predicted front;
+            n ≥ 2; ``front="observed"`` without a box). A sampler with
+            ``front="predicted"`` gets the round's payoff table (its ``anchors``, computed
+            once per round).
         true_f: Noise-free ``N x d -> N x n`` objective, to record regret.
         regret_X: ``M x d`` points over which max_x s_λ(f(x)) is taken; defaults to the arms of
             a :class:`FiniteArmOptimizer`.
         regret_bounds: ``2 x d`` box of a continuous domain. If given, the best point of
-            ``regret_X`` is polished by SLSQP on x ↦ s_{λ_t}(f(x)) within the box
+            ``regret_X`` is polished by SLSQP on x ↦ s_λ(f(x)) within the box
             (``true_f`` must then be differentiable with torch autograd), so x*_{λ_t} is not
             limited to the grid's resolution.
         update: ``"condition"`` (``condition_on_observations``), ``"refit"``
-            (``model_factory`` on all data), or ``(model, X_round, Y_round) -> Model`` (``q x d``,
-            ``q x n``: the round's points).
+            (``model_factory`` on all data), or ``(model, X_new, Y_new) -> Model`` (``k x d``,
+            ``k x n``: the round's observed points).
         refit_every: When to call ``model_factory`` on all data instead of ``update``
             (condition cheaply, refit hyperparameters now and then): an int ``k > 0`` (after
             every k-th round), 0 (never), or ``(t, N, N_fit) -> bool`` such as
@@ -150,8 +181,12 @@ def run_bo_loop(
             ``RefitSchedule()`` (every round up to N = 20, then when N has grown by a tenth
             since the last fit) with the default model, 0 with a given ``model_factory``
             (its hyperparameters are the caller's).
-        generator: ``torch.Generator`` for the λ_t draws (and the seed of the default design
-            and optimizer).
+        generator: ``torch.Generator`` the whole run is reproducible from: the λ_t draws, the
+            seeds of the default design, optimizer and payoff tables, and the per-round
+            seeds of torch's global RNG, forked so the caller's state is left unchanged
+            (:mod:`~botorch_mtucb.loop.seeding`). ``None``: torch's global RNG. With a
+            ``history`` that saved a generator state, the generator continues from it (the
+            one given is set to it; a new CPU generator when ``None``).
         progress: Show a tqdm progress bar with the running time-average regret
             (:class:`~botorch_mtucb.loop.callbacks.ProgressBar`).
         q: Batch size: points chosen per round ahead of observing them (module docstring;
@@ -159,11 +194,31 @@ def run_bo_loop(
         bounds: ``2 x d`` box of the domain, for the default design, model and optimizer
             (taken from a :class:`BoxOptimizer` when not given; both must then agree).
         callbacks: ``callback(record)`` for each new
-            :class:`~botorch_mtucb.loop.history.RoundRecord`, in order, once per evaluation.
+            :class:`~botorch_mtucb.loop.history.RoundRecord`, in order, once per evaluation,
+            failed evaluations included.
+        minimize: Indices of the objectives to minimise (``observe``'s outputs as they are,
+            the same proposals as negating them): passed to the default
+            scalarization sampler, hence to every s_λ_t, the payoff tables and the regret. A
+            given ``scalarization_sampler`` must mark the same objectives (its
+            ``minimize``).
+        on_failure: What a failed evaluation does (it is always recorded, flagged
+            ``failed``, and never given to the model): ``"raise"`` stops after its round
+            with :class:`~botorch_mtucb.loop.failures.LoopInterrupted` (a ``RuntimeError``
+            whose ``history`` holds every completed evaluation); ``"skip"`` goes on.
+        history: A :class:`~botorch_mtucb.loop.history.LoopHistory` to continue (e.g.
+            :meth:`LoopHistory.load` of a saved run, or a ``LoopInterrupted``'s): its data
+            are not observed again, the model is ``model_factory`` on its observed data,
+            rounds are numbered on from its last, and its seeds and generator state carry
+            on, so k rounds, then ``num_rounds`` more from the saved history, propose what
+            one seeded run of k + ``num_rounds`` rounds does when the model factory and
+            optimizer are deterministic. Not modified: a new history is returned.
 
     Returns:
-        The :class:`~botorch_mtucb.loop.history.LoopHistory`: the initial data, ``T · q``
-        records and the final model.
+        The :class:`~botorch_mtucb.loop.history.LoopHistory`: the initial data, the ``T · q``
+        records (after ``history``'s) and the final model.
+
+    Raises:
+        LoopInterrupted: An evaluation failed with ``on_failure="raise"``.
 
     Example:
         >>> from botorch.test_functions.multi_objective import BraninCurrin
@@ -175,23 +230,41 @@ def run_bo_loop(
         2 (2,)
         >>> history.X.shape, history.Y.shape   # T x d, T x n
         (torch.Size([2, 2]), torch.Size([2, 2]))
+        >>> more = run_bo_loop(problem, num_rounds=1, bounds=problem.bounds, history=history)
+        >>> more.X.shape   # the two rounds, then a third
+        torch.Size([3, 2])
     """
+    check_failure_policy(on_failure)
+    minimize = _check_minimize(minimize)
+    generator = _continue_generator(generator, history, initial_X)
+    rng_seed = _rng_seed(generator, history)
     setup = _resolve_arguments(
         initial_X, num_rounds, model_factory, acquisition_factory, optimizer, true_f,
-        regret_X, regret_bounds, update, refit_every, generator, q, bounds,
+        regret_X, regret_bounds, update, refit_every, generator, q, bounds, history,
     )
-    state, history, proposer = _start(observe, setup, scalarization_sampler, generator)
-    updater = ModelUpdater(observe, setup.model_factory, update, setup.refit_every)
-    bar = ProgressBar(num_rounds) if progress else None
-    notify = tuple(callbacks) if bar is None else (*callbacks, bar)
-    try:
-        for t in range(1, num_rounds + 1):
-            _run_round(t, q, state, proposer, updater, setup.regret, history, notify)
-    finally:
-        if bar is not None:
-            bar.close()
-    history.model = state.model
-    return history
+    with seeded_phases(rng_seed) as seed_phase:
+        t0 = 0 if history is None else history.num_rounds
+        seed_phase(t0)
+        state, out, proposer = _start(observe, setup, scalarization_sampler, generator,
+                                      minimize, on_failure, history, rng_seed)
+        runner = _Rounds(observe, proposer, setup, state, out, generator, on_failure)
+        bar = ProgressBar(t0 + num_rounds) if progress else None
+        for record in out.rounds if bar is not None else ():
+            bar(record)
+        notify = tuple(callbacks) if bar is None else (*callbacks, bar)
+        try:
+            for t in range(t0 + 1, t0 + num_rounds + 1):
+                seed_phase(t)
+                runner.run(t, q, notify)
+        except LoopInterrupted:
+            raise
+        except BaseException as err:  # KeyboardInterrupt included: never lose the history
+            _attach(err, runner.finish())
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+    return runner.finish()
 
 
 @dataclass
@@ -207,6 +280,77 @@ class _Setup:
     refit_every: RefitRule
     regret: ScalarizedRegret | None
     default_acquisition: bool
+    update: UpdateRule
+
+
+def _check_minimize(minimize: Sequence[int] | None) -> tuple[int, ...] | None:
+    """``minimize`` as a tuple of distinct objective indices (range checked once n is
+    known), or a clear error."""
+    if minimize is None:
+        return None
+    message = (
+        "`minimize` must be a sequence of distinct objective indices (ints >= 0), got "
+        f"{minimize!r}."
+    )
+    if isinstance(minimize, (str, bytes)) or not hasattr(minimize, "__iter__"):
+        raise ValueError(message)
+    try:
+        indices = tuple(operator.index(i) for i in minimize)
+    except TypeError as err:
+        raise ValueError(message) from err
+    if any(isinstance(i, bool) for i in minimize) or len(set(indices)) != len(indices):
+        raise ValueError(message + " Booleans are not accepted: give the indices.")
+    if any(i < 0 for i in indices):
+        raise ValueError(message)
+    return indices
+
+
+def _minimize_mask(minimize: tuple[int, ...] | None, n: int) -> Tensor | None:
+    """``n`` booleans marking ``minimize``'s objectives (``None`` when none are)."""
+    if minimize is None:
+        return None
+    if any(i >= n for i in minimize):
+        raise ValueError(f"`minimize` indices must be < n = {n} (objectives), got {minimize}.")
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[list(minimize)] = True
+    return mask
+
+
+def _continue_generator(
+    generator: torch.Generator | None, history: LoopHistory | None, initial_X: Tensor | None
+) -> torch.Generator | None:
+    """The run's generator: ``generator``, set to ``history``'s saved state when it has one."""
+    if history is None:
+        return generator
+    if not isinstance(history, LoopHistory):
+        raise ValueError(
+            f"`history` must be a LoopHistory (e.g. LoopHistory.load(path)), got "
+            f"{type(history).__name__}."
+        )
+    if initial_X is not None:
+        raise ValueError("`initial_X` and `history` are exclusive: the history holds the design.")
+    if history.generator_state is None:
+        return generator
+    if generator is None:
+        generator = torch.Generator()
+    try:
+        generator.set_state(history.generator_state)
+    except RuntimeError as err:
+        raise ValueError(
+            "`generator` cannot take the history's saved state (a generator on another "
+            f"device?): {err}"
+        ) from err
+    return generator
+
+
+def _rng_seed(generator: torch.Generator | None, history: LoopHistory | None) -> int | None:
+    """Base of the per-round global-RNG seeds: the history's, else peeked from
+    ``generator``; ``None`` without a generator (global RNG left alone)."""
+    if generator is None:
+        return None
+    if history is not None and history.rng_seed is not None:
+        return history.rng_seed
+    return peek_seed(generator)
 
 
 def _resolve_arguments(
@@ -223,15 +367,23 @@ def _resolve_arguments(
     generator: torch.Generator | None,
     q: int,
     bounds: Tensor | None,
+    history: LoopHistory | None,
 ) -> _Setup:
     """Validate the arguments of :func:`run_bo_loop` and fill in the defaults, in the order
-    that fixes the seeded draws (the seed, then the design and the optimizer from it)."""
+    that fixes the seeded draws (the seed, then the design and the optimizer from it); a
+    continued ``history`` gives the seed and the design."""
     _check_count(num_rounds, "`num_rounds` must be an integer >= 0", minimum=0)
     if initial_X is not None:
         check_finite(initial_X, "initial_X")
+    if history is not None:
+        initial_X = history.initial_X
     box = resolve_box(bounds, optimizer, initial_X)
-    seed = draw_seed(generator) if initial_X is None or optimizer is None else 0
-    initial_X = _resolve_initial_X(initial_X, box, seed)
+    if history is not None and history.seed is not None:
+        seed = history.seed
+    else:
+        seed = draw_seed(generator) if initial_X is None or optimizer is None else 0
+    if history is None:
+        initial_X = _resolve_initial_X(initial_X, box, seed)
     if update not in ("condition", "refit") and not callable(update):
         raise ValueError(f"`update` must be 'condition', 'refit' or a callable, got {update!r}.")
     if refit_every is None:
@@ -241,17 +393,23 @@ def _resolve_arguments(
     default_acquisition = acquisition_factory is None
     if default_acquisition:
         acquisition_factory = scalarized_ucb_factory()
-    if optimizer is None:
-        optimizer = default_optimizer(box, seed + 1)
+    if optimizer is None:  # call n seeds seed + 1 + n, counting a continued history's calls
+        calls = 0 if history is None else len(history.rounds)
+        optimizer = default_optimizer(box, seed + 1 + calls)
     _check_count(q, "`q` (batch size) must be a positive integer", minimum=1)
     regret = _resolve_regret(true_f, regret_X, regret_bounds, optimizer, initial_X.shape[-1])
     return _Setup(initial_X, box, seed, model_factory, acquisition_factory, optimizer,
-                  refit_every, regret, default_acquisition)
+                  refit_every, regret, default_acquisition, update)
 
 
 def _check_count(value: object, message: str, minimum: int) -> None:
-    """Raise ``ValueError(message)`` unless ``value`` is an int (not a bool) ≥ ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    """Raise ``ValueError(message)`` unless ``value`` is an integer (Python or NumPy, not a
+    bool) ≥ ``minimum``."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if isinstance(value, bool) or number is None or number < minimum:
         raise ValueError(f"{message}, got {value!r}.")
 
 
@@ -312,40 +470,131 @@ def _start(
     setup: _Setup,
     sampler: Callable[..., Scalarization] | None,
     generator: torch.Generator | None,
+    minimize: tuple[int, ...] | None,
+    on_failure: FailurePolicy,
+    history: LoopHistory | None,
+    rng_seed: int | None,
 ) -> tuple[LoopState, LoopHistory, Proposer]:
-    """Observe the initial design, pick the default sampler for its n, fit the first model."""
+    """Observe the initial design (or take a continued history's data), pick the default
+    sampler for its n, fit the first model."""
+    out = _initial_history(observe, setup, history, on_failure)
+    out.seed, out.rng_seed = setup.seed, rng_seed
+    out.generator_state = None if generator is None else generator.get_state()
+    try:
+        X, Y = out.observed_X, out.observed_Y
+        mask = _minimize_mask(minimize, Y.shape[-1])
+        if setup.default_acquisition and sampler is None:
+            sampler = default_sampler(Y.shape[-1], setup.box is not None, mask)
+        _check_sampler_minimize(sampler, mask)
+        proposer = Proposer(
+            setup.acquisition_factory, setup.optimizer, sampler, generator, setup.box,
+            setup.seed,
+        )
+        state = LoopState(X=X, Y=Y, model=setup.model_factory(X, Y), N_fit=X.shape[0])
+    except BaseException as err:  # the initial evaluations are not lost
+        _attach(err, out)
+        raise
+    return state, out, proposer
+
+
+def _initial_history(
+    observe: Callable[[Tensor], Tensor],
+    setup: _Setup,
+    history: LoopHistory | None,
+    on_failure: FailurePolicy,
+) -> LoopHistory:
+    """A copy of the continued ``history``, or a new one with the initial design observed
+    (its failed rows kept, non-finite, in ``initial_Y``)."""
+    if history is not None:
+        return LoopHistory(initial_X=history.initial_X.clone(),
+                           initial_Y=history.initial_Y.clone(), rounds=list(history.rounds))
     X = setup.initial_X.clone()
-    Y = observe(X).detach()
-    check_finite(Y, "observe(initial_X)")
-    if Y.dim() != 2 or Y.shape[0] != X.shape[0]:
-        raise ValueError(f"`observe` must return an N x n tensor, got shape {tuple(Y.shape)}.")
-    history = LoopHistory(initial_X=X.clone(), initial_Y=Y.clone())
-    if setup.default_acquisition and sampler is None:
-        sampler = default_sampler(Y.shape[-1], predicted_front=setup.box is not None)
-    proposer = Proposer(
-        setup.acquisition_factory, setup.optimizer, sampler, generator, setup.box, setup.seed
-    )
-    state = LoopState(X=X, Y=Y, model=setup.model_factory(X, Y), N_fit=X.shape[0])
-    return state, history, proposer
+    evaluation = classify(observe(X), X, None, "observe(initial_X)")  # nothing to lose yet
+    out = LoopHistory(initial_X=X.clone(), initial_Y=evaluation.Y.clone())
+    if evaluation.failed and on_failure == "raise":
+        raise LoopInterrupted(evaluation.error + " (on_failure='raise')", out)
+    return out
 
 
-def _run_round(
-    t: int,
-    q: int,
-    state: LoopState,
-    proposer: Proposer,
-    updater: ModelUpdater,
-    regret: ScalarizedRegret | None,
-    history: LoopHistory,
-    callbacks: Sequence[LoopCallback],
-) -> None:
-    """Round t: propose q points, observe them, update the model, record and notify."""
-    proposals = proposer.propose(state, t, q)
-    start = time.perf_counter()
-    Y_round = updater(state, t, torch.cat([p.x for p in proposals]))
-    update_time = time.perf_counter() - start
-    first_t = len(history.rounds) + 1
-    for record in round_records(proposals, Y_round, update_time, state.model, t, first_t, regret):
-        history.rounds.append(record)
-        for callback in callbacks:
-            callback(record)
+def _attach(err: BaseException, history: LoopHistory) -> None:
+    """Give ``err`` the run's history as its ``history`` attribute (when it takes one)."""
+    with contextlib.suppress(AttributeError, TypeError):
+        err.history = history
+
+
+def _check_sampler_minimize(sampler: object, mask: Tensor | None) -> None:
+    """A given sampler must mark the objectives of ``minimize`` (when given)."""
+    if mask is None:
+        return
+    if sampler is None:
+        raise ValueError(
+            "`minimize` acts through the scalarizations; a run without a "
+            "`scalarization_sampler` maximises its acquisition: negate `observe` instead."
+        )
+    own = getattr(sampler, "minimize", None)
+    own = torch.zeros_like(mask) if own is None else torch.as_tensor(own, dtype=torch.bool)
+    if own.shape != mask.shape or not torch.equal(own.cpu(), mask):
+        raise ValueError(
+            f"`minimize` marks objectives {mask.nonzero().flatten().tolist()} but the "
+            f"`scalarization_sampler` minimises {own.nonzero().flatten().tolist()}: mark them "
+            "in one place (the sampler's `minimize`, or run_bo_loop's with the default sampler)."
+        )
+
+
+class _Rounds:
+    """The rounds of one run: propose, observe, update, record, notify, apply the policy."""
+
+    def __init__(
+        self,
+        observe: Callable[[Tensor], Tensor],
+        proposer: Proposer,
+        setup: _Setup,
+        state: LoopState,
+        history: LoopHistory,
+        generator: torch.Generator | None,
+        on_failure: FailurePolicy,
+    ) -> None:
+        self.observe = observe
+        self.proposer = proposer
+        self.updater = ModelUpdater(setup.model_factory, setup.update, setup.refit_every)
+        self.regret = setup.regret
+        self.state = state
+        self.history = history
+        self.generator = generator
+        self.on_failure = on_failure
+
+    def run(self, t: int, q: int, callbacks: Sequence[LoopCallback]) -> None:
+        """Round t: propose q points, observe them, update the model with those observed,
+        record every point and notify; stop by the policy if one failed."""
+        state = self.state
+        proposals = self.proposer.propose(state, t, q)
+        start = time.perf_counter()
+        X_round = torch.cat([p.x for p in proposals])
+        evaluation = evaluate(self.observe, X_round, state.Y.shape[-1], "observe(x_t)")
+        self.updater(state, t, X_round[evaluation.ok], evaluation.Y[evaluation.ok])
+        update_time = time.perf_counter() - start
+        first_t = len(self.history.rounds) + 1
+        records = round_records(proposals, evaluation.Y, update_time, state.model, t, first_t,
+                                self.regret, evaluation.ok, evaluation.error)
+        self.history.rounds.extend(records)
+        if self.generator is not None:
+            self.history.generator_state = self.generator.get_state()
+        for record in records:
+            for callback in callbacks:
+                callback(record)
+        if evaluation.failed and self.on_failure == "raise":
+            self._stop(t, evaluation)
+
+    def _stop(self, t: int, evaluation: RoundEvaluation) -> None:
+        """Raise :class:`LoopInterrupted` with the history of the completed evaluations."""
+        raise LoopInterrupted(
+            f"Round {t}: {evaluation.error}; the loop stopped (on_failure='raise'). "
+            "`.history` holds every completed evaluation; continue with "
+            "run_bo_loop(..., history=err.history) or use on_failure='skip'.",
+            self.finish(),
+        ) from evaluation.exception
+
+    def finish(self) -> LoopHistory:
+        """The history with the current model."""
+        self.history.model = self.state.model
+        return self.history

@@ -8,6 +8,9 @@ Ax experiment on the same problem start alike.
 
 from __future__ import annotations
 
+import operator
+
+import numpy as np
 import torch
 from torch import Tensor
 from torch.quasirandom import SobolEngine
@@ -34,7 +37,7 @@ def initial_design_size(d: int, budget: int | None = None) -> int:
     budget on random points that the model-based rounds place better.
 
     Args:
-        d: Input dimension (a positive integer).
+        d: Input dimension (a positive integer: ``int`` or a NumPy integer).
         budget: Optional total number of evaluations (initial design included); caps the
             design at ``budget // 5`` (never below 5), as Ax does.
 
@@ -45,14 +48,24 @@ def initial_design_size(d: int, budget: int | None = None) -> int:
         >>> initial_design_size(2), initial_design_size(6), initial_design_size(6, budget=40)
         (5, 12, 8)
     """
-    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-        raise ValueError(f"`d` (input dimension) must be a positive integer, got {d!r}.")
+    d = _as_count(d, 1, "`d` (input dimension) must be a positive integer")
     size = 2 * d
     if budget is not None:
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise ValueError(f"`budget` must be a non-negative integer or None, got {budget!r}.")
+        budget = _as_count(budget, 0, "`budget` must be a non-negative integer or None")
         size = min(size, budget // 5)
     return max(size, MIN_INITIAL_DESIGN)
+
+
+def _as_count(value: object, minimum: int, message: str) -> int:
+    """``value`` as a Python int (any integer type: ``int``, ``numpy.int64``, a 0-d integer
+    tensor; not a bool) ≥ ``minimum``, else ``ValueError(message)``."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if isinstance(value, (bool, np.bool_)) or number is None or number < minimum:
+        raise ValueError(f"{message}, got {value!r}.")
+    return number
 
 
 def check_bounds(bounds: Tensor, d: int | None = None, name: str = "bounds") -> Tensor:
@@ -96,9 +109,10 @@ def sobol_initial_design(
 
     Args:
         bounds: ``2 x d`` box (lower < upper).
-        n: Number of points; default :func:`initial_design_size` (d).
-        seed: Seed of the Owen scrambling (reproducible designs); ``None`` draws it from
-            torch's global generator.
+        n: Number of points (``int`` or a NumPy integer); default
+            :func:`initial_design_size` (d).
+        seed: Seed of the Owen scrambling (reproducible designs; ``int`` or a NumPy
+            integer); ``None`` draws it from torch's global generator.
 
     Returns:
         ``n x d`` points lower + (upper − lower) · u, u the first ``n`` scrambled Sobol points
@@ -114,8 +128,9 @@ def sobol_initial_design(
     d = bounds.shape[-1]
     if n is None:
         n = initial_design_size(d)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"`n` (number of points) must be a non-negative integer, got {n!r}.")
+    n = _as_count(n, 0, "`n` (number of points) must be a non-negative integer")
+    if seed is not None:
+        seed = _as_count(seed, -(2**63), "`seed` must be an integer or None")
     if n == 0:
         return bounds[:0].clone()
     if seed is None:

@@ -297,7 +297,7 @@ def test_data_sampler_gets_the_observations_of_the_round():
             seen.append(Y.clone())
             return super().__call__(generator, Y)
 
-    sampler = Recording(2, ref_point="data")
+    sampler = Recording(2, ref_point="data", front="observed")
     h = run_bo_loop(
         observe=prob.f, initial_X=prob.grid[:3], num_rounds=4,
         model_factory=lambda X, Y: icm_grid_model(prob, X, Y),

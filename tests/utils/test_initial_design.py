@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch.quasirandom import SobolEngine
@@ -77,3 +78,16 @@ def test_bad_n():
         sobol_initial_design(torch.tensor([[0.0], [1.0]]), n=-2)
     with pytest.raises(ValueError, match=r"2 x d = \(2, 3\)"):
         check_bounds(torch.zeros(2, 2), d=3)
+
+
+def test_numpy_integers_are_accepted():
+    """NumPy integers (as from ``np.arange`` or a config array) count as integers."""
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    assert initial_design_size(np.int64(3), budget=np.int32(40)) == initial_design_size(3, 40)
+    X = sobol_initial_design(bounds, n=np.int64(7), seed=np.int64(2))
+    assert X.shape == (7, 2) and torch.equal(X, sobol_initial_design(bounds, n=7, seed=2))
+    for bad in (np.float64(3.0), np.bool_(True), True):
+        with pytest.raises(ValueError, match="`n`"):
+            sobol_initial_design(bounds, n=bad)
+    with pytest.raises(ValueError, match="`seed`"):
+        sobol_initial_design(bounds, seed=2.5)

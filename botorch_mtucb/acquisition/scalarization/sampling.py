@@ -79,7 +79,9 @@ class ScalarizationSampler:
     :class:`~botorch_mtucb.acquisition.ChebyshevScalarization` with a fixed reference point, or
     the scale-free one of :meth:`ChebyshevScalarization.from_data` built from the round's
     observations (``ref_point="data"``). :func:`botorch_mtucb.loop.run_bo_loop` calls it once
-    per round.
+    per round. With ``ref_point="data"`` the front defaults to the loop's: ``"predicted"``
+    (the observed and the model-predicted non-dominated points), so a sampler built by hand,
+    ``minimize`` or not, proposes what the loop's default sampler does.
 
     Example:
         >>> sampler = ScalarizationSampler(2, kind="chebyshev", ref_point=[0.0, 0.0])
@@ -87,9 +89,11 @@ class ScalarizationSampler:
         >>> s.num_objectives
         2
         >>> Y = torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)
-        >>> s = ScalarizationSampler(2, ref_point="data")(Y=Y)  # from_data, ρ = 0.05
-        >>> s.ref_point
+        >>> observed = ScalarizationSampler(2, ref_point="data", front="observed")
+        >>> observed(Y=Y).ref_point  # from_data, ρ = 0.05
         tensor([-0.1000, -0.1000], dtype=torch.float64)
+        >>> ScalarizationSampler(2, ref_point="data").front   # the loop's default
+        'predicted'
     """
 
     def __init__(
@@ -99,7 +103,7 @@ class ScalarizationSampler:
         ref_point: Tensor | Sequence[float] | Literal["data"] | None = None,
         minimize: Sequence[bool] | Tensor | None = None,
         augmentation: float | None = None,
-        front: Literal["observed", "predicted"] = "observed",
+        front: Literal["observed", "predicted"] | None = None,
     ) -> None:
         """
         Args:
@@ -112,15 +116,17 @@ class ScalarizationSampler:
             minimize: Optional ``n`` booleans marking objectives to minimise.
             augmentation: Chebyshev ρ ≥ 0 (default: 0.05 with ``"data"``, else 0, paper 000).
             front: With ``ref_point="data"``, the estimated Pareto front that places the
-                reference point and sets the ranges: ``"observed"`` (default) — the observed
-                non-dominated points, ranges of all observations (``from_data``'s defaults);
-                ``"predicted"`` — those together with the model's payoff table (its
-                per-objective optima, :meth:`anchors`, computed once per round by
-                :func:`~botorch_mtucb.loop.run_bo_loop`), ranges of that front
-                (``from_data(..., predicted=..., span="front")``). The predicted front keeps
-                the reference point below the front once one evaluated point dominates all
-                others (then the observed nadir is that point and s_λ's maximiser is that
-                point for every λ).
+                reference point and sets the ranges: ``"predicted"`` (the default with
+                ``ref_point="data"``, as in :func:`~botorch_mtucb.loop.run_bo_loop`) — the
+                observed non-dominated points together with the model's payoff table (its
+                per-objective optima, :meth:`anchors`, computed once per round by the loop,
+                which then needs the search box), ranges of that front
+                (``from_data(..., predicted=..., span="front")``); ``"observed"`` — the
+                observed non-dominated points, ranges of all observations (``from_data``'s
+                defaults; the default otherwise, where it plays no part). The predicted
+                front keeps the reference point below the front once one evaluated point
+                dominates all others (then the observed nadir is that point and s_λ's
+                maximiser is that point for every λ).
         """
         if kind not in ("chebyshev", "linear"):
             raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
@@ -151,6 +157,8 @@ class ScalarizationSampler:
             float(augmentation)
         )
         self.minimize = minimize
+        if front is None:
+            front = "predicted" if self.uses_data else "observed"
         if front not in ("observed", "predicted"):
             raise ValueError(f"`front` must be 'observed' or 'predicted', got {front!r}.")
         if front == "predicted" and not self.uses_data:

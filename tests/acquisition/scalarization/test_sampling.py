@@ -104,7 +104,7 @@ def test_scalarization_sampler_draws_fresh_weights():
 def test_sampler_from_data_matches_from_data():
     g = torch.Generator().manual_seed(4)
     Y = torch.randn(12, 3, generator=g, dtype=DT)
-    sampler = ScalarizationSampler(3, ref_point="data")
+    sampler = ScalarizationSampler(3, ref_point="data", front="observed")
     s = sampler(_gen(7), Y)
     w = sample_scalarization_weights(3, 1, "chebyshev", _gen(7))[0]
     ref = ChebyshevScalarization.from_data(w, Y, augmentation=0.05)
@@ -136,14 +136,31 @@ def test_sampler_predicted_front_matches_from_data_with_the_payoff_table():
     ref = ChebyshevScalarization.from_data(w, Y, augmentation=0.05, predicted=P, span="front")
     torch.testing.assert_close(s.weights, ref.weights)
     torch.testing.assert_close(s.ref_point, ref.ref_point)
-    observed = ScalarizationSampler(2, ref_point="data")(_gen(7), Y)
+    observed = ScalarizationSampler(2, ref_point="data", front="observed")(_gen(7), Y)
     assert not torch.allclose(observed.ref_point, s.ref_point)  # the predicted front counts
-    assert not ScalarizationSampler(2, ref_point="data").uses_model
+    assert not ScalarizationSampler(2, ref_point="data", front="observed").uses_model
     with pytest.raises(ValueError, match="needs `predicted`"):
         sampler(_gen(0), Y)
     with pytest.raises(ValueError, match="only used with `front='predicted'`"):
-        ScalarizationSampler(2, ref_point="data")(_gen(0), Y, predicted=P)
+        ScalarizationSampler(2, ref_point="data", front="observed")(_gen(0), Y, predicted=P)
     with pytest.raises(ValueError, match="`front` must be"):
         ScalarizationSampler(2, ref_point="data", front="model")
     with pytest.raises(ValueError, match="needs `ref_point='data'`"):
         ScalarizationSampler(2, ref_point=[0.0, 0.0], front="predicted")
+
+
+def test_data_sampler_defaults_to_the_loops_predicted_front_minimize_or_not():
+    """ref_point="data" defaults to front="predicted", as run_bo_loop's default sampler, with or
+    without ``minimize`` (a hand-built sampler following the README proposes what the loop
+    does); the front plays no part with a fixed reference point or the linear law."""
+    from botorch_mtucb.loop.defaults import default_sampler
+
+    for minimize in (None, [True, False]):
+        sampler = ScalarizationSampler(2, ref_point="data", minimize=minimize)
+        assert sampler.front == "predicted" and sampler.uses_model
+    assert default_sampler(2).front == ScalarizationSampler(2, ref_point="data").front
+    assert ScalarizationSampler(2, ref_point=[0.0, 0.0]).front == "observed"
+    assert ScalarizationSampler(2, "linear").front == "observed"
+    Y = torch.randn(6, 2, generator=_gen(1), dtype=DT)
+    with pytest.raises(ValueError, match="needs `predicted`"):
+        ScalarizationSampler(2, ref_point="data", minimize=[True, True])(_gen(0), Y)

@@ -1,0 +1,294 @@
+"""A loop a user can trust with expensive evaluations: reproducible from its generator, failed
+evaluations recorded (never lost), resumable from a saved history, ``minimize=``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from botorch.test_functions.multi_objective import BraninCurrin
+
+from botorch_mtucb.acquisition import ScalarizationSampler
+from botorch_mtucb.loop import (
+    FiniteArmOptimizer,
+    LoopHistory,
+    LoopInterrupted,
+    run_bo_loop,
+    scalarized_ucb_factory,
+)
+from botorch_mtucb.models import ExactMultiTaskGP
+from botorch_mtucb.utils import sobol_initial_design
+from tests.acquisition.test_multi_task_ucb import icm_grid_model, make_rkhs_problem
+
+DT = torch.float64
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::botorch.exceptions.warnings.InputDataWarning",
+    "ignore::botorch.exceptions.warnings.OptimizationWarning",
+    "ignore:Optimization failed:RuntimeWarning",
+)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return BraninCurrin(negate=True).to(DT)
+
+
+@pytest.fixture(scope="module")
+def rkhs():
+    return make_rkhs_problem(2, seed=3)
+
+
+def _noisy(f):
+    """``observe`` adding noise from torch's global RNG (as BoTorch's test functions do)."""
+    return lambda X: f(X) + 0.1 * torch.randn(X.shape[0], 2, dtype=DT)
+
+
+class _Failing:
+    """``observe`` that fails at the given calls (0: the initial design) by ``how``."""
+
+    def __init__(self, f, fail_at, how="raise"):
+        self.f, self.fail_at, self.how, self.calls = f, set(fail_at), how, 0
+
+    def __call__(self, X):
+        call, self.calls = self.calls, self.calls + 1
+        Y = self.f(X)
+        if call not in self.fail_at:
+            return Y
+        if self.how == "raise":
+            raise OSError(f"simulator crashed at call {call}")
+        if self.how == "interrupt":
+            raise KeyboardInterrupt
+        Y = Y.clone()
+        Y[-1, 0] = float("nan")  # the batch's last point
+        return Y
+
+
+def _rkhs_loop(prob, observe, num_rounds, **kw):
+    """A cheap, deterministic loop: fixed-hyperparameter ICM model, exhaustive arms."""
+    kw.setdefault("initial_X", prob.grid[[10, 50, 90]])
+    return run_bo_loop(
+        observe=observe, num_rounds=num_rounds,
+        model_factory=lambda X, Y: icm_grid_model(prob, X, Y),
+        acquisition_factory=scalarized_ucb_factory(1.0),
+        optimizer=FiniteArmOptimizer(prob.grid),
+        scalarization_sampler=ScalarizationSampler(2, ref_point="data", front="observed"),
+        true_f=prob.f, **kw,
+    )
+
+
+# -- reproducible from its own generator ------------------------------------------------------
+
+
+def test_seeded_default_run_is_reproducible_and_leaves_the_global_rng(problem):
+    """The default loop (practical model, BoxOptimizer, predicted front) and an ``observe``
+    whose noise comes from torch's global RNG: two runs from one seed are identical, and the
+    caller's global RNG state is what it was."""
+    noisy = BraninCurrin(negate=True, noise_std=0.5).to(DT)
+    runs = []
+    for _ in range(2):
+        state = torch.get_rng_state()
+        runs.append(run_bo_loop(noisy, num_rounds=4, bounds=problem.bounds,
+                                generator=torch.Generator().manual_seed(5)))
+        assert torch.equal(torch.get_rng_state(), state)
+    a, b = runs
+    assert torch.equal(a.initial_Y, b.initial_Y)
+    assert torch.equal(a.X, b.X) and torch.equal(a.Y, b.Y)
+    other = run_bo_loop(noisy, num_rounds=1, bounds=problem.bounds,
+                        generator=torch.Generator().manual_seed(6))
+    assert not torch.equal(other.X, a.X[:1])
+
+
+def test_unseeded_run_draws_from_the_global_rng_as_any_botorch_code(rkhs):
+    torch.manual_seed(0)
+    a = _rkhs_loop(rkhs, _noisy(rkhs.f), 3)
+    after = torch.get_rng_state()
+    torch.manual_seed(0)
+    b = _rkhs_loop(rkhs, _noisy(rkhs.f), 3)
+    assert torch.equal(a.Y, b.Y) and torch.equal(torch.get_rng_state(), after)
+    torch.manual_seed(0)
+    assert not torch.equal(torch.get_rng_state(), after)  # the run drew from it
+    assert a.generator_state is None and a.rng_seed is None
+
+
+# -- failed evaluations --------------------------------------------------------------------
+
+
+def test_exception_at_round_k_raises_with_the_completed_history(rkhs):
+    seen = []
+    observe = _Failing(rkhs.f, fail_at=[3])
+    with pytest.raises(LoopInterrupted, match="Round 3: observe\\(x_t\\) raised OSError") as info:
+        _rkhs_loop(rkhs, observe, 6, callbacks=[seen.append],
+                   generator=torch.Generator().manual_seed(0))
+    err = info.value
+    assert isinstance(err, RuntimeError) and isinstance(err.__cause__, OSError)
+    h = err.history
+    assert [r.t for r in h.rounds] == [1, 2, 3] and seen == h.rounds
+    assert h.failed.tolist() == [False, False, True]
+    assert "simulator crashed at call 3" in h.rounds[2].error
+    assert bool(h.Y[2].isnan().all()) and torch.isfinite(h.Y[:2]).all()
+    assert h.model.train_inputs[0].shape[0] == 3 + 2  # the failed point never reached it
+    torch.testing.assert_close(h.observed_X, torch.cat([h.initial_X, h.X[:2]]))
+
+
+def test_skip_records_the_failure_and_goes_on(rkhs):
+    seen = []
+    observe = _Failing(rkhs.f, fail_at=[3], how="nan")
+    h = _rkhs_loop(rkhs, observe, 5, on_failure="skip", callbacks=[seen.append],
+                   generator=torch.Generator().manual_seed(0))
+    assert h.failed.tolist() == [False, False, True, False, False] and seen == h.rounds
+    assert h.rounds[2].error.startswith("observe(x_t) returned non-finite values")
+    assert h.model.train_inputs[0].shape[0] == 3 + 4
+    assert h.observed_Y.shape == (7, 2) and bool(torch.isfinite(h.observed_Y).all())
+    assert h.regrets.shape == (5,)  # the regret of a failed evaluation is its choice's
+
+
+def test_batch_with_one_failed_point_keeps_the_other(rkhs):
+    observe = _Failing(rkhs.f, fail_at=[2], how="nan")
+    with pytest.raises(LoopInterrupted) as info:
+        _rkhs_loop(rkhs, observe, 4, q=2, update="refit",
+                   generator=torch.Generator().manual_seed(1))
+    h = info.value.history
+    assert h.failed.tolist() == [False, False, False, True]
+    assert h.rounds[3].batch == 2 and h.rounds[3].y[1] == h.rounds[3].y[1]  # partial y kept
+    assert h.model.train_inputs[0].shape[0] == 3 + 3
+
+
+def test_keyboard_interrupt_and_programming_errors_carry_the_history(rkhs):
+    with pytest.raises(KeyboardInterrupt) as info:
+        _rkhs_loop(rkhs, _Failing(rkhs.f, fail_at=[3], how="interrupt"), 5)
+    assert len(info.value.history.rounds) == 2
+    calls = []
+
+    def listing(X):  # a list from round 2 on: not an evaluation failure, not skipped
+        calls.append(X)
+        return rkhs.f(X) if len(calls) < 3 else rkhs.f(X).tolist()
+
+    with pytest.raises(TypeError, match="`observe\\(x_t\\)` must return a torch.Tensor") as info:
+        _rkhs_loop(rkhs, listing, 4, on_failure="skip")
+    assert len(info.value.history.rounds) == 1
+    with pytest.raises(ValueError, match="`on_failure` must be 'raise' or 'skip'"):
+        _rkhs_loop(rkhs, rkhs.f, 1, on_failure="ignore")
+
+
+def test_numpy_observations_are_converted(rkhs):
+    g = torch.Generator().manual_seed(2)
+    a = _rkhs_loop(rkhs, lambda X: rkhs.f(X).numpy(), 3, generator=g)
+    b = _rkhs_loop(rkhs, rkhs.f, 3, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(a.X, b.X) and torch.equal(a.Y, b.Y) and a.Y.dtype == DT
+
+
+def test_failed_initial_design_rows(rkhs):
+    observe = _Failing(rkhs.f, fail_at=[0], how="nan")
+    with pytest.raises(LoopInterrupted, match="observe\\(initial_X\\) returned non-finite"):
+        _rkhs_loop(rkhs, observe, 2)
+    h = _rkhs_loop(rkhs, _Failing(rkhs.f, fail_at=[0], how="nan"), 2, on_failure="skip")
+    assert bool(h.initial_Y[-1].isnan().any()) and h.observed_X.shape == (2 + 2, 1)
+    assert h.model.train_inputs[0].shape[0] == 4
+
+
+# -- resumable ------------------------------------------------------------------------------
+
+
+def test_resume_from_a_saved_history_equals_one_run(rkhs, tmp_path):
+    """k rounds, save, load, m more = k + m rounds of one seeded run (the noise of ``observe``
+    from the global RNG too); the initial design is not observed again."""
+    full = _rkhs_loop(rkhs, _noisy(rkhs.f), 5, generator=torch.Generator().manual_seed(4))
+    first = _rkhs_loop(rkhs, _noisy(rkhs.f), 2, generator=torch.Generator().manual_seed(4))
+    first.save(tmp_path / "h.json")
+    loaded = LoopHistory.load(tmp_path / "h.json")
+    calls = []
+
+    def observe(X):
+        calls.append(X.shape[0])
+        return _noisy(rkhs.f)(X)
+
+    seen = []
+    rest = _rkhs_loop(rkhs, observe, 3, initial_X=None, history=loaded, callbacks=[seen.append])
+    assert calls == [1, 1, 1] and len(loaded.rounds) == 2  # not re-observed, not modified
+    assert [r.t for r in rest.rounds] == [1, 2, 3, 4, 5] and [r.t for r in seen] == [3, 4, 5]
+    assert torch.equal(rest.X, full.X) and torch.equal(rest.Y, full.Y)
+    torch.testing.assert_close(torch.stack([r.weights for r in rest.rounds]),
+                               torch.stack([r.weights for r in full.rounds]))
+    torch.testing.assert_close(rest.regrets, full.regrets)
+    with pytest.raises(ValueError, match="`initial_X` and `history` are exclusive"):
+        _rkhs_loop(rkhs, rkhs.f, 1, history=loaded)
+    with pytest.raises(ValueError, match="`history` must be a LoopHistory"):
+        _rkhs_loop(rkhs, rkhs.f, 1, initial_X=None, history=loaded.to_json_dict())
+
+
+def test_resume_the_default_loop_continues_its_seeds(problem, tmp_path):
+    """With the default optimizer, sampler (predicted front) and seeds, and a model factory
+    that refits deterministically: 2 + 2 rounds through a file = 4 rounds."""
+
+    def factory(X, Y):
+        return ExactMultiTaskGP(X, Y)
+
+    kw = dict(bounds=problem.bounds, model_factory=factory, update="refit")
+    full = run_bo_loop(problem, num_rounds=4, generator=torch.Generator().manual_seed(8), **kw)
+    first = run_bo_loop(problem, num_rounds=2, generator=torch.Generator().manual_seed(8), **kw)
+    first.save(tmp_path / "h.json")
+    rest = run_bo_loop(problem, num_rounds=2, history=LoopHistory.load(tmp_path / "h.json"),
+                       **kw)
+    torch.testing.assert_close(rest.X, full.X)
+    assert [r.batch for r in rest.rounds] == [1, 2, 3, 4]
+
+
+def test_interrupted_run_resumes_after_the_failure(rkhs, tmp_path):
+    with pytest.raises(LoopInterrupted) as info:
+        _rkhs_loop(rkhs, _Failing(rkhs.f, fail_at=[2], how="nan"), 4,
+                   generator=torch.Generator().manual_seed(3))
+    blob = json.loads(json.dumps(info.value.history.to_json_dict(), allow_nan=False))
+    back = LoopHistory.from_json_dict(blob)
+    assert back.failed.tolist() == [False, True] and bool(back.Y[1, 0].isnan())
+    assert back.rounds[1].error == info.value.history.rounds[1].error
+    h = _rkhs_loop(rkhs, rkhs.f, 2, initial_X=None, history=back, progress=True)
+    assert h.failed.tolist() == [False, True, False, False]
+    assert h.model.train_inputs[0].shape[0] == 3 + 3
+    skipped = _rkhs_loop(rkhs, _Failing(rkhs.f, fail_at=[2], how="nan"), 4,
+                         on_failure="skip", generator=torch.Generator().manual_seed(3))
+    assert torch.equal(h.X, skipped.X)  # resuming after "raise" = having skipped
+
+
+# -- minimize= -----------------------------------------------------------------------------
+
+
+def test_minimize_gives_the_proposals_of_negated_data(problem):
+    """README's advice (``minimize=``, on run_bo_loop or a hand-built sampler) proposes what
+    the default loop does on negated data, and records the same regret."""
+    minimised = BraninCurrin().to(DT)
+    arms = sobol_initial_design(problem.bounds, n=128, seed=2)
+    kw = dict(num_rounds=3, bounds=problem.bounds, optimizer=FiniteArmOptimizer(arms))
+
+    def run(observe, **extra):
+        return run_bo_loop(observe, generator=torch.Generator().manual_seed(1), **kw, **extra)
+
+    negated = run(problem, true_f=problem)
+    by_loop = run(minimised, minimize=[0, 1], true_f=minimised)
+    readme = run(minimised, scalarization_sampler=ScalarizationSampler(
+        2, ref_point="data", minimize=[True, True]))
+    assert torch.equal(by_loop.X, negated.X) and torch.equal(readme.X, negated.X)
+    torch.testing.assert_close(by_loop.Y, -negated.Y)
+    torch.testing.assert_close(by_loop.regrets, negated.regrets)
+    assert by_loop.rounds[0].regret >= 0
+
+
+def test_minimize_errors(problem, rkhs):
+    bounds = problem.bounds
+    with pytest.raises(ValueError, match="indices"):
+        run_bo_loop(problem, num_rounds=1, bounds=bounds, minimize=[True, False])
+    with pytest.raises(ValueError, match="must be < n = 2") as info:
+        run_bo_loop(problem, num_rounds=1, bounds=bounds, minimize=[2])
+    assert info.value.history.initial_Y.shape == (5, 2)  # the initial design is kept
+    with pytest.raises(ValueError, match="minimises \\[\\]"):
+        _rkhs_loop(rkhs, rkhs.f, 1, minimize=[1])
+    with pytest.raises(ValueError, match="negate `observe`"):
+        run_bo_loop(lambda X: X.sum(-1, keepdim=True), rkhs.grid[:3], 1,
+                    model_factory=lambda X, Y: None, acquisition_factory=lambda m, s: None,
+                    optimizer=FiniteArmOptimizer(rkhs.grid), minimize=[0])
+
+
+def test_numpy_integers_are_counts(rkhs):
+    h = _rkhs_loop(rkhs, rkhs.f, np.int64(2), q=np.int64(1))
+    assert h.X.shape == (2, 1)
