@@ -63,7 +63,7 @@ class FrozenStationaryCross:
         """``k(X, Z)``: ``batch x q x t`` for ``X: batch x q x d``."""
         Xs = X / self.lengthscale
         k = self.profile(Xs.reshape(-1, Xs.shape[-1]))
-        return (self.scale * k).reshape(*X.shape[:-1], -1)
+        return (self.scale * k).reshape(*X.shape[:-1], self.Zs.shape[0])
 
     def profile(self, Xs: Tensor) -> Tensor:
         """κ(‖x/ℓ − z/ℓ‖) without the outputscale: ``N x t`` for scaled inputs ``Xs: N x d``.

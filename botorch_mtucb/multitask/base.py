@@ -16,11 +16,13 @@ conditioning); the numerical work is a
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import torch
 from botorch.acquisition.objective import PosteriorTransform
-from botorch.exceptions.errors import BotorchTensorDimensionError
+from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
+from botorch.exceptions.warnings import InputDataWarning
 from botorch.models.gpytorch import BatchedMultiOutputGPyTorchModel
 from botorch.models.model import FantasizeMixin
 from botorch.models.transforms.input import InputTransform
@@ -37,7 +39,7 @@ from torch import Tensor
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.linalg.icm_likelihood import ICMMultitaskMultivariateNormal
-from botorch_mtucb.linalg.precision import working_dtype
+from botorch_mtucb.linalg.precision import PRECISION_BUDGET, working_dtype
 from botorch_mtucb.multitask.conditioning import MultiTaskConditioningMixin
 from botorch_mtucb.multitask.likelihoods import FixedNoiseMultitaskGaussianLikelihood
 from botorch_mtucb.multitask.solver_cache import SolverCacheMixin
@@ -47,8 +49,7 @@ from botorch_mtucb.multitask.utils import (
     joint_task_mvn,
     validate_train_data,
 )
-from botorch_mtucb.settings import check_test_inputs
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils.validation import check_finite, check_test_tensor
 
 __all__ = ["MultiTaskGPBase"]
 
@@ -109,10 +110,13 @@ class MultiTaskGPBase(
         if outcome_transform is not None:
             outcome_transform.train()
             train_Y, train_Yvar = outcome_transform(train_Y, train_Yvar, X=transformed_X)
+        _check_target_resolution(train_Y)
         covar_module = _checked_kernel(covar_module, transformed_X.shape[-1], n)
         self._num_outputs = n
         self._input_batch_shape = train_X.shape[:-2]
-        self._aug_batch_shape = train_X.shape[:-2]
+        # the hyperparameters are shared by a batch of training sets: ``fit_gpytorch_mll``
+        # maximises the members' summed marginal likelihood (its non-batched path)
+        self._aug_batch_shape = torch.Size()
         ExactGP.__init__(self, train_X, train_Y, _likelihood(n, train_Yvar))
         if train_Yvar is None:
             self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
@@ -209,7 +213,9 @@ class MultiTaskGPBase(
     def _working_dtype(self, X: Tensor) -> torch.dtype:
         """Dtype of the factorisation (:func:`~botorch_mtucb.linalg.working_dtype`).
 
-        κ ≤ (tr Γ(X, X) + η)/η bounds the condition number of ``G_t + ηI``.
+        κ ≤ (tr Γ(X, X) + η)/η bounds the condition number of ``G_t + ηI``; the error of the
+        mean relative to the targets' spread is that of the solve times
+        :func:`_target_offset_ratio` (targets far from zero lose their variation first).
         """
         if X.dtype == torch.float64:
             return X.dtype
@@ -217,7 +223,11 @@ class MultiTaskGPBase(
             trace = dense(self.covar_module.forward(X, X, diag=True)).sum(-1).max()
             eta = self._noise_diagonal(X.shape[-2]).min()
             kappa = float((trace + eta) / eta)
-        return working_dtype(X.dtype, kappa, f"{type(self).__name__}'s posterior")
+            ratio = _target_offset_ratio(self._train_resid()[..., : X.shape[-2], :])
+        what = f"{type(self).__name__}'s posterior"
+        if ratio > 2.0:
+            what += f" (targets' size up to {ratio:.3g} times their spread)"
+        return working_dtype(X.dtype, kappa * ratio, what)
 
     def _solver_inputs(
         self, X: Tensor, resid: Tensor | None = None
@@ -251,17 +261,29 @@ class MultiTaskGPBase(
 
     # ------------------------------------------------------------------ posterior
     def _check_X(self, X: Tensor) -> Tensor:
-        """Shape check of test inputs, returned in the model's dtype.
+        """Test inputs checked (:func:`~botorch_mtucb.utils.validation.check_test_tensor`:
+        a float32 / float64 tensor without NaN or inf; shape ``batch_shape x q x d`` with a
+        ``batch_shape`` that broadcasts with the model's), returned in the model's dtype.
 
-        NaN / inf are checked only under :class:`botorch_mtucb.settings.check_test_inputs`
-        (the check reads the tensor on the host, so it stays off the acquisition hot path).
+        Raises:
+            TypeError: If ``X`` is not a float32 / float64 tensor.
+            ValueError: If ``X`` holds NaN or infinite values.
+            BotorchTensorDimensionError: If ``X`` has the wrong shape.
         """
+        X = check_test_tensor(X, "X")
         if X.dim() < 2 or X.shape[-1] != self._d:
             raise BotorchTensorDimensionError(
                 f"`X` must have shape `batch_shape x q x {self._d}`, got {tuple(X.shape)}."
             )
-        if check_test_inputs.on():
-            check_finite(X, "X")
+        batch = self.batch_shape
+        try:
+            torch.broadcast_shapes(X.shape[:-2], batch)
+        except RuntimeError:
+            raise BotorchTensorDimensionError(
+                f"`X` must have shape `batch_shape x q x {self._d}` with a `batch_shape` "
+                f"broadcastable to the model's batch shape {tuple(batch)} (e.g. "
+                f"{(*batch, 'q', self._d)}), got {tuple(X.shape)}."
+            ) from None
         if self.training:  # before any input transform: in train mode they may learn bounds
             self.eval()
         return X.to(self.train_targets.dtype)
@@ -278,7 +300,8 @@ class MultiTaskGPBase(
 
         Args:
             X: ``batch_shape x q x d`` inputs.
-            output_indices: Tasks to keep (all by default).
+            output_indices: Tasks to keep (all by default). An outcome transform is subset to
+                them (``subset_output``: ``Standardize`` keeps their means and scales).
             observation_noise: If ``True``, add η to the diagonal; if a tensor of shape
                 ``batch_shape x q x n``, add it as (outcome-transformed) noise variances.
             posterior_transform: Applied last (e.g. ``ScalarizedPosteriorTransform``).
@@ -287,18 +310,23 @@ class MultiTaskGPBase(
             ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
             ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
         """
-        X = self.transform_inputs(self._check_X(X))
+        X = self._check_X(X)
+        if X.shape[:-2].numel() == 0:  # GPyTorch's multitask distributions need a batch
+            raise ValueError(
+                f"`X` has an empty batch_shape {tuple(X.shape[:-2])}: `posterior` needs at least "
+                "one batch element (an empty `q` is fine, and `task_posterior` accepts both)."
+            )
+        X = self.transform_inputs(X)
         mean, cov = self._predict(X, full_cov=True)
         mean = self._prior_mean(X, mean)
         observation_noise = self._observation_noise(mean, observation_noise)
         mvn = joint_task_mvn(mean, cov, self.noise, observation_noise, output_indices)
         posterior = GPyTorchPosterior(distribution=mvn)
         if hasattr(self, "outcome_transform"):
+            tf = self.outcome_transform
             if output_indices is not None:
-                raise NotImplementedError(
-                    "`output_indices` together with an outcome transform is not supported."
-                )
-            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
+                tf = _subset_outcome_transform(tf, output_indices)
+            posterior = tf.untransform_posterior(posterior, X=X)
         if posterior_transform is not None:
             posterior = posterior_transform(posterior)
         return posterior
@@ -348,6 +376,9 @@ class MultiTaskGPBase(
             ``(mean, quad)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x k``.
         """
         X = self._check_X(X)
+        if X.shape[:-1].numel() == 0:  # no points: empty results
+            mean, _ = self._empty_prediction(X, full_cov=False)
+            return mean, X.new_zeros(*mean.shape[:-1], directions.shape[-1])
         fast = self._projected_predictor(directions)  # frozen ICM path, cached per solver
         if fast is not None:
             return fast(X)
@@ -378,8 +409,25 @@ class MultiTaskGPBase(
     def subset_output(self, idcs: list[int]) -> MultiTaskGPBase:
         """Not supported: the tasks are coupled, so a subset model would lose information."""
         raise NotImplementedError(
-            f"{type(self).__name__} couples its tasks; use `posterior(X, output_indices=...)`."
+            f"{type(self).__name__} couples its tasks; use `posterior(X, output_indices=...)` "
+            "(it subsets an outcome transform such as Standardize)."
         )
+
+
+def _subset_outcome_transform(tf: OutcomeTransform, output_indices: list[int]) -> OutcomeTransform:
+    """``tf`` restricted to the outputs ``output_indices`` (its ``subset_output``), in eval mode.
+
+    Raises:
+        NotImplementedError: If ``tf`` cannot be subset per output.
+    """
+    try:
+        sub = tf.subset_output([int(i) for i in output_indices])
+    except NotImplementedError:
+        raise NotImplementedError(
+            f"`output_indices` needs an outcome transform that can be subset per output "
+            f"(e.g. Standardize); {type(tf).__name__} does not implement `subset_output`."
+        ) from None
+    return sub.eval()
 
 
 def _checked_noise(
@@ -392,11 +440,17 @@ def _checked_noise(
     """η as a tensor of ``train_X``'s dtype, after checking it and the known noise.
 
     Raises:
+        InputDataError: If ``train_Yvar``'s dtype is not ``train_Y``'s.
         ValueError: If ``train_Yvar`` is not positive of the shape of ``train_Y``, contradicts
             ``learn_noise``, or ``noise`` is not a positive finite scalar.
     """
     if train_Yvar is not None:
         check_finite(train_Yvar, "train_Yvar")
+        if train_Yvar.dtype != train_Y.dtype:
+            raise InputDataError(
+                "Expected all inputs to share the same dtype. Got "
+                f"{train_Y.dtype} for `train_Y` and {train_Yvar.dtype} for `train_Yvar`."
+            )
         if train_Yvar.shape != train_Y.shape or not bool((train_Yvar > 0).all()):
             raise ValueError(
                 "`train_Yvar` must hold positive noise variances of the shape of `train_Y` "
@@ -408,6 +462,47 @@ def _checked_noise(
     if noise_t.numel() != 1 or not torch.isfinite(noise_t) or noise_t.item() <= 0:
         raise ValueError(f"`noise` (η) must be a positive finite scalar, got {noise!r}.")
     return noise_t
+
+
+def _target_offset_ratio(Y: Tensor) -> float:
+    """``max_i √(1 + (ȳ_i / s_i)²)``: the size of each task's targets (root mean square)
+    relative to their spread (standard deviation ``s_i``, floored at 1e-7 of the size): 1 for
+    centred targets, large for targets offset far from zero.
+
+    A solve with ``Y`` loses ``κ · eps`` of ``‖Y‖``; relative to the targets' variation, which
+    is what the posterior mean resolves, that is ``κ · eps`` times this ratio.
+
+    Args:
+        Y: ``batch_shape x N x n`` targets (1 is returned for ``N < 2``).
+
+    Example:
+        >>> round(_target_offset_ratio(torch.tensor([[1e5], [1e5 + 2.0]], dtype=torch.float64)))
+        70711
+    """
+    if Y.shape[-2] < 2:
+        return 1.0
+    Y = Y.detach().to(torch.float64)
+    size = Y.square().mean(dim=-2).sqrt()
+    spread = Y.std(dim=-2).maximum(1e-7 * size)
+    ratio = (size / spread).nan_to_num(nan=1.0).max()
+    return max(1.0, float(ratio))
+
+
+def _check_target_resolution(train_Y: Tensor) -> None:
+    """Warn when (outcome-transformed) targets sit so far from zero that their dtype's
+    resolution there is coarse against their spread (paper 000, eq. (1)'s zero prior mean
+    then interpolates digits the data no longer hold)."""
+    if train_Y.dtype == torch.float64:
+        return
+    ratio = _target_offset_ratio(train_Y)
+    if ratio * torch.finfo(train_Y.dtype).eps > PRECISION_BUDGET:
+        warnings.warn(
+            f"`train_Y` is far from standardised for {train_Y.dtype}: its values reach "
+            f"{ratio:.3g} times their spread, so {train_Y.dtype} keeps little of their variation. "
+            "Centre them (outcome_transform=Standardize(m=n)) or use float64 data.",
+            InputDataWarning,
+            stacklevel=4,
+        )
 
 
 def _checked_kernel(covar_module: MultiTaskKernel | None, d: int, n: int) -> MultiTaskKernel:

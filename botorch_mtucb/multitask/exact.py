@@ -46,7 +46,11 @@ class ExactMultiTaskGP(MultiTaskGPBase):
     Ax treats it as one joint model instead of splitting it into a ``ModelListGP``.
 
     Hyperparameters can be fitted with
-    ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``.
+    ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``. With batched
+    training data (``batch_shape x N x d``) the hyperparameters are shared by the batch and
+    the fit maximises the members' summed marginal likelihood. The model pickles and moves
+    with ``.to(dtype)``; float32 data are factorised in float64 where float32 would lose
+    accuracy (ill-conditioning, or targets far from zero relative to their spread).
 
     Example:
         >>> model = ExactMultiTaskGP(train_X, train_Y)  # N x d, N x n
@@ -141,7 +145,8 @@ class ExactMultiTaskGP(MultiTaskGPBase):
             raise NotImplementedError(
                 f"subset_output needs independent tasks (IndependentTasksKernel) and no batch; "
                 f"this model's {type(kernel).__name__} couples its tasks: use "
-                "`posterior(X, output_indices=...)`."
+                "`posterior(X, output_indices=...)` (it subsets an outcome transform such as "
+                "Standardize)."
             )
         self.eval()
         X = original_train_inputs(self)

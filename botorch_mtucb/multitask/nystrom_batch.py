@@ -23,6 +23,7 @@ from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNorm
 from torch import Tensor
 
 from botorch_mtucb.multitask.batch_members import batched_members
+from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["NystromMultiTaskBatch"]
 
@@ -200,7 +201,7 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
             ``GPyTorchPosterior``: mean ``batch' x batch_shape x q x n'``, interleaved
             covariance ``batch' x batch_shape x (q·n') x (q·n')``, as a member's posterior.
         """
-        _, Xs = self._split(X, "X")
+        _, Xs = self._split(check_test_tensor(X, "X"), "X")
         if isinstance(observation_noise, Tensor):
             _, noises = self._split(observation_noise, "observation_noise")
         else:
@@ -233,7 +234,7 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
         Returns:
             ``(mean, blocks)``: ``batch' x batch_shape x q x n`` and ``... x q x n x n``.
         """
-        _, Xs = self._split(X, "X")
+        _, Xs = self._split(check_test_tensor(X, "X"), "X")
         outs = [m.task_posterior(x) for m, x in zip(self.members, Xs, strict=True)]
         return self._stack([o[0] for o in outs], 2), self._stack([o[1] for o in outs], 3)
 
@@ -243,7 +244,7 @@ class NystromMultiTaskBatch(Model, FantasizeMixin):
         Returns:
             ``(mean, quad)``: ``batch' x batch_shape x q x n`` and ``... x q x k``.
         """
-        _, Xs = self._split(X, "X")
+        _, Xs = self._split(check_test_tensor(X, "X"), "X")
         outs = [m.projected_task_posterior(x, directions)
                 for m, x in zip(self.members, Xs, strict=True)]
         return self._stack([o[0] for o in outs], 2), self._stack([o[1] for o in outs], 2)

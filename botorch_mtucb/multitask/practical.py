@@ -13,21 +13,24 @@ is :func:`~botorch_mtucb.multitask.practical_fit.fit_practical_model`.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Literal
 
+from botorch.exceptions.warnings import InputDataWarning
 from botorch.models.transforms import Normalize, Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from gpytorch.kernels import Kernel, MaternKernel
 from gpytorch.means import ConstantMean, MultitaskMean
 from gpytorch.priors import GammaPrior, LogNormalPrior
 from torch import Tensor
+from torch.nn import Module
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
-from botorch_mtucb.multitask.practical_fit import fit_practical_model
+from botorch_mtucb.multitask.practical_fit import check_fit_kwargs, fit_practical_model
 from botorch_mtucb.utils.initial_design import check_bounds
 
 __all__ = [
@@ -98,7 +101,8 @@ def practical_multitask_gp(
             fewer evaluations). ``False`` returns the model at its initial hyperparameters
             (e.g. to load a ``state_dict``).
         train_Yvar: Known ``N x n`` noise variances (then η is not learned).
-        fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll`` (``optimizer_kwargs``
+        fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll``, keys in
+            :data:`~botorch_mtucb.multitask.practical_fit.FIT_KWARGS` (``optimizer_kwargs``
             replaces the L-BFGS-B memory, ``closure`` the lean closure).
         lengthscale_prior: Prior of the Matérn-5/2 lengthscales (unit cube), one of
             :data:`LENGTHSCALE_PRIORS`: ``"dim-scaled"`` (default, BoTorch's) or ``"gamma"``
@@ -109,7 +113,13 @@ def practical_multitask_gp(
         its posterior is in the original outcome scale (``batch_shape x q x n`` mean).
 
     Raises:
-        ValueError: If the data, ``bounds`` or ``lengthscale_prior`` are malformed.
+        ValueError: If the data, ``bounds``, ``fit_kwargs`` or ``lengthscale_prior`` are
+            malformed.
+        InputDataError: If ``train_X`` and ``train_Y`` differ in dtype.
+
+    Warns:
+        InputDataWarning: If rows of ``train_X`` lie outside ``bounds`` (``Normalize`` then
+            maps them outside the unit cube the priors are scaled for).
 
     Example:
         >>> model = practical_multitask_gp(train_X, train_Y, bounds)  # N x d, N x n, 2 x d
@@ -125,8 +135,10 @@ def practical_multitask_gp(
             f"`train_X`), got {_describe(train_Y)}."
         )
     d, n = train_X.shape[-1], train_Y.shape[-1]
+    check_fit_kwargs(fit_kwargs)
     if bounds is not None:
         bounds = check_bounds(bounds, d).to(train_X).clone()
+        _warn_outside(train_X, bounds)
     kernel, mean = practical_modules(d, n, independent, lengthscale_prior)
     known = train_Yvar is not None
     model = ExactMultiTaskGP(
@@ -201,10 +213,7 @@ def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
             "`model` must learn its noise (learn_noise=True, no train_Yvar) to take a noise prior."
         )
     lik = model.likelihood
-    lik.register_prior(
-        "noise_prior", LogNormalPrior(-4.0, 1.0), lambda m: m.noise,
-        lambda m, v: m._set_noise(v),
-    )
+    lik.register_prior("noise_prior", LogNormalPrior(-4.0, 1.0), _likelihood_noise, _set_noise)
     lik.raw_noise_constraint.lower_bound.fill_(PRACTICAL_NOISE_FLOOR)
     return model
 
@@ -264,6 +273,17 @@ class WarmStartPracticalFactory:
         return model
 
 
+def _likelihood_noise(likelihood: Module) -> Tensor:
+    """The noise variance η of a likelihood (the noise prior's closure; module level so that
+    the model pickles)."""
+    return likelihood.noise
+
+
+def _set_noise(likelihood: Module, value: Tensor) -> None:
+    """Set a likelihood's noise variance η (the noise prior's setting closure)."""
+    likelihood._set_noise(value)
+
+
 def _matern(d: int, prior: LengthscalePrior = "dim-scaled") -> Kernel:
     """ARD Matérn-5/2 over ``d`` inputs with the lengthscale ``prior``: Gamma(3, 6) started at
     GPyTorch's softplus(0) = 0.69 (``"gamma"``), or BoTorch's dimension-scaled LogNormal
@@ -271,6 +291,21 @@ def _matern(d: int, prior: LengthscalePrior = "dim-scaled") -> Kernel:
     if prior == "dim-scaled":
         return get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
     return MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_prior=GammaPrior(3.0, 6.0))
+
+
+def _warn_outside(train_X: Tensor, bounds: Tensor) -> None:
+    """Warn (``InputDataWarning``) if ``train_X`` has rows outside the ``2 x d`` ``bounds``
+    (beyond a rounding tolerance of 1e-6 of the box's width)."""
+    tol = 1e-6 * (bounds[1] - bounds[0])
+    outside = ((train_X < bounds[0] - tol) | (train_X > bounds[1] + tol)).any(-1)
+    if bool(outside.any()):
+        warnings.warn(
+            f"{int(outside.sum())} of the {len(train_X)} rows of `train_X` lie outside "
+            "`bounds`; Normalize(bounds=...) maps them outside the unit cube. Pass bounds "
+            "that contain the training inputs.",
+            InputDataWarning,
+            stacklevel=3,
+        )
 
 
 def _describe(x: object) -> str:

@@ -51,6 +51,8 @@ from botorch_mtucb.linalg.icm_likelihood import ICMInvQuadLogdet
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 
 __all__ = [
+    "FIT_KWARGS",
+    "check_fit_kwargs",
     "copy_hyperparameters",
     "fit_practical_model",
     "lbfgs_memory",
@@ -59,6 +61,36 @@ __all__ = [
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+#: The keyword arguments ``fit_gpytorch_mll`` acts on for an exact marginal likelihood (its
+#: own and those of its default fitting routine); it silently ignores any other.
+FIT_KWARGS = frozenset({
+    "closure", "optimizer", "closure_kwargs", "optimizer_kwargs", "max_attempts",
+    "pick_best_of_all_attempts", "warning_handler", "caught_exception_types",
+})
+
+
+def check_fit_kwargs(fit_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """``fit_kwargs`` checked against :data:`FIT_KWARGS`; a new dict (empty for ``None``).
+
+    Raises:
+        TypeError: If ``fit_kwargs`` is not a dict.
+        ValueError: If it holds a key ``fit_gpytorch_mll`` would ignore.
+
+    Example:
+        >>> check_fit_kwargs({"optimizer_kwargs": {"options": {"maxiter": 50}}})
+    """
+    if fit_kwargs is None:
+        return {}
+    if not isinstance(fit_kwargs, dict):
+        raise TypeError(f"`fit_kwargs` must be a dict, got {type(fit_kwargs).__name__}.")
+    unknown = sorted(set(fit_kwargs) - FIT_KWARGS)
+    if unknown:
+        raise ValueError(
+            f"`fit_kwargs` has keys that fit_gpytorch_mll does not use: {unknown}; expected "
+            f"some of {sorted(FIT_KWARGS)}."
+        )
+    return dict(fit_kwargs)
 
 
 def _supported(mll: ExactMarginalLogLikelihood) -> bool:
@@ -238,8 +270,12 @@ def fit_practical_model(
             optimisation (:func:`copy_hyperparameters`); ``None`` starts from ``model``'s own.
         lean: Use :func:`practical_mll_closure` (same objective, less overhead) when it
             covers the model.
-        fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll``; without
-            ``optimizer_kwargs`` the L-BFGS-B memory is :func:`lbfgs_memory`.
+        fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll`` (keys in
+            :data:`FIT_KWARGS`); without ``optimizer_kwargs`` the L-BFGS-B memory is
+            :func:`lbfgs_memory`.
+
+    Raises:
+        ValueError: If ``fit_kwargs`` has a key not in :data:`FIT_KWARGS`.
 
     Returns:
         ``model``, fitted (skipped when N < 2, as in ``practical_multitask_gp``), eval mode.
@@ -254,7 +290,7 @@ def fit_practical_model(
         copy_hyperparameters(warm_start, model)
     if model.train_inputs[0].shape[-2] >= 2:
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
-        kwargs = dict(fit_kwargs or {})
+        kwargs = check_fit_kwargs(fit_kwargs)
         if lean and "closure" not in kwargs:
             kwargs["closure"] = practical_mll_closure(mll)
         if "optimizer_kwargs" not in kwargs:

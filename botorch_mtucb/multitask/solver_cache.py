@@ -115,6 +115,13 @@ class SolverCacheMixin:
         self._solver_cache = None
         return super()._apply(fn, *args, **kwargs)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle state without the caches (rebuilt on the first query after loading)."""
+        state = super().__getstate__().copy()
+        state.pop("_state_tensors", None)
+        state["_solver_cache"] = None
+        return state
+
     def _cache_valid(self, key: tuple[tuple, tuple[Tensor, ...]]) -> bool:
         if self._solver_cache is None:
             return False
@@ -129,10 +136,23 @@ class SolverCacheMixin:
         """The posterior solver for the current data and hyperparameters (no caching)."""
 
     def _predict(self, X: Tensor, full_cov: bool) -> tuple[Tensor, Tensor]:
-        """Solver prediction at input-transformed ``X``, in the model's dtype."""
+        """Solver prediction at input-transformed ``X``, in the model's dtype: the mean
+        ``batch_shape x q x n`` and the joint ``batch_shape x qn x qn`` covariance
+        (``full_cov``) or the ``batch_shape x q x n x n`` blocks; empty for an empty ``X``."""
+        if X.shape[:-1].numel() == 0:
+            return self._empty_prediction(X, full_cov)
         solver = self.solver()
         mean, cov = solver.predict(X.to(solver.dtype), full_cov=full_cov)
         return mean.to(X.dtype), cov.to(X.dtype)
+
+    def _empty_prediction(self, X: Tensor, full_cov: bool) -> tuple[Tensor, Tensor]:
+        """The (empty) prediction at an ``X`` without points: shapes as in :meth:`_predict`."""
+        batch = torch.broadcast_shapes(X.shape[:-2], self.batch_shape)
+        q, n = X.shape[-2], self.num_tasks
+        mean = X.new_zeros(*batch, q, n)
+        if full_cov:
+            return mean, X.new_zeros(*batch, q * n, q * n)
+        return mean, X.new_zeros(*batch, q, n, n)
 
     def solver(self) -> MultiTaskSolver:
         """The (cached) posterior solver for the current data and hyperparameters."""

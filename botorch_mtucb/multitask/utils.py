@@ -9,7 +9,7 @@ The posterior over ``q`` points and ``n`` tasks is one Gaussian with mean ``μ_t
 from __future__ import annotations
 
 import torch
-from botorch.exceptions.errors import BotorchTensorDimensionError
+from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
 from gpytorch.means import Mean
 from linear_operator.operators import to_linear_operator
@@ -18,6 +18,9 @@ from torch import Tensor
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["ZeroMultitaskMean", "joint_task_mvn", "validate_train_data"]
+
+#: The dtypes the models compute in (bfloat16 and float16 lack the range and precision).
+_DTYPES = (torch.float32, torch.float64)
 
 
 class ZeroMultitaskMean(Mean):
@@ -102,11 +105,13 @@ def validate_train_data(
 ) -> None:
     """Check ``[batch_shape x] N x d`` inputs and ``[batch_shape x] N x n`` observations.
 
-    Finite, floating point, matching rows and (with ``allow_batch``) equal batch shapes.
+    Finite, float32 or float64 of one dtype (as BoTorch's models), matching rows and (with
+    ``allow_batch``) equal batch shapes.
 
     Raises:
         BotorchTensorDimensionError: On wrong shapes.
-        ValueError: On NaN / inf, no rows or integer tensors.
+        InputDataError: If the two dtypes differ.
+        ValueError: On NaN / inf, no rows, or tensors that are not float32 / float64.
 
     Example:
         >>> validate_train_data(train_X, train_Y)  # N x d, N x n: passes
@@ -138,3 +143,13 @@ def validate_train_data(
         raise ValueError(f"`{nx}` must hold at least one observation.")
     if not train_X.is_floating_point() or not train_Y.is_floating_point():
         raise ValueError(f"`{nx}` and `{ny}` must be floating-point tensors.")
+    if train_X.dtype not in _DTYPES or train_Y.dtype not in _DTYPES:
+        raise ValueError(
+            f"`{nx}` and `{ny}` must be float32 or float64 tensors, got {train_X.dtype} and "
+            f"{train_Y.dtype}."
+        )
+    if train_X.dtype != train_Y.dtype:
+        raise InputDataError(
+            f"Expected all inputs to share the same dtype. Got {train_X.dtype} for `{nx}` and "
+            f"{train_Y.dtype} for `{ny}`."
+        )
