@@ -9,6 +9,11 @@ from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.models.model import Model
 
 from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB
+from botorch_mtucb.integrations.ax.objective import (
+    ACQUISITION_STREAM,
+    OPTIMIZE_STREAM,
+    seeded_trial,
+)
 
 __all__ = ["UCBAcquisition"]
 
@@ -17,7 +22,7 @@ class UCBAcquisition(Acquisition):
     """Ax ``Acquisition`` for :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` and
     :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` (``acquisition_class`` of the helpers).
 
-    Differs from Ax's ``Acquisition`` in two ways:
+    Differs from Ax's ``Acquisition`` in three ways:
 
     * For ``ScalarizedMultiTaskUCB`` it adds two keyword arguments for the input constructor:
       ``objective_weights``, Ax's ``n_objectives x n`` objective matrix (which output each
@@ -28,6 +33,15 @@ class UCBAcquisition(Acquisition):
       share one acquisition, hence one λ, while MT-UCB draws one λ per evaluation. Several
       one-arm trials (``client.get_next_trials(max_trials=k)``) each draw their own λ and see
       the others as pending points (GP-BUCB).
+    * A ``seed`` in ``botorch_acqf_options`` (an integer or ``None``; passed on to the input
+      constructor of ``ScalarizedMultiTaskUCB`` only, which draws λ from it) seeds the
+      trial: building the acquisition (conditioning on pending points, which may redraw
+      random features) and :meth:`optimize` (``optimize_acqf``'s raw samples and initial
+      conditions) run on torch's generator seeded from ``(seed, t)``, t = observed +
+      pending points (the λ stream's counter), inside ``torch.random.fork_rng``. What a
+      trial proposes then depends on the seed and the data only, so a saved and loaded
+      strategy proposes what the original would have; the caller's random stream is left
+      as it was.
 
     Example:
         >>> from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
@@ -43,14 +57,37 @@ class UCBAcquisition(Acquisition):
     """
 
     def optimize(self, n: int, *args: Any, **kwargs: Any) -> Any:
-        """Ax's ``optimize`` for ``n = 1`` arm; ``n > 1`` raises a ``ValueError``."""
+        """Ax's ``optimize`` for ``n = 1`` arm, seeded from ``(seed, t)`` when a seed is set.
+
+        Args:
+            n: Number of arms; must be 1.
+            *args: Ax's ``optimize`` arguments.
+            **kwargs: Ax's ``optimize`` keyword arguments.
+
+        Returns:
+            Ax's ``(candidates 1 x d, acquisition values, weights)``.
+
+        Raises:
+            ValueError: for ``n != 1``.
+        """
         if n != 1:
             raise ValueError(
                 f"{self.botorch_acqf_class.__name__} proposes one arm per trial (q = 1), got "
                 f"n={n}. Generate one-arm trials instead (client.get_next_trials(max_trials=k) "
                 "treats the earlier ones as pending points)."
             )
-        return super().optimize(n, *args, **kwargs)
+        with seeded_trial(self._seed(), self._num_points(), OPTIMIZE_STREAM):
+            return super().optimize(n, *args, **kwargs)
+
+    def _seed(self) -> int | None:
+        """The ``seed`` of ``botorch_acqf_options`` (``None`` when not set)."""
+        seeds = {(opts or {}).get("seed") for _, opts in self.botorch_acqf_classes_with_options}
+        return seeds.pop() if len(seeds) == 1 else None
+
+    def _num_points(self) -> int:
+        """t = observed rows of the surrogate's data + pending points (the λ stream's t)."""
+        observed = sum(ds.Y.shape[0] for ds in self.surrogate.training_data)
+        return observed + (0 if self.X_pending is None else self.X_pending.shape[0])
 
     def _update_objective_thresholds(self, torch_opt_config: Any) -> None:
         # Ax's thresholds as the user set them (NaN where not), before Ax infers the others.
@@ -70,8 +107,11 @@ class UCBAcquisition(Acquisition):
                 "user_ref_point": getattr(self, "_user_objective_thresholds", None),
                 **botorch_acqf_options,
             }
-        return super()._construct_botorch_acquisition(
-            botorch_acqf_class=botorch_acqf_class,
-            botorch_acqf_options=botorch_acqf_options,
-            model=model,
-        )
+        else:  # the seed is this class's option; the other input constructors take none
+            botorch_acqf_options = {k: v for k, v in botorch_acqf_options.items() if k != "seed"}
+        with seeded_trial(self._seed(), self._num_points(), ACQUISITION_STREAM):
+            return super()._construct_botorch_acquisition(
+                botorch_acqf_class=botorch_acqf_class,
+                botorch_acqf_options=botorch_acqf_options,
+                model=model,
+            )

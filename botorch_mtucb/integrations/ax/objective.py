@@ -13,9 +13,17 @@ Ax hands a BoTorch input constructor (``Acquisition._construct_botorch_acquisiti
 
 Everything is in Ax's transformed outcome space (after ``StandardizeY`` etc.), the space the
 model is trained in, so all of it is used as is.
+
+A seeded strategy's randomness is keyed by ``(seed, t)``, t the number of data points a trial
+sees: the λ stream (:func:`trial_generator`) and, through :func:`seeded_trial`, torch's global
+generator during the model fit, the acquisition's construction and its maximisation. A trial
+then proposes the same point whatever ran before, also after the strategy is saved and loaded.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -28,12 +36,26 @@ from torch import Tensor
 from botorch_mtucb.utils import check_finite
 
 __all__ = [
+    "ACQUISITION_STREAM",
+    "FIT_STREAM",
+    "OPTIMIZE_STREAM",
     "ObjectiveInfo",
     "data_reference_point",
     "objective_info",
+    "seeded_trial",
     "stacked_training_data",
     "trial_generator",
+    "trial_seed",
 ]
+
+#: Stream of the model fit in :func:`seeded_trial` (random restarts of ``fit_gpytorch_mll``).
+FIT_STREAM = 1
+#: Stream of building the acquisition in :func:`seeded_trial` (conditioning on pending
+#: points, which may redraw random features).
+ACQUISITION_STREAM = 2
+#: Stream of the acquisition maximisation in :func:`seeded_trial` (``optimize_acqf``'s raw
+#: samples and initial conditions).
+OPTIMIZE_STREAM = 3
 
 #: Scale of the nadir margin in :func:`data_reference_point` (BoTorch's / Ax's default).
 REF_POINT_SCALE = 0.1
@@ -193,8 +215,76 @@ def trial_generator(seed: int | None, t: int) -> torch.Generator:
     if seed is None:
         base = int(torch.randint(0, 2**62, (1,)).item())
     else:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}.")
+        _check_seed(seed)
         base = seed
-    state = np.random.SeedSequence([base, int(t)]).generate_state(1, dtype=np.uint64)[0]
-    return torch.Generator().manual_seed(int(state) & (2**63 - 1))
+    return torch.Generator().manual_seed(_mix(base, int(t)))
+
+
+def trial_seed(seed: int, t: int, stream: int) -> int:
+    """A seed for one random consumer of the trial after ``t`` data points.
+
+    A deterministic function of ``(seed, t, stream)``, independent across streams and of the
+    λ stream :func:`trial_generator` ``(seed, t)``.
+
+    Args:
+        seed: Non-negative integer seed of the strategy.
+        t: Number of data points the trial sees (observed, plus pending where known).
+        stream: The consumer: :data:`FIT_STREAM`, :data:`ACQUISITION_STREAM` or
+            :data:`OPTIMIZE_STREAM`.
+
+    Returns:
+        A seed in [0, 2^63).
+
+    Example:
+        >>> trial_seed(0, 6, OPTIMIZE_STREAM) == trial_seed(0, 6, OPTIMIZE_STREAM)
+        True
+        >>> trial_seed(0, 6, OPTIMIZE_STREAM) != trial_seed(0, 7, OPTIMIZE_STREAM)
+        True
+    """
+    _check_seed(seed)
+    return _mix(seed, int(t), int(stream))
+
+
+@contextmanager
+def seeded_trial(seed: int | None, t: int, stream: int) -> Iterator[None]:
+    """Run a block on torch's global generator seeded from ``(seed, t, stream)``, then restore it.
+
+    Inside ``torch.random.fork_rng``: the global state (CPU and the visible accelerators) is
+    set by ``torch.manual_seed(trial_seed(seed, t, stream))`` and restored on exit, so what
+    the block draws (BoTorch's fit restarts, random features redrawn when conditioning,
+    ``optimize_acqf``'s initial conditions) depends on ``(seed, t)`` only, never on what ran
+    before, and the caller's stream is untouched.
+    ``seed=None``: the block runs on the global generator as it is.
+
+    Args:
+        seed: Non-negative integer seed or ``None``.
+        t: Number of data points the trial sees.
+        stream: :data:`FIT_STREAM`, :data:`ACQUISITION_STREAM` or :data:`OPTIMIZE_STREAM`.
+
+    Example:
+        >>> with seeded_trial(0, 6, FIT_STREAM):
+        ...     a = torch.rand(2)
+        >>> _ = torch.rand(3)
+        >>> with seeded_trial(0, 6, FIT_STREAM):
+        ...     b = torch.rand(2)
+        >>> torch.equal(a, b)
+        True
+    """
+    if seed is None:
+        yield
+        return
+    value = trial_seed(seed, t, stream)
+    with torch.random.fork_rng():
+        torch.manual_seed(value)
+        yield
+
+
+def _check_seed(seed: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}.")
+
+
+def _mix(*entropy: int) -> int:
+    """A 63-bit seed from the integers ``entropy`` (NumPy's ``SeedSequence``)."""
+    state = np.random.SeedSequence(list(entropy)).generate_state(1, dtype=np.uint64)[0]
+    return int(state) & (2**63 - 1)

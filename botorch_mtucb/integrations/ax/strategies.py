@@ -42,7 +42,7 @@ from botorch_mtucb.integrations.ax.models import (
     AxPracticalMultiTaskGP,
     AxTruncatedGP,
 )
-from botorch_mtucb.integrations.ax.surrogate import joint_surrogate
+from botorch_mtucb.integrations.ax.surrogate import JointSurrogate, joint_surrogate
 from botorch_mtucb.theory.heavy_tailed import check_heavy_tailed_params
 from botorch_mtucb.utils import initial_design_size
 from botorch_mtucb.utils.initial_design import MIN_INITIAL_DESIGN
@@ -223,7 +223,12 @@ def mtucb_generation_strategy(
     Contract of the BO step:
 
     * λ is drawn from a stream keyed by ``(seed, t)``, t = observed + pending points, so a
-      seeded strategy is reproducible and every trial gets its own λ.
+      seeded strategy is reproducible and every trial gets its own λ. The trial's other
+      random draws (the model fit's restarts, ``optimize_acqf``'s raw samples and initial
+      conditions) come from torch's generator seeded from ``(seed, t)`` inside
+      ``torch.random.fork_rng``: a seeded strategy proposes the same points whatever ran
+      before, and after ``Client.save_to_json_file`` / ``Client.load_from_json_file`` (up to
+      the rounding of Ax's stored data to 10 significant digits).
     * Chebyshev reference point z: the user's objective thresholds when set for every
       objective (plain s_λ); otherwise, with ``reference="data"``, the scale-free augmented
       :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` built from the
@@ -246,7 +251,8 @@ def mtucb_generation_strategy(
         scalarization: ``"chebyshev"`` or ``"linear"``.
         bound: ``"directional"`` (default, never looser) or ``"spectral"`` (paper 000,
             eq. (2)).
-        seed: Seeds the Sobol points and the λ stream (``None``: not seeded here).
+        seed: Seeds the Sobol points and, per trial, the λ stream, the model fit and the
+            acquisition maximisation (``None``: not seeded here).
         model_options: Keyword arguments of the model (``noise``, ``learn_noise``,
             ``covar_module``, ``mean_module``; ``independent`` for the practical model).
         optimizer_options: BoTorch ``optimize_acqf`` options (``num_restarts``,
@@ -286,7 +292,7 @@ def mtucb_generation_strategy(
     generator_kwargs = {
         # one joint model, also when a trial reports a NaN or missing metric value
         "surrogate": joint_surrogate(
-            model_options, name="MT-KB", model_class=_MULTITASK_MODELS[model]
+            model_options, name="MT-KB", model_class=_MULTITASK_MODELS[model], seed=seed
         ),
         "botorch_acqf_class": ScalarizedMultiTaskUCB,
         "botorch_acqf_options": options,
@@ -315,7 +321,9 @@ def multitask_gp_generation_strategy(
     Args:
         num_initial_trials: Number of Sobol trials (≥ 1); default ``None``:
             ``initial_design_size(d)`` = max(5, 2·d).
-        seed: Seeds the Sobol points (``None``: not seeded here).
+        seed: Seeds the Sobol points and the model fits (:class:`JointSurrogate`); Ax's
+            acquisition maximisation draws from torch's global generator (``None``: nothing
+            seeded here).
         model_options: Keyword arguments of the model (``noise``, ``learn_noise``,
             ``covar_module``, ``mean_module``; ``independent`` for the practical model).
         optimizer_options: BoTorch ``optimize_acqf`` options.
@@ -336,7 +344,11 @@ def multitask_gp_generation_strategy(
     _check_common(num_initial_trials, seed, optimizer_options)
     if model not in _MULTITASK_MODELS:
         raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
-    kwargs = {"surrogate": joint_surrogate(model_options, model_class=_MULTITASK_MODELS[model])}
+    kwargs = {
+        "surrogate": joint_surrogate(
+            model_options, model_class=_MULTITASK_MODELS[model], seed=seed
+        )
+    }
     return _two_step_strategy(
         "Sobol+MultiTaskGP", num_initial_trials, seed, kwargs, optimizer_options, None
     )
@@ -397,6 +409,11 @@ def heavy_tailed_generation_strategy(
     * Rows are rounds 1, …, t in trial-index order, Sobol trials included.
     * Trials still running are pending points (GP-BUCB, variance only); reported SEMs are
       ignored with a ``UserWarning`` (only the moment bound is assumed).
+    * With a ``seed``, the trial after t observations fits the model (data-driven kernel fit,
+      Nyström features), builds the acquisition and maximises it on torch's generator seeded
+      from ``(seed, t)`` (:class:`JointSurrogate`, :class:`UCBAcquisition`): the strategy
+      proposes the same points whatever ran before, and after a save and load (up to the
+      rounding of Ax's stored data).
 
     Two modes, those of :class:`~botorch_mtucb.models.TruncatedGP` and
     :class:`~botorch_mtucb.models.AdaptiveTruncationGP`:
@@ -426,7 +443,8 @@ def heavy_tailed_generation_strategy(
         model_options: Further model keyword arguments (``lam``, ``delta``, ``B``,
             ``constants``, ``truncate``, ``covar_module``, ``features``, ``horizon``; a
             given ``lam`` or ``covar_module`` turns the kernel fit off).
-        seed: Seeds the Sobol points.
+        seed: Seeds the Sobol points and, per trial, the model's construction, the
+            acquisition and its maximisation (``None``: not seeded here).
         optimizer_options: BoTorch ``optimize_acqf`` options.
         transforms: Ax transforms of the BO step (default :data:`HEAVY_TAILED_TRANSFORMS`).
             Without ``UnitX`` the default kernel refuses inputs outside the unit cube; in
@@ -452,21 +470,23 @@ def heavy_tailed_generation_strategy(
     _check_heavy_tailed_options(alpha, v, beta, model, options)
     moments = {k: x for k, x in (("alpha", alpha), ("v", v)) if x is not None}
     model_class = AxTruncatedGP if model == "truncated" else AxAdaptiveTruncationGP
+    spec = SurrogateSpec(
+        model_configs=[
+            ModelConfig(
+                botorch_model_class=model_class,
+                model_options={**moments, **options},
+                # Inputs reach the model in [0, 1]^d through Ax's UnitX; the heavy-tailed
+                # models take no BoTorch input transform.
+                input_transform_classes=None,
+                name="TGP-UCB" if model == "truncated" else "ATA-GP-UCB",
+            )
+        ]
+    )
     generator_kwargs = {
-        "surrogate_spec": SurrogateSpec(
-            model_configs=[
-                ModelConfig(
-                    botorch_model_class=model_class,
-                    model_options={**moments, **options},
-                    # Inputs reach the model in [0, 1]^d through Ax's UnitX; the heavy-tailed
-                    # models take no BoTorch input transform.
-                    input_transform_classes=None,
-                    name="TGP-UCB" if model == "truncated" else "ATA-GP-UCB",
-                )
-            ]
-        ),
+        # one objective, one dataset: the surrogate is there to seed the fits
+        "surrogate": JointSurrogate(surrogate_spec=spec, seed=seed),
         "botorch_acqf_class": HeavyTailedUCB,
-        "botorch_acqf_options": {"beta": beta},
+        "botorch_acqf_options": {"beta": beta, "seed": seed},
         "acquisition_class": UCBAcquisition,
     }
     name = "Sobol+TGP-UCB" if model == "truncated" else "Sobol+ATA-GP-UCB"

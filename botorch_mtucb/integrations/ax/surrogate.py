@@ -6,7 +6,10 @@ coupling Γ of the objectives and which the MT-UCB acquisition cannot use as one
 :class:`~botorch_mtucb.integrations.ax.JointSurrogate` merges the datasets into one block
 design first (Ax's ``convert_to_block_design(force=True)``: the inputs at which every metric
 was observed), so the surrogate stays one
-:class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP` (or a subclass).
+:class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP` (or a subclass). With a ``seed``,
+the fit of the trial after t observations runs on torch's generator seeded from (seed, t)
+(:func:`~botorch_mtucb.integrations.ax.objective.seeded_trial`), so a fit depends on the data
+and the seed only, also after the strategy is saved and loaded.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ax.generators.torch.botorch_modular.utils import ModelConfig, convert_to_bl
 from torch import Tensor
 
 from botorch_mtucb.integrations.ax.models import AxExactMultiTaskGP
+from botorch_mtucb.integrations.ax.objective import FIT_STREAM, seeded_trial
 
 __all__ = ["JointSurrogate", "joint_surrogate"]
 
@@ -30,10 +34,20 @@ class JointSurrogate(Surrogate):
     Contract: the model is fitted on one ``SupervisedDataset`` with ``X: N x d`` and
     ``Y: N x n`` (n = the number of metrics), the N rows being the inputs at which every
     metric was observed: a trial with a NaN or missing value for one metric is left out, all
-    others enter. Reported noise variances (``Yvar: N x n``) are kept only when every metric
+    others enter; a single dataset (one objective, e.g. the heavy-tailed strategy) is used as
+    is. Reported noise variances (``Yvar: N x n``) are kept only when every metric
     has them (the model then takes them as ``train_Yvar``, see
     :meth:`AxExactMultiTaskGP.construct_inputs`); when only some do, they are dropped with a
-    ``UserWarning``.
+    ``UserWarning``. With ``seed`` set, the fit on N rows draws its random numbers (BoTorch's
+    restarts from the priors) from torch's generator seeded from ``(seed, N)`` inside
+    ``torch.random.fork_rng``: the same data and seed give the same model, whatever ran
+    before; the caller's random stream is left as it was. ``seed`` is saved with the
+    surrogate (Ax's JSON and SQL storage).
+
+    Args:
+        *args: Ax's ``Surrogate`` arguments (``surrogate_spec``, ...).
+        seed: Non-negative integer seed of the fits, or ``None`` (torch's global generator).
+        **kwargs: Ax's ``Surrogate`` keyword arguments.
 
     Example:
         >>> from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
@@ -44,6 +58,16 @@ class JointSurrogate(Surrogate):
         >>> surrogate.surrogate_spec.model_configs[0].botorch_model_class.__name__
         'AxPracticalMultiTaskGP'
     """
+
+    def __init__(self, *args: Any, seed: int | None = None, **kwargs: Any) -> None:
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}.")
+        super().__init__(*args, **kwargs)
+        self.seed = seed
+
+    def _serialize_attributes_as_kwargs(self) -> dict[str, Any]:
+        """Ax's constructor keyword arguments (storage, ``clone_reset``) plus ``seed``."""
+        return {**super()._serialize_attributes_as_kwargs(), "seed": self.seed}
 
     def fit(
         self,
@@ -67,20 +91,25 @@ class JointSurrogate(Surrogate):
                     stacklevel=2,
                 )
             datasets = convert_to_block_design(datasets=datasets, force=True)
-        super().fit(
-            datasets=datasets,
-            search_space_digest=search_space_digest,
-            candidate_metadata=candidate_metadata,
-            state_dict=state_dict,
-            refit=refit,
-            repeat_model_selection_if_dataset_changed=repeat_model_selection_if_dataset_changed,
-        )
+        rows = sum(ds.Y.shape[0] for ds in datasets)
+        with seeded_trial(self.seed, rows, FIT_STREAM):
+            super().fit(
+                datasets=datasets,
+                search_space_digest=search_space_digest,
+                candidate_metadata=candidate_metadata,
+                state_dict=state_dict,
+                refit=refit,
+                repeat_model_selection_if_dataset_changed=(
+                    repeat_model_selection_if_dataset_changed
+                ),
+            )
 
 
 def joint_surrogate(
     model_options: dict[str, Any] | None = None,
     name: str = "MT-GP",
     model_class: type[AxExactMultiTaskGP] = AxExactMultiTaskGP,
+    seed: int | None = None,
 ) -> JointSurrogate:
     """A :class:`~botorch_mtucb.integrations.ax.JointSurrogate` over one multi-task model.
 
@@ -90,12 +119,14 @@ def joint_surrogate(
         model_class: :class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP` (the paper's
             estimator) or a subclass such as
             :class:`~botorch_mtucb.integrations.ax.AxPracticalMultiTaskGP`.
+        seed: Seed of the fits (:class:`JointSurrogate`), or ``None``.
 
     Returns:
         The surrogate, for Ax's ``generator_kwargs["surrogate"]``.
 
     Raises:
-        ValueError: if ``model_class`` does not subclass ``AxExactMultiTaskGP``.
+        ValueError: if ``model_class`` does not subclass ``AxExactMultiTaskGP``, or for a
+            ``seed`` that is not a non-negative integer.
 
     Example:
         >>> from botorch_mtucb.integrations.ax import AxPracticalMultiTaskGP
@@ -114,5 +145,6 @@ def joint_surrogate(
                     name=name,
                 )
             ]
-        )
+        ),
+        seed=seed,
     )

@@ -55,8 +55,10 @@ def _client_params(d: int = 2) -> list[RangeParameterConfig]:
     ]
 
 
-def _client(gs, d: int = 2, objective: str = "-a, -b") -> Client:
-    client = Client(random_seed=0)
+def _client(
+    gs, d: int = 2, objective: str = "-a, -b", random_seed: int | None = 0
+) -> Client:
+    client = Client(random_seed=random_seed)
     client.configure_experiment(parameters=_client_params(d))
     client.configure_optimization(objective=objective)
     client.set_generation_strategy(gs)
@@ -83,12 +85,24 @@ def _bo_spec(client: Client) -> dict:
     return node.generator_specs[0].generator_kwargs
 
 
+def _next_point(client: Client) -> tuple[float, float]:
+    """The next trial's parameters (the trial is left running)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ((_, p),) = client.get_next_trials(max_trials=1).items()
+    return p["x0"], p["x1"]
+
+
 def test_client_json_round_trip_continues_the_mtucb_loop(tmp_path: Path) -> None:
     """6 trials (5 Sobol + 1 BO), save, load, 3 more: same components, same λ stream."""
     path = str(tmp_path / "client.json")
     client = _client(mtucb_generation_strategy(seed=0, optimizer_options=FAST_OPT))
     _run(client, 6)
     client.save_to_json_file(path)
+    # The loaded client has no random_seed: what it proposes must not depend on torch's
+    # global generator, whatever state earlier code left it in.
+    torch.manual_seed(123)
+    torch.rand(7)
     loaded = Client.load_from_json_file(path)
     before = client._experiment.lookup_data().df.sort_values(["trial_index", "metric_name"])
     after = loaded._experiment.lookup_data().df.sort_values(["trial_index", "metric_name"])
@@ -110,8 +124,94 @@ def test_client_json_round_trip_continues_the_mtucb_loop(tmp_path: Path) -> None
         assert isinstance(acqf.model.covar_module.data_covar_module, MaternKernel)
         torch.testing.assert_close(acqf.scalarization.weights, ref.scalarization.weights)
     assert len(loaded._experiment.trials) == 9
+    for i in range(6, 9):  # the same proposals, up to the rounding of Ax's stored data
+        got = loaded._experiment.trials[i].arm.parameters
+        want = client._experiment.trials[i].arm.parameters
+        assert [got["x0"], got["x1"]] == pytest.approx([want["x0"], want["x1"]], abs=1e-10)
     nodes = loaded.summarize()["generation_node"].tolist()
     assert all("Sobol" in g for g in nodes[:5]) and all("BoTorch" in g for g in nodes[5:])
+
+
+def test_seeded_mtucb_client_proposes_the_same_point_after_save_and_load(tmp_path: Path) -> None:
+    """The original client and every load of its file propose the same next point.
+
+    Each load starts from a different global torch state, as in a new process or after other
+    code ran. Two loads read the same bytes: equal exactly. The original keeps its data in
+    memory while Ax's JSON stores the data frame with 10 significant decimals: equal up to
+    the effect of that rounding.
+    """
+    path = str(tmp_path / "client.json")
+    client = _client(mtucb_generation_strategy(seed=0, optimizer_options=FAST_OPT))
+    _run(client, 6)  # 5 Sobol + 1 BO trial
+    client.save_to_json_file(path)
+    torch.manual_seed(123)
+    torch.rand(7)
+    first = _next_point(Client.load_from_json_file(path))
+    torch.manual_seed(7)
+    second = _next_point(Client.load_from_json_file(path))
+    torch.rand(7)
+    original = _next_point(client)
+    assert first == second
+    assert original == pytest.approx(first, rel=0.0, abs=1e-10)
+
+
+@pytest.mark.parametrize("model", ["truncated", "adaptive_truncation"])
+def test_seeded_heavy_tailed_client_proposes_the_same_point_after_save_and_load(
+    tmp_path: Path, model: str
+) -> None:
+    """Data-driven TGP-UCB / ATA-GP-UCB (kernel fit, Nyström features): as for MT-UCB."""
+    path = str(tmp_path / "client.json")
+    gs = heavy_tailed_generation_strategy(
+        num_initial_trials=4, seed=1, model=model, optimizer_options=FAST_OPT
+    )
+    client = _client(gs, objective="y")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(5):
+            for idx, p in client.get_next_trials(max_trials=1).items():
+                y = torch.sin(6 * torch.tensor(p["x0"])) - (p["x1"] - 0.5) ** 2
+                client.complete_trial(idx, raw_data={"y": float(y)})
+    client.save_to_json_file(path)
+    torch.manual_seed(123)
+    torch.rand(7)
+    first = _next_point(Client.load_from_json_file(path))
+    torch.manual_seed(7)
+    second = _next_point(Client.load_from_json_file(path))
+    original = _next_point(client)
+    assert first == second
+    assert original == pytest.approx(first, rel=0.0, abs=1e-10)
+
+
+def test_seeded_mtucb_proposals_leave_the_global_generator_alone() -> None:
+    """A seeded BO trial neither reads nor advances torch's global generator (the client has
+    no ``random_seed``, so Ax does not fork the generator itself)."""
+    proposals, after = [], []
+    for state in (0, 1):
+        gs = mtucb_generation_strategy(seed=0, optimizer_options=FAST_OPT)
+        client = _client(gs, random_seed=None)
+        _run(client, 5)  # Sobol
+        torch.manual_seed(state)
+        proposals.append(_next_point(client))  # the first BO trial
+        after.append(torch.rand(3))
+        torch.manual_seed(state)
+        torch.testing.assert_close(after[-1], torch.rand(3), rtol=0.0, atol=0.0)
+    assert proposals[0] == proposals[1]
+
+
+def test_joint_surrogate_seed_is_stored_and_cloned() -> None:
+    gs = mtucb_generation_strategy(num_initial_trials=3, seed=4)
+    surrogate = _bo_spec_of(gs)["surrogate"]
+    assert surrogate.seed == 4 and surrogate.clone_reset().seed == 4
+    back = _bo_spec_of(object_from_json(object_to_json(gs)))["surrogate"]
+    assert type(back) is JointSurrogate and back.seed == 4
+    unseeded = _bo_spec_of(object_from_json(object_to_json(mtucb_generation_strategy())))
+    assert unseeded["surrogate"].seed is None
+    with pytest.raises(ValueError, match="`seed` must be a non-negative integer"):
+        JointSurrogate(seed=-1)
+
+
+def _bo_spec_of(gs) -> dict:
+    return gs._nodes[1].generator_specs[0].generator_kwargs
 
 
 def test_client_json_round_trip_multitask_gp_strategy(tmp_path: Path) -> None:
@@ -229,6 +329,7 @@ def test_sql_store_round_trip_continues_the_loop(tmp_path: Path) -> None:
     )
     _run(client, 4)
     loaded = Client.load_from_database("mtucb_sql", storage_config=storage)
+    assert _bo_spec(loaded)["surrogate"].seed == 0  # the fits stay seeded
     resumed = _run(loaded, 2)
     assert all(type(a) is ScalarizedMultiTaskUCB for a in resumed)
     assert all(type(a.model) is AxPracticalMultiTaskGP for a in resumed)

@@ -53,7 +53,8 @@ def test_helpers_build_sobol_then_botorch_modular() -> None:
     gs = heavy_tailed_generation_strategy(1.0, 4.0, num_initial_trials=5)
     assert gs.name == "Sobol+TGP-UCB"
     _, kw = _bo_kwargs(gs)
-    config = kw["surrogate_spec"].model_configs[0]
+    assert type(kw["surrogate"]) is JointSurrogate and kw["surrogate"].seed is None
+    config = kw["surrogate"].surrogate_spec.model_configs[0]
     assert config.botorch_model_class is AxTruncatedGP
     assert config.model_options == {"alpha": 1.0, "v": 4.0}
     assert config.input_transform_classes is None  # the inputs arrive through UnitX

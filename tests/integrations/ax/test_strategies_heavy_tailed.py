@@ -86,7 +86,7 @@ def _median_of_means(y: list[float], alpha: float = 1.0, delta: float = 0.1) -> 
 def test_data_driven_default_client_loop_branin_with_gross_outliers() -> None:
     """5 Sobol + 7 BO trials, minimised: each model is TruncatedGP's data-driven mode."""
     gs = heavy_tailed_generation_strategy(seed=0, optimizer_options=FAST_OPT)
-    (config,) = gs._nodes[1].generator_specs[0].generator_kwargs["surrogate_spec"].model_configs
+    (config,) = _model_configs(gs)
     assert config.botorch_model_class is AxTruncatedGP and config.model_options == {}
     client, reward = _branin_client(gs), _rewards(0)
     reported: dict[int, tuple[list[float], float]] = {}
@@ -133,7 +133,7 @@ def test_data_driven_adaptive_truncation_needs_no_features() -> None:
         0.5, num_initial_trials=4, seed=1, model="adaptive_truncation",
         optimizer_options=FAST_OPT,
     )
-    (config,) = gs._nodes[1].generator_specs[0].generator_kwargs["surrogate_spec"].model_configs
+    (config,) = _model_configs(gs)
     assert config.botorch_model_class is AxAdaptiveTruncationGP
     assert config.model_options == {"alpha": 0.5}
     client, reward = _branin_client(gs, seed=1), _rewards(1)
@@ -157,7 +157,7 @@ def test_data_driven_adaptive_truncation_needs_no_features() -> None:
 def test_declared_mode_unchanged_and_bad_moments_refused() -> None:
     """Positional (alpha, v) give the paper's model options as before; v alone is refused."""
     gs = heavy_tailed_generation_strategy(1.0, 4.0, model_options={"constants": "authors"})
-    (config,) = gs._nodes[1].generator_specs[0].generator_kwargs["surrogate_spec"].model_configs
+    (config,) = _model_configs(gs)
     assert config.model_options == {"alpha": 1.0, "v": 4.0, "constants": "authors"}
     with pytest.raises(ValueError, match="`v` .* needs its moment order `alpha`"):
         heavy_tailed_generation_strategy(v=4.0)
@@ -219,3 +219,8 @@ def test_data_driven_strategy_json_round_trip(tmp_path: Path) -> None:
     model = loaded._generation_strategy.adapter.generator.surrogate.model
     assert type(model) is AxTruncatedGP and model.constants == "practical" and model.clip
     assert model.train_Y.shape == (7, 1) and len(loaded._experiment.trials) == 8
+
+
+def _model_configs(gs) -> list:
+    surrogate = gs._nodes[1].generator_specs[0].generator_kwargs["surrogate"]
+    return surrogate.surrogate_spec.model_configs
