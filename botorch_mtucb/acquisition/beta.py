@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from numbers import Real
 
 import torch
 from botorch.models import ModelListGP
@@ -43,16 +44,69 @@ from gpytorch.models import ExactGP
 from torch import Tensor
 
 from botorch_mtucb.protocols import InformationGainModel, NystromRadiusModel, RegularisedModel
-from botorch_mtucb.theory.multi_task import theorem2_beta, theorem3_beta
+from botorch_mtucb.theory.multi_task import check_delta, theorem2_beta, theorem3_beta
 
 __all__ = [
     "BetaSchedule",
     "ConstantBeta",
     "TheoremThreeBeta",
     "TheoremTwoBeta",
+    "as_beta_tensor",
     "log_det_information",
     "model_noise",
 ]
+
+
+def _real(value: object, name: str, role: str = "") -> float:
+    """``value`` as a float: a real number (Python, NumPy or a one-element tensor), not a
+    string or ``bool``; ``TypeError`` naming ``name`` (and its ``role``) otherwise."""
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return float(value)
+    if torch.is_tensor(value) and value.numel() == 1 and value.dtype != torch.bool:
+        return float(value)
+    raise TypeError(
+        f"`{name}`{role} must be a real number, got {type(value).__name__} {value!r}."
+    )
+
+
+def as_beta_tensor(beta: object, name: str = "beta") -> Tensor:
+    """A radius given as a number or a tensor, as a detached float64 tensor (a copy).
+
+    Args:
+        beta: A real number (Python or NumPy) or a real tensor / array of radii ``β ≥ 0``.
+        name: Argument name used in the error messages.
+
+    Returns:
+        ``beta`` as a float64 tensor of its own shape.
+
+    Raises:
+        TypeError: if ``beta`` is a string, a ``bool`` or anything else that is not a real
+            number or tensor.
+        ValueError: if an entry is negative, NaN or infinite.
+
+    Example:
+        >>> as_beta_tensor(2)
+        tensor(2., dtype=torch.float64)
+        >>> as_beta_tensor("2")
+        Traceback (most recent call last):
+        ...
+        TypeError: `beta` must be a real number or a real tensor, got str '2'.
+    """
+    kind = type(beta).__name__
+    message = f"`{name}` must be a real number or a real tensor, got {kind} {beta!r}."
+    if isinstance(beta, str | bytes | bool) or beta is None:
+        raise TypeError(message)
+    try:
+        kind_t = beta if torch.is_tensor(beta) else torch.as_tensor(beta)
+        if kind_t.dtype == torch.bool or kind_t.is_complex():
+            raise TypeError(message)
+        # numbers and arrays straight to float64 (no float32 round trip)
+        beta_t = torch.as_tensor(beta, dtype=torch.float64).detach().clone()
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(message) from err
+    if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
+        raise ValueError(f"`{name}` must be non-negative and finite, got {beta!r}.")
+    return beta_t
 
 
 class BetaSchedule(ABC):
@@ -97,7 +151,7 @@ class ConstantBeta(BetaSchedule):
         Args:
             value: The constant radius β ≥ 0.
         """
-        value = float(value)
+        value = _real(value, "value", " (beta)")
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"`value` (beta) must be a finite number >= 0, got {value!r}.")
         self.value = value
@@ -140,19 +194,15 @@ class TheoremTwoBeta(BetaSchedule):
             b: Bound on the RKHS norm ‖f‖_Γ (≥ 0).
             sigma: Sub-Gaussian noise parameter σ (≥ 0).
             eta: Regulariser η > 0; ``None`` reads it from the model (its noise variance).
-            delta: Confidence level δ ∈ (0, 1].
+            delta: Confidence level δ ∈ (0, 1).
+
+        Raises:
+            TypeError: if an argument is not a real number.
+            ValueError: if an argument is out of its range.
         """
-        for name, val in (("b", b), ("sigma", sigma)):
-            if not math.isfinite(float(val)) or float(val) < 0:
-                raise ValueError(f"`{name}` must be a finite number >= 0, got {val!r}.")
-        if eta is not None and (not math.isfinite(float(eta)) or float(eta) <= 0):
-            raise ValueError(f"`eta` must be a finite number > 0 (or None), got {eta!r}.")
-        if not 0.0 < float(delta) <= 1.0:
-            raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
-        self.b = float(b)
-        self.sigma = float(sigma)
-        self.eta = None if eta is None else float(eta)
-        self.delta = float(delta)
+        self.b, self.sigma = _check_b_sigma(b, sigma)
+        self.eta = _check_eta(eta)
+        self.delta = check_delta(_real(delta, "delta"))
 
     def __call__(self, model: Model) -> Tensor:
         """β_t for the data ``model`` holds (a 0-dim tensor, detached)."""
@@ -202,24 +252,20 @@ class TheoremThreeBeta(BetaSchedule):
             b: Bound on the RKHS norm ‖f‖_Γ (≥ 0).
             sigma: Sub-Gaussian noise parameter σ (≥ 0).
             epsilon: Nyström accuracy ε ∈ (0, 1); ``None`` reads ``model.epsilon``.
-            delta: Confidence δ ∈ (0, 1]; ``None`` reads ``model.delta``.
+            delta: Confidence δ ∈ (0, 1); ``None`` reads ``model.delta``.
             eta: Regulariser η > 0; ``None`` reads the model's noise. An explicit value that
                 disagrees with the model's noise is an error.
+
+        Raises:
+            TypeError: if an argument is not a real number (or ``None`` where allowed).
+            ValueError: if an argument is out of its range.
         """
-        for name, val in (("b", b), ("sigma", sigma)):
-            if not math.isfinite(float(val)) or float(val) < 0:
-                raise ValueError(f"`{name}` must be a finite number >= 0, got {val!r}.")
-        if epsilon is not None and not 0.0 < float(epsilon) < 1.0:
+        self.b, self.sigma = _check_b_sigma(b, sigma)
+        if epsilon is not None and not 0.0 < _real(epsilon, "epsilon") < 1.0:
             raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
-        if delta is not None and not 0.0 < float(delta) <= 1.0:
-            raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
-        if eta is not None and (not math.isfinite(float(eta)) or float(eta) <= 0):
-            raise ValueError(f"`eta` must be a finite number > 0 (or None), got {eta!r}.")
-        self.b = float(b)
-        self.sigma = float(sigma)
         self.epsilon = None if epsilon is None else float(epsilon)
-        self.delta = None if delta is None else float(delta)
-        self.eta = None if eta is None else float(eta)
+        self.delta = None if delta is None else check_delta(_real(delta, "delta"))
+        self.eta = _check_eta(eta)
 
     def __call__(self, model: Model) -> Tensor:
         """β̃_t for the data ``model`` holds (a float64 0-dim tensor)."""
@@ -247,6 +293,27 @@ class TheoremThreeBeta(BetaSchedule):
             f"TheoremThreeBeta(b={self.b}, sigma={self.sigma}, epsilon={self.epsilon}, "
             f"delta={self.delta}, eta={self.eta})"
         )
+
+
+def _check_b_sigma(b: object, sigma: object) -> tuple[float, float]:
+    """``b`` and ``σ`` of a theory radius as floats (finite, ≥ 0)."""
+    values = []
+    for name, val in (("b", b), ("sigma", sigma)):
+        value = _real(val, name)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"`{name}` must be a finite number >= 0, got {val!r}.")
+        values.append(value)
+    return values[0], values[1]
+
+
+def _check_eta(eta: object) -> float | None:
+    """An explicit regulariser ``η`` (finite, > 0) as a float, or ``None``."""
+    if eta is None:
+        return None
+    value = _real(eta, "eta")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"`eta` must be a finite number > 0 (or None), got {eta!r}.")
+    return value
 
 
 def resolve_eta(model: Model, eta: float | None, owner: str, what: str) -> Tensor:

@@ -13,6 +13,7 @@ culprit (see ``ChebyshevScalarization.from_data(..., predicted=...)``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 import torch
@@ -110,7 +111,7 @@ class DedupOptimizer(BoxOptimizer):
             options: Extra ``optimize_acqf`` options.
         """
         super().__init__(bounds, num_restarts, raw_samples, seed, options)
-        if not (isinstance(tol, (int, float)) and tol >= 0):
+        if isinstance(tol, bool) or not (isinstance(tol, Real) and tol >= 0):
             raise ValueError(f"`tol` must be a number >= 0, got {tol!r}.")
         self.tol, self.evaluated = float(tol), evaluated
         #: Per call: ``"best"`` (the optimum was new), ``"restart"`` or ``"raw"``.

@@ -16,21 +16,47 @@ mean), while their variance does not depend on the rewards.
 from __future__ import annotations
 
 import math
+import weakref
 from functools import lru_cache
 
 import torch
 from botorch.acquisition.analytic import AnalyticAcquisitionFunction
+from botorch.exceptions import UnsupportedError
 from botorch.models.model import Model
 from torch import Tensor
 
+from botorch_mtucb.acquisition.beta import as_beta_tensor
 from botorch_mtucb.acquisition.pending import (
     PendingState,
     check_pending,
     resolve_inflation,
 )
 from botorch_mtucb.protocols import MarginalMomentsModel, WidthScheduleModel
+from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["HeavyTailedUCB"]
+
+
+def _check_test_inputs_once(X: object) -> None:
+    """:func:`~botorch_mtucb.utils.validation.check_test_tensor` of test inputs, once per
+    tensor content: a candidate tensor evaluated every round (the same object, not written to
+    since: same version counter) is checked on first sight only. Tensors are held by weak
+    reference (no memory is pinned). Writes that bypass the version counter (through
+    ``.data`` or a NumPy view) are not seen."""
+    check_test = not torch.is_tensor(X) or X.is_inference()  # (no version counter)
+    if check_test:
+        check_test_tensor(X, "X")
+        return
+    version = X._version  # bumped by every in-place write (also through a view or .set_)
+    for ref, seen in _CHECKED:
+        if ref() is X and seen == version:
+            return
+    check_test_tensor(X, "X")
+    _CHECKED[:] = [(weakref.ref(X), version), *_CHECKED[:3]]
+
+
+#: The last few test-input tensors that passed the check: ``(weak reference, version)``.
+_CHECKED: list[tuple[weakref.ref, int]] = []
 
 
 @lru_cache(maxsize=64)
@@ -85,11 +111,15 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
                 exp(C); :mod:`botorch_mtucb.acquisition.pending`). Default 1 (none).
 
         Raises:
+            UnsupportedError: if the model has more than one output.
+            TypeError: if ``beta`` is not a real number or tensor (e.g. a string).
             ValueError: if ``beta`` is negative / non-finite, or ``None`` with a model that has
-                no ``beta()`` method, or the model has more than one output.
+                no ``beta()`` method.
         """
         if model.num_outputs != 1:
-            raise ValueError(f"`model` must have a single output, got {model.num_outputs}.")
+            raise UnsupportedError(
+                f"`model` must have a single output, got {model.num_outputs}."
+            )
         is_width, is_moments = _protocols(type(model))
         if beta is None:
             if not (is_width and callable(model.beta)):
@@ -98,15 +128,13 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
                     f"AdaptiveTruncationGP); {type(model).__name__} has none."
                 )
             beta = model.beta()
-        if isinstance(beta, int | float):  # no tensor check (and no host sync) for a number
+        if isinstance(beta, int | float) and not isinstance(beta, bool):  # no tensor check
             if not math.isfinite(beta) or beta < 0:
                 raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
             beta_float = float(beta)
             beta_t = torch.scalar_tensor(beta_float, dtype=torch.float64)
         else:
-            beta_t = torch.as_tensor(beta, dtype=torch.float64).clone()
-            if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
-                raise ValueError(f"`beta` must be non-negative and finite, got {beta!r}.")
+            beta_t = as_beta_tensor(beta, "beta")
             beta_float = float(beta_t) if beta_t.numel() == 1 else None
         if resolve_inflation(pending_beta_inflation) == "gp-bucb":
             raise ValueError(
@@ -175,11 +203,17 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         The checks of BoTorch's ``t_batch_mode_transform(expected_q=1)``, inline.
 
         Args:
-            X: ``(b1 x … x bk) x 1 x d`` candidates.
+            X: ``(b1 x … x bk) x 1 x d`` candidates (a float32 / float64 tensor without NaN or
+                infinite entries).
 
         Returns:
             ``(b1 x … x bk)`` acquisition values.
+
+        Raises:
+            TypeError: if ``X`` is not a float32 / float64 tensor.
+            ValueError: if ``X`` holds NaN or infinite values or has fewer than 2 dimensions.
         """
+        _check_test_inputs_once(X)
         if X.dim() < 3:
             if X.dim() < 2:
                 raise ValueError(

@@ -59,7 +59,6 @@ Also here: :func:`task_mean_and_covariance` (μ(x) and Γ(x, x) of any supported
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import torch
@@ -71,7 +70,7 @@ from gpytorch.distributions import MultivariateNormal
 from gpytorch.models import ExactGP
 from torch import Tensor
 
-from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.beta import BetaSchedule, as_beta_tensor
 from botorch_mtucb.acquisition.pending import (
     PendingInflation,
     PendingState,
@@ -85,6 +84,7 @@ from botorch_mtucb.protocols import (
     ProjectedTaskPosteriorModel,
     TaskPosteriorModel,
 )
+from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["ScalarizedMultiTaskUCB", "spectral_norm_psd", "task_mean_and_covariance"]
 
@@ -149,6 +149,11 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             pending_beta_inflation: Factor on β while points are pending: ``1.0`` (none,
                 default), a number ≥ 1, or ``"gp-bucb"`` (exp of the pending points' information
                 gain; :mod:`botorch_mtucb.acquisition.pending`).
+
+        Raises:
+            TypeError: if ``beta`` is not a real number, tensor or :class:`BetaSchedule`.
+            ValueError: if ``beta`` is not a single finite number ``≥ 0``, or the model or
+                scalarization do not fit.
         """
         super().__init__(model=model)
         _check_model(model)
@@ -172,8 +177,8 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
         if isinstance(beta, BetaSchedule):
             beta = beta(model)
-        beta_t = torch.as_tensor(beta, dtype=torch.float64).detach()
-        if beta_t.numel() != 1 or not math.isfinite(float(beta_t)) or float(beta_t) < 0:
+        beta_t = as_beta_tensor(beta, "beta")
+        if beta_t.numel() != 1:
             raise ValueError(f"`beta` must be a single finite number >= 0, got {beta!r}.")
         self.scalarization = scalarization
         self.bound = bound
@@ -241,11 +246,17 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         """Evaluate u on ``batch_shape x 1 x d`` candidates (a ``1 x d`` input is one point).
 
         Args:
-            X: ``batch_shape x 1 x d`` candidates (``q = 1``).
+            X: ``batch_shape x 1 x d`` candidates (``q = 1``; a float32 / float64 tensor without
+                NaN or infinite entries).
 
         Returns:
             ``batch_shape`` tensor of UCB values.
+
+        Raises:
+            TypeError: if ``X`` is not a float32 / float64 tensor.
+            ValueError: if ``X`` holds NaN or infinite values or is not ``batch_shape x 1 x d``.
         """
+        check_test_tensor(X, "X")
         if X.dim() == 2:
             X = X.unsqueeze(0)
         if X.dim() < 2 or X.shape[-2] != 1:

@@ -53,8 +53,9 @@ class BoxOptimizer:
         """
         Args:
             bounds: ``2 x d`` lower/upper bounds.
-            num_restarts: Number of L-BFGS-B starts.
-            raw_samples: Number of raw (Sobol) samples to pick the starts from.
+            num_restarts: Number of L-BFGS-B starts (a positive Python or NumPy integer).
+            raw_samples: Number of raw (Sobol) samples to pick the starts from
+                (``>= num_restarts``).
             seed: Base seed for the raw samples (incremented at each call), for reproducible
                 runs; ``None`` uses torch's global RNG.
             options: Extra ``optimize_acqf`` options.
@@ -72,10 +73,12 @@ class BoxOptimizer:
                 "`num_restarts` must be >= 1 and `raw_samples` >= `num_restarts` (integers), "
                 f"got {num_restarts!r} and {raw_samples!r}."
             )
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, Integral)):
+            raise ValueError(f"`seed` must be an integer or None, got {seed!r}.")
         self.bounds = bounds.clone()
         self.num_restarts = int(num_restarts)
         self.raw_samples = int(raw_samples)
-        self.seed = seed
+        self.seed = None if seed is None else int(seed)
         self.options = dict(options or {})
         self._calls = 0
 
@@ -129,8 +132,14 @@ class FiniteArmOptimizer:
         check_finite(choices, "choices")
         if choices.dim() != 2 or choices.shape[0] == 0:
             raise ValueError(f"`choices` must be a non-empty A x d tensor, got {choices.shape}.")
-        if int(max_batch_size) < 1:
-            raise ValueError(f"`max_batch_size` must be a positive integer, got {max_batch_size}.")
+        if (
+            isinstance(max_batch_size, bool)
+            or not isinstance(max_batch_size, Integral)
+            or max_batch_size < 1
+        ):
+            raise ValueError(
+                f"`max_batch_size` must be a positive integer, got {max_batch_size!r}."
+            )
         self.choices = choices.clone()
         self.max_batch_size = int(max_batch_size)
         self._batched = self.choices.unsqueeze(-2)  # A x 1 x d, what the acquisition sees

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from numbers import Real
 from typing import Literal
 
 import torch
@@ -258,7 +259,7 @@ def resolve_inflation(value: PendingInflation) -> PendingInflation:
     """
     if value == "gp-bucb":
         return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, Real):
         raise ValueError(
             f"`pending_beta_inflation` must be a number >= 1 or 'gp-bucb', got {value!r}."
         )

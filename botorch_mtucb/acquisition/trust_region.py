@@ -33,6 +33,7 @@ be a GPyTorch exact GP with BoTorch transforms (``train_inputs``, ``train_target
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import Any, Literal
 
 import torch
@@ -108,7 +109,12 @@ class TrustRegionOptimizer(BoxOptimizer):
         lengths = {"length_init": length_init, "length_min": length_min,
                    "length_max": length_max}
         for name, value in lengths.items():
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, Real)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
                 raise ValueError(f"`{name}` must be a positive finite number, got {value!r}.")
         if not length_min <= length_init <= length_max:
             raise ValueError(
@@ -120,14 +126,14 @@ class TrustRegionOptimizer(BoxOptimizer):
             failure_tolerance = max(4, d)
         for name, value in (("success_tolerance", success_tolerance),
                             ("failure_tolerance", failure_tolerance)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
         self.shape = shape
         self.length_init = float(length_init)
         self.length_min = float(length_min)
         self.length_max = float(length_max)
-        self.success_tolerance = success_tolerance
-        self.failure_tolerance = failure_tolerance
+        self.success_tolerance = int(success_tolerance)
+        self.failure_tolerance = int(failure_tolerance)
         self.length = self.length_init
         self.success_count = 0
         self.failure_count = 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -63,8 +64,9 @@ class QuadratureFourierFeatures:
         Args:
             lengthscale: SE lengthscale ``l > 0``; a scalar, or one value per dimension
                 (``dim`` values) for an ARD kernel.
-            num_nodes: Gauss–Hermite order ``m̄ ≥ 1`` per dimension (paper: ``m̄ > 1/l²``).
-            dim: Input dimension ``d ≥ 1``.
+            num_nodes: Gauss–Hermite order ``m̄ ≥ 1`` per dimension (paper: ``m̄ > 1/l²``; a
+                Python or NumPy integer).
+            dim: Input dimension ``d ≥ 1`` (a Python or NumPy integer).
             max_features: Refuse maps with more than this many features ``2 m̄^d``.
 
         Raises:
@@ -72,10 +74,11 @@ class QuadratureFourierFeatures:
                 integers, ``num_nodes > 150`` (Gauss–Hermite weights underflow) or a feature
                 count ``2 m̄^d`` above ``max_features``.
         """
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        if isinstance(dim, bool) or not isinstance(dim, Integral) or dim < 1:
             raise ValueError(f"`dim` must be a positive integer, got {dim!r}.")
-        if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
+        if isinstance(num_nodes, bool) or not isinstance(num_nodes, Integral) or num_nodes < 1:
             raise ValueError(f"`num_nodes` must be a positive integer, got {num_nodes!r}.")
+        dim, num_nodes = int(dim), int(num_nodes)
         if num_nodes > _MAX_NODES:
             raise ValueError(
                 f"`num_nodes` must be at most {_MAX_NODES} (Gauss–Hermite weights underflow "

@@ -30,6 +30,7 @@ results returned in float32, with a ``NumericalWarning``.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import torch
 from torch import Tensor
@@ -54,6 +55,7 @@ from botorch_mtucb.theory.heavy_tailed import (
     Constants,
     check_constants,
     check_heavy_tailed_params,
+    check_horizon,
     tgp_truncation_level,
 )
 from botorch_mtucb.utils.validation import check_finite
@@ -127,7 +129,7 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         sample_dictionary: bool = True,
         dictionary_variances: Tensor | None = None,
         centre: bool | None = None,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | int | None = None,
         level: str | None = None,
         moment_estimator: MomentEstimator | None = None,
     ) -> None:
@@ -143,10 +145,10 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
                 construction and on every ``condition_on_observations``; DTC variance).
                 Required with a declared ``v`` (data-driven default: class docstring).
             lam: Regulariser ``λ > 0`` (default 1; data-driven without features: fitted).
-            delta: Confidence ``δ ∈ (0, 1]``.
+            delta: Confidence ``δ ∈ (0, 1)``.
             B: Bound on ``‖f‖_H``.
-            horizon: Horizon ``T`` in ``b_t``, ``β_t`` and Nyström ``q``; ``None`` uses
-                ``max(t, 1)``.
+            horizon: Horizon ``T`` in ``b_t``, ``β_t`` and Nyström ``q`` (a positive Python or
+                NumPy integer); ``None`` uses ``max(t, 1)``.
             constants: ``"theory"`` (declared default; Lemma 1 / Theorem 4), ``"authors"`` or
                 ``"practical"`` (data-driven default; ``β = 1``, ``b_t``, ``q`` as theory).
             truncate: ``False`` sets ``b_t = ∞`` (plain feature-space ridge regression).
@@ -156,7 +158,8 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
             dictionary_variances: Nyström only: ``t`` variances ``σ²_{t−1}(x_i)`` for the
                 initial draw; default the prior variance ``k(x_i, x_i)``.
             centre: Subtract the median reward first (default: only in the data-driven mode).
-            generator: Generator of the default Nyström features' draws (data-driven mode).
+            generator: ``torch.Generator`` (or an integer seed, Python or NumPy) of the
+                default Nyström features' draws (data-driven mode).
             level: ``"paper"`` (declared default: one level ``b_t`` of Lemma 1 / Theorem 4) or
                 ``"projection"`` (data-driven default: per-direction levels,
                 :func:`~botorch_mtucb.heavy_tailed.moments.projection_levels`).
@@ -182,14 +185,17 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         if level not in ("paper", "projection"):
             raise ValueError(f"`level` must be 'paper' or 'projection', got {level!r}.")
         self.level = level
+        if isinstance(generator, Integral) and not isinstance(generator, bool):
+            generator = torch.Generator(device=X.device).manual_seed(int(generator))
+        elif generator is not None and not isinstance(generator, torch.Generator):
+            raise ValueError("`generator` must be a torch.Generator, an integer seed or None, "
+                             f"got {type(generator).__name__}.")
         if features is None:
             b = tgp_truncation_level(y.shape[0], self.alpha, self.v) if truncate else math.inf
             kernel, fitted = default_kernel(X, torch.where(y.abs() <= b, y, 0.0))
             features = NystromFeatures(kernel, generator=generator)
             self.lam = self.lam if fitted is None or lam is not None else max(fitted, 1e-12)
-        if horizon is not None and (isinstance(horizon, bool) or int(horizon) < 1):
-            raise ValueError(f"`horizon` must be a positive integer or None, got {horizon!r}.")
-        self.horizon = None if horizon is None else int(horizon)
+        self.horizon = None if horizon is None else check_horizon(horizon)
         if not isinstance(features, (QuadratureFourierFeatures, NystromFeatures)):
             raise ValueError("`features` must be QuadratureFourierFeatures or NystromFeatures, "
                              f"got {type(features).__name__}.")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from botorch.exceptions import InputDataError
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
@@ -29,14 +30,30 @@ __all__ = ["ArmSet", "RowBuffer", "check_training_data"]
 def check_training_data(train_X: Tensor, train_Y: Tensor) -> tuple[Tensor, Tensor]:
     """Validate ``t x d`` inputs and ``t x 1`` targets (``t = 0`` allowed).
 
+    The dtype policy is BoTorch's: both float32 or both float64; mixed dtypes are refused
+    (nothing is cast silently).
+
     Returns:
-        ``(train_X, y)`` with ``y`` of shape ``t`` in the dtype of ``train_X`` (views, not
-        copies of the caller's tensors; they are never written to).
+        ``(train_X, y)`` with ``y`` of shape ``t`` (views, not copies of the caller's
+        tensors; they are never written to).
+
+    Raises:
+        TypeError: if either is not a float32 / float64 tensor.
+        InputDataError: if their dtypes differ.
+        ValueError: for NaN / infinite entries or wrong shapes.
     """
+    for name, value in (("train_X", train_X), ("train_Y", train_Y)):
+        if not torch.is_tensor(value):
+            raise TypeError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}.")
+        if value.dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"`{name}` must be a float32 or float64 tensor, got {value.dtype}.")
+    if train_X.dtype != train_Y.dtype:
+        raise InputDataError(
+            f"`train_X` ({train_X.dtype}) and `train_Y` ({train_Y.dtype}) must have the same "
+            "dtype; convert both, e.g. with .to(torch.float64)."
+        )
     check_finite(train_X, "train_X")
     check_finite(train_Y, "train_Y")
-    if not train_X.is_floating_point():
-        raise ValueError(f"`train_X` must be a floating-point tensor, got {train_X.dtype}.")
     if train_X.dim() != 2:
         raise ValueError(
             f"`train_X` must be a t x d matrix (observations in round order), got shape "

@@ -12,16 +12,19 @@ the model conditioned from it share every unchanged tensor), the primary state b
 ``state_dict`` / ``.to``, the dispatch of batched training data to a
 :class:`~botorch_mtucb.models.HeavyTailedBatch` and the BoTorch posterior wrapper.
 
-Hot-path rules: posterior evaluations do no validation and no host synchronisation (inputs are
-validated at construction and at ``condition_on_observations``); the arm lookup of a candidate
-tensor is cached (by storage, shape, strides and version counter), so evaluating the same
-candidate set every round costs a few attribute reads.
+Hot-path rules: posterior evaluations validate their test inputs with
+:func:`~botorch_mtucb.utils.validation.check_test_tensor` (type, dtype, finiteness: no host
+synchronisation on an accelerator; once per candidate tensor and content) and do no other
+data-dependent check; the arm lookup of a candidate tensor is cached (by storage, shape,
+strides and version counter), so evaluating the same candidate set every round costs a few
+attribute reads.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import weakref
 from typing import Any
 
 import torch
@@ -41,9 +44,31 @@ from botorch_mtucb.heavy_tailed.arms import (
 )
 from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch, fantasize
 from botorch_mtucb.utils.batched_data import has_batched_training_data
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils.validation import check_finite, check_test_tensor
 
 __all__ = ["HeavyTailedModel", "shallow_copy_model"]
+
+
+def _check_test_inputs_once(X: object) -> None:
+    """:func:`~botorch_mtucb.utils.validation.check_test_tensor` of test inputs, once per
+    tensor content: a candidate tensor evaluated every round (the same object, not written to
+    since: same version counter) is checked on first sight only. Tensors are held by weak
+    reference (no memory is pinned). Writes that bypass the version counter (through
+    ``.data`` or a NumPy view) are not seen."""
+    check_test = not torch.is_tensor(X) or X.is_inference()  # (no version counter)
+    if check_test:
+        check_test_tensor(X, "X")
+        return
+    version = X._version  # bumped by every in-place write (also through a view or .set_)
+    for ref, seen in _CHECKED:
+        if ref() is X and seen == version:
+            return
+    check_test_tensor(X, "X")
+    _CHECKED[:] = [(weakref.ref(X), version), *_CHECKED[:3]]
+
+
+#: The last few test-input tensors that passed the check: ``(weak reference, version)``.
+_CHECKED: list[tuple[weakref.ref, int]] = []
 
 
 class _ConstructorSignature:
@@ -251,11 +276,18 @@ class HeavyTailedModel(Model, FantasizeMixin):
         """Joint posterior at ``batch_shape x q x d`` inputs (mean ``batch_shape x q x 1``).
 
         Args:
-            X: ``batch_shape x q x d`` test points (cast to the model's dtype).
+            X: ``batch_shape x q x d`` test points, a float32 / float64 tensor without NaN or
+                infinite entries (cast to the model's dtype; ``q = 0`` or an empty batch gives
+                an empty posterior).
             output_indices: Only ``None`` or ``[0]`` (single output).
             observation_noise: If ``True``, add ``λ`` to the diagonal.
             posterior_transform: Optional BoTorch posterior transform.
+
+        Raises:
+            TypeError: if ``X`` is not a float32 / float64 tensor.
+            ValueError: if ``X`` holds NaN or infinite values or has the wrong shape.
         """
+        _check_test_inputs_once(X)
         if output_indices not in (None, [0]):
             raise ValueError(f"This model has a single output; got {output_indices}.")
         mean, cov = self._moments_out(X, full=True)
@@ -269,9 +301,18 @@ class HeavyTailedModel(Model, FantasizeMixin):
         posterior object, no host synchronisation). On the whole arm set in order the results may be
         views of the model's state: do not modify them in place.
 
+        Args:
+            X: ``batch_shape x q x d`` test points, a float32 / float64 tensor without NaN or
+                infinite entries.
+
         Returns:
             ``(mean, variance)``, each ``batch_shape x q``.
+
+        Raises:
+            TypeError: if ``X`` is not a float32 / float64 tensor.
+            ValueError: if ``X`` holds NaN or infinite values or has the wrong shape.
         """
+        _check_test_inputs_once(X)
         return self._moments_out(X, full=False)
 
     def _moments_out(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:

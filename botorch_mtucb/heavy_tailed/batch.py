@@ -23,6 +23,7 @@ from torch import Tensor
 
 from botorch_mtucb.protocols import RandomStateModel
 from botorch_mtucb.utils.batched_data import batch_of_training_data
+from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["HeavyTailedBatch", "fantasize"]
 
@@ -279,7 +280,8 @@ class HeavyTailedBatch(Model, FantasizeMixin):
                 f"`X` of shape {tuple(X.shape)} does not broadcast with the model's batch shape "
                 f"{tuple(bs)} (expected batch' x {' x '.join(map(str, bs))} x q x d)."
             ) from None
-        Xe = X.expand(*shape, q, d).reshape(-1, bs.numel(), q, d)
+        lead = math.prod(shape[: len(shape) - len(bs)])  # explicit: X may be empty
+        Xe = X.expand(*shape, q, d).reshape(lead, bs.numel(), q, d)
         G = self._sibling_groups()
         if G:  # fantasies of G inputs: one kernel call and one solve per input
             m = len(self.members) // G
@@ -339,7 +341,9 @@ class HeavyTailedBatch(Model, FantasizeMixin):
     def posterior(self, X: Tensor, output_indices: list[int] | None = None,
                   observation_noise: bool | Tensor = False, posterior_transform=None,
                   **kwargs: Any) -> GPyTorchPosterior:
-        """Joint posterior at ``batch' x batch_shape x q x d`` (as a member model)."""
+        """Joint posterior at ``batch' x batch_shape x q x d`` (as a member model; ``X`` checked
+        by :func:`~botorch_mtucb.utils.validation.check_test_tensor`)."""
+        check_test_tensor(X, "X")
         if output_indices not in (None, [0]):
             raise ValueError(f"This model has a single output; got {output_indices}.")
         mean, cov = self._moments_out(X, full=True)
@@ -352,7 +356,9 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         return post if posterior_transform is None else posterior_transform(post)
 
     def mean_and_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """Marginal mean and variance, each ``batch' x batch_shape x q``."""
+        """Marginal mean and variance, each ``batch' x batch_shape x q`` (``X`` checked by
+        :func:`~botorch_mtucb.utils.validation.check_test_tensor`)."""
+        check_test_tensor(X, "X")
         return self._moments_out(X, full=False)
 
     def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs: Any) -> HeavyTailedBatch:

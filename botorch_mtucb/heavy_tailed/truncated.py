@@ -152,7 +152,8 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
                 mode). Hyperparameters are fixed.
             lam: Regulariser ``λ > 0`` (GP noise variance); default 1 (fitted with the kernel
                 in the data-driven mode).
-            delta: Confidence ``δ ∈ (0, 1]`` (theory ``β``).
+            delta: Confidence ``δ ∈ (0, 1)`` (theory ``β``; ``δ = 1`` would make
+                ``ln(1/δ) = 0``).
             B: Bound on ``‖f‖_H``.
             constants: ``"theory"`` (default with a declared ``v``: Theorem 1's ``β``, which
                 carries the high-probability guarantee), ``"authors"`` (public-code ``β``, much

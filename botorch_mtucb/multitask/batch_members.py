@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+from numbers import Integral
 
 import torch
 from botorch.models.transforms.input import AffineInputTransform, InputTransform
@@ -168,8 +169,8 @@ def batched_members(model_cls: type, args: tuple, kwargs: dict) -> tuple[list, t
     batch = batch_of_training_data(X, Y, "n")
     M = batch.numel()
     gen = kw.get("generator")
-    if isinstance(gen, int) and not isinstance(gen, bool):  # one generator for all members
-        kw["generator"] = torch.Generator(device=X.device).manual_seed(gen)
+    if isinstance(gen, Integral) and not isinstance(gen, bool):  # one generator for all members
+        kw["generator"] = torch.Generator(device=X.device).manual_seed(int(gen))
     elif gen is not None and not isinstance(gen, torch.Generator):
         raise ValueError(
             "`generator` must be a torch.Generator, an integer seed or None, got "

@@ -4,13 +4,15 @@ Paper 000, §3.2 (Algorithm 2), Theorem 3, Appendix A eqs. (7)–(8) and Appendi
 :class:`NystromMultiTaskGP` draws the dictionary and replays Algorithm 2's rounds; the
 posterior of a given dictionary is a Nyström solver's
 (:mod:`botorch_mtucb.multitask.solvers.nystrom` for any kernel,
-:mod:`botorch_mtucb.multitask.solvers.nystrom_icm` for Γ = k·B). :func:`theorem3_q` is the
-oversampling parameter that makes the dictionary ε-accurate.
+:mod:`botorch_mtucb.multitask.solvers.nystrom_icm` for Γ = k·B).
+:func:`~botorch_mtucb.theory.theorem3_q` is the oversampling parameter that makes the
+dictionary ε-accurate.
 """
 
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Any
 
 import torch
@@ -25,40 +27,10 @@ from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.nystrom_batch import NystromMultiTaskBatch
 from botorch_mtucb.multitask.solvers.nystrom import NystromSolver
 from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
+from botorch_mtucb.theory.multi_task import check_epsilon_delta, theorem3_q
 from botorch_mtucb.utils.batched_data import has_batched_training_data
 
-__all__ = ["NystromMultiTaskGP", "theorem3_q"]
-
-
-def theorem3_q(epsilon: float, delta: float, horizon: int) -> float:
-    """Oversampling parameter of Theorem 3 (paper 000): q = 6ρ log(4T/δ)/ε², ρ = (1+ε)/(1−ε).
-
-    Args:
-        epsilon: Accuracy ε ∈ (0, 1).
-        delta: Confidence δ ∈ (0, 1].
-        horizon: Time horizon T ≥ 1.
-
-    Returns:
-        ``q`` (a float); the inclusion probabilities are ``p = min{q ‖Γ̃(x, x)‖, 1}``.
-
-    Raises:
-        ValueError: If ``epsilon``, ``delta`` or ``horizon`` is out of range.
-
-    Example:
-        >>> q = theorem3_q(epsilon=0.5, delta=0.1, horizon=100)
-    """
-    _check_epsilon_delta(epsilon, delta)
-    if not isinstance(horizon, int) or horizon < 1:
-        raise ValueError(f"`horizon` must be a positive integer, got {horizon!r}.")
-    rho = (1.0 + epsilon) / (1.0 - epsilon)
-    return 6.0 * rho * math.log(4.0 * horizon / delta) / epsilon**2
-
-
-def _check_epsilon_delta(epsilon: float, delta: float) -> None:
-    if not isinstance(epsilon, int | float) or not 0.0 < float(epsilon) < 1.0:
-        raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
-    if not isinstance(delta, int | float) or not 0.0 < float(delta) <= 1.0:
-        raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
+__all__ = ["NystromMultiTaskGP"]
 
 
 #: Buffers holding the dictionary state: D_t, its probabilities, the variances it was drawn
@@ -180,17 +152,17 @@ class NystromMultiTaskGP(MultiTaskGPBase):
             pinv_method: ``"auto"``, ``"eigh"`` or ``"pivoted_cholesky"`` (see
                 :class:`~botorch_mtucb.multitask.solvers.nystrom.NystromSolver`).
         """
-        _check_epsilon_delta(epsilon, delta)
+        check_epsilon_delta(epsilon, delta)
         if q is not None and (
             isinstance(q, bool) or not isinstance(q, int | float) or not math.isfinite(q) or q <= 0
         ):
             raise ValueError(f"`q` must be a finite number > 0 (or None), got {q!r}.")
         if horizon is not None and (
-            isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1
+            isinstance(horizon, bool) or not isinstance(horizon, Integral) or horizon < 1
         ):
             raise ValueError(f"`horizon` must be a positive integer (or None), got {horizon!r}.")
-        if isinstance(generator, int) and not isinstance(generator, bool):
-            generator = torch.Generator(device=train_X.device).manual_seed(generator)
+        if isinstance(generator, Integral) and not isinstance(generator, bool):
+            generator = torch.Generator(device=train_X.device).manual_seed(int(generator))
         elif generator is not None and not isinstance(generator, torch.Generator):
             raise ValueError(
                 "`generator` must be a torch.Generator, an integer seed or None, got "

@@ -26,7 +26,9 @@ from botorch_mtucb.theory.heavy_tailed import (
 )
 from botorch_mtucb.theory.multi_task import (
     c_epsilon,
+    check_delta,
     check_epsilon_delta,
+    check_horizon,
     rho,
     theorem2_beta,
     theorem3_beta,
@@ -39,8 +41,10 @@ __all__ = [
     "ata_truncation_level",
     "c_epsilon",
     "check_constants",
+    "check_delta",
     "check_epsilon_delta",
     "check_heavy_tailed_params",
+    "check_horizon",
     "effective_horizon",
     "nystrom_q",
     "rho",

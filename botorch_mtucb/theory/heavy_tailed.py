@@ -36,7 +36,7 @@ from typing import Literal
 
 from torch import Tensor
 
-from botorch_mtucb.theory.multi_task import rho
+from botorch_mtucb.theory.multi_task import check_delta, check_horizon, rho
 
 __all__ = [
     "Constants",
@@ -69,11 +69,18 @@ def check_constants(constants: str) -> str:
     return constants
 
 
-def _positive_finite(value: float, name: str) -> float:
+def _real(value: float, name: str, expected: str) -> float:
+    """``value`` as a float; a string, ``bool`` or non-number is refused naming ``name``."""
+    if isinstance(value, str | bytes | bool):
+        raise ValueError(f"`{name}` must be {expected}, got {value!r}.")
     try:
-        value = float(value)
+        return float(value)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"`{name}` must be a real number, got {value!r}.") from err
+        raise ValueError(f"`{name}` must be {expected}, got {value!r}.") from err
+
+
+def _positive_finite(value: float, name: str) -> float:
+    value = _real(value, name, "a positive finite real number")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"`{name}` must be positive and finite, got {value!r}.")
     return value
@@ -88,7 +95,7 @@ def check_heavy_tailed_params(
         alpha: Moment order, ``E|y|^{1+α} ≤ v`` with ``α ∈ (0, 1]``.
         v: Moment bound ``v > 0``.
         lam: Regulariser ``λ > 0``.
-        delta: Confidence level ``δ ∈ (0, 1]``.
+        delta: Confidence level ``δ ∈ (0, 1)`` (``δ = 1`` would make ``ln(1/δ) = 0``).
         B: RKHS-norm bound ``B ≥ 0``.
 
     Returns:
@@ -98,18 +105,13 @@ def check_heavy_tailed_params(
         >>> check_heavy_tailed_params(1, 4, 1, 0.1, 1)
         (1.0, 4.0, 1.0, 0.1, 1.0)
     """
-    try:
-        alpha = float(alpha)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"`alpha` must be a real number in (0, 1], got {alpha!r}.") from err
+    alpha = _real(alpha, "alpha", "a real number in (0, 1]")
     if not 0.0 < alpha <= 1.0:
         raise ValueError(f"`alpha` must lie in (0, 1], got {alpha!r}.")
     v = _positive_finite(v, "v")
     lam = _positive_finite(lam, "lam")
-    delta = float(delta)
-    if not 0.0 < delta <= 1.0:
-        raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
-    B = float(B)
+    delta = check_delta(delta)
+    B = _real(B, "B", "a non-negative finite real number")
     if not (math.isfinite(B) and B >= 0):
         raise ValueError(f"`B` must be non-negative and finite, got {B!r}.")
     return alpha, v, lam, delta, B
@@ -122,7 +124,7 @@ def effective_horizon(horizon: int | None, t: int) -> int:
         >>> effective_horizon(None, 0), effective_horizon(None, 7), effective_horizon(100, 7)
         (1, 7, 100)
     """
-    return max(int(t), 1) if horizon is None else int(horizon)
+    return max(int(t), 1) if horizon is None else check_horizon(horizon)
 
 
 # ----------------------------------------------------------------------------- TGP-UCB
@@ -194,6 +196,7 @@ def tgp_beta(
         7.8357
     """
     if check_constants(constants) == "theory":
+        delta = check_delta(delta)
         b_t = tgp_truncation_level(t, alpha, v)
         return B + 3.0 / math.sqrt(lam) * b_t * math.sqrt(log_det + 2.0 * math.log(1.0 / delta))
     b_next = tgp_truncation_level(t + 1, alpha, v)
@@ -212,7 +215,7 @@ def ata_log_term(
     Args:
         m: Feature dimension ``m`` (QFF) or dictionary size ``m_t`` (Nyström).
         T: Horizon ``T ≥ 1`` (see :func:`effective_horizon`).
-        delta: Confidence ``δ ∈ (0, 1]``.
+        delta: Confidence ``δ ∈ (0, 1)``.
         kind: ``"qff"`` or ``"nystrom"``.
         constants: ``"theory"`` or ``"authors"``.
 
@@ -221,6 +224,7 @@ def ata_log_term(
         11.7598
     """
     if check_constants(constants) == "theory":
+        delta = check_delta(delta)
         if kind == "qff":
             return math.log(2.0 * m * T / delta)
         return math.log(4.0 * max(m, 1) * T / delta)
@@ -298,7 +302,7 @@ def nystrom_q(T: int, delta: float, epsilon: float, constants: Constants = "theo
 
     Args:
         T: Horizon ``T ≥ 1``.
-        delta: Confidence ``δ ∈ (0, 1]``.
+        delta: Confidence ``δ ∈ (0, 1)``.
         epsilon: Nyström accuracy ``ε ∈ (0, 1)``.
         constants: ``"theory"`` or ``"authors"``.
 
@@ -307,5 +311,6 @@ def nystrom_q(T: int, delta: float, epsilon: float, constants: Constants = "theo
         597.17
     """
     if check_constants(constants) == "theory":
+        delta = check_delta(delta)
         return 6.0 * rho(epsilon) * math.log(4.0 * T / delta) / epsilon**2
     return max(math.log(T), 1.0) / epsilon**2

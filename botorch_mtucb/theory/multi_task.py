@@ -15,32 +15,74 @@ The heavy-tailed constants (paper 001) live in :mod:`botorch_mtucb.theory.heavy_
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import torch
 from torch import Tensor
 
-__all__ = ["c_epsilon", "check_epsilon_delta", "rho", "theorem2_beta", "theorem3_beta",
-           "theorem3_q"]
+__all__ = ["c_epsilon", "check_delta", "check_epsilon_delta", "check_horizon", "rho",
+           "theorem2_beta", "theorem3_beta", "theorem3_q"]
+
+
+def check_delta(delta: float) -> float:
+    """Validate a confidence level δ ∈ (0, 1) (the bounds hold with probability ≥ 1 − δ).
+
+    δ = 1 is refused: the guarantee would hold with probability 0 and ``log(1/δ) = 0``.
+
+    Returns:
+        ``delta`` as a float.
+
+    Example:
+        >>> check_delta(0.1)
+        0.1
+        >>> check_delta(1.0)
+        Traceback (most recent call last):
+            ...
+        ValueError: `delta` must lie in the open interval (0, 1) (confidence 1 - delta), got 1.0.
+    """
+    message = f"`delta` must lie in the open interval (0, 1) (confidence 1 - delta), got {delta!r}."
+    if isinstance(delta, str | bytes | bool):
+        raise ValueError(message)
+    try:
+        value = float(delta)
+    except (TypeError, ValueError) as err:
+        raise ValueError(message) from err
+    if not 0.0 < value < 1.0:
+        raise ValueError(message)
+    return value
+
+
+def check_horizon(horizon: int) -> int:
+    """Validate a horizon ``T``: a positive integer (Python or NumPy, not ``bool``).
+
+    Returns:
+        ``horizon`` as an ``int``.
+
+    Example:
+        >>> import numpy as np
+        >>> check_horizon(np.int64(100))
+        100
+    """
+    if isinstance(horizon, bool) or not isinstance(horizon, Integral) or horizon < 1:
+        raise ValueError(f"`horizon` must be a positive integer, got {horizon!r}.")
+    return int(horizon)
 
 
 def check_epsilon_delta(epsilon: float, delta: float) -> None:
-    """Validate a Nyström accuracy ε ∈ (0, 1) and a confidence δ ∈ (0, 1].
+    """Validate a Nyström accuracy ε ∈ (0, 1) and a confidence δ ∈ (0, 1).
 
     Example:
-        >>> check_epsilon_delta(0.5, 1.0)  # valid: returns None
+        >>> check_epsilon_delta(0.5, 0.1)  # valid: returns None
         >>> check_epsilon_delta(1.0, 0.1)
         Traceback (most recent call last):
             ...
         ValueError: `epsilon` must lie in (0, 1), got 1.0.
     """
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not (
         0.0 < float(epsilon) < 1.0
     ):
         raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not (
-        0.0 < float(delta) <= 1.0
-    ):
-        raise ValueError(f"`delta` must lie in (0, 1], got {delta!r}.")
+    check_delta(delta)
 
 
 def rho(epsilon: float) -> float:
@@ -78,16 +120,15 @@ def theorem3_q(epsilon: float, delta: float, horizon: int) -> float:
 
     Args:
         epsilon: Accuracy ε ∈ (0, 1).
-        delta: Confidence δ ∈ (0, 1].
-        horizon: Time horizon T ≥ 1.
+        delta: Confidence δ ∈ (0, 1).
+        horizon: Time horizon T ≥ 1 (a Python or NumPy integer).
 
     Example:
         >>> round(theorem3_q(0.5, 0.1, 100), 2)  # 6 · 3 · log(4000) / 0.25
         597.17
     """
     check_epsilon_delta(epsilon, delta)
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
-        raise ValueError(f"`horizon` must be a positive integer, got {horizon!r}.")
+    horizon = check_horizon(horizon)
     return 6.0 * rho(epsilon) * math.log(4.0 * horizon / delta) / epsilon**2
 
 
@@ -103,7 +144,7 @@ def theorem2_beta(
         b: RKHS-norm bound ‖f‖_Γ ≤ b.
         sigma: Sub-Gaussian noise parameter σ.
         eta: Regulariser η > 0.
-        delta: Confidence δ ∈ (0, 1].
+        delta: Confidence δ ∈ (0, 1).
         log_det: log det(I_{nt} + η⁻¹ G_t) (a 0-dim tensor or number).
 
     Returns:
@@ -117,6 +158,7 @@ def theorem2_beta(
         log_det
     ) else log_det
     eta = torch.as_tensor(eta).to(log_det)
+    delta = check_delta(delta)
     inner = 2.0 * math.log(1.0 / delta) + log_det
     return b + sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()
 
@@ -137,7 +179,7 @@ def theorem3_beta(
         b: RKHS-norm bound.
         sigma: Sub-Gaussian noise parameter σ.
         eta: Regulariser η > 0.
-        delta: Confidence δ ∈ (0, 1] (shared by the dictionary and the radius).
+        delta: Confidence δ ∈ (0, 1) (shared by the dictionary and the radius).
         epsilon: Nyström accuracy ε ∈ (0, 1).
         log_det_sum: The accumulated Σ_s log det(I_n + η⁻¹ Γ̃_{s−1}(x_s, x_s)).
 
@@ -152,5 +194,6 @@ def theorem3_beta(
         log_det_sum
     ) else log_det_sum
     eta = torch.as_tensor(eta).to(s)
+    check_epsilon_delta(epsilon, delta)
     inner = 2.0 * math.log(2.0 / delta) + rho(epsilon) * s
     return c_epsilon(epsilon) * b + sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()

@@ -323,8 +323,8 @@ def test_protocols_noise_and_no_silent_nan(dtype: torch.dtype) -> None:
         m.condition_on_observations(arms[:1], torch.full((1, 1), float("nan")))
     with pytest.raises(ValueError, match="`X` contains NaN"):
         m.condition_on_observations(torch.full((1, 1), float("nan")), torch.ones(1, 1))
-    with pytest.raises(ValueError, match="rows of `arms`"):
-        m.posterior(torch.full((1, 1), float("nan"), dtype=dtype))  # a NaN is never an arm
+    with pytest.raises(ValueError, match="`X` contains NaN"):
+        m.posterior(torch.full((1, 1), float("nan"), dtype=dtype))  # checked before the lookup
     mean, var = m.mean_and_variance(arms.unsqueeze(-2))
     assert torch.isfinite(mean).all() and torch.isfinite(var).all() and mean.dtype == dtype
 

@@ -12,7 +12,7 @@ from botorch_mtucb.kernels import ICMKernel, SumOfSeparableKernel
 from botorch_mtucb.loop import FiniteArmOptimizer, gaussian_observer, run_bo_loop
 from botorch_mtucb.loop import scalarized_ucb_factory as ucb_factory
 from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP
-from botorch_mtucb.multitask.nystrom import theorem3_q
+from botorch_mtucb.theory import theorem3_q
 
 DT = torch.float64
 ETA = 0.1

@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from botorch_mtucb.kernels import TaskSimilarityKernel
 from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP
-from botorch_mtucb.multitask.nystrom import theorem3_q
+from botorch_mtucb.theory import theorem3_q
 from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 DT = torch.float64

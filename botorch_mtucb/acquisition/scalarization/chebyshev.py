@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Literal
 
 import torch
@@ -265,8 +266,10 @@ def predicted_anchors(
         bounds: ``2 x d`` search box.
         Y: ``N x n`` observed outcomes (for the ranges r_i).
         eps: Tie-break weight ε ≥ 0.
-        num_restarts: L-BFGS-B starts per objective (its best raw samples).
-        raw_samples: Scrambled-Sobol raw samples (shared by the objectives).
+        num_restarts: L-BFGS-B starts per objective (its best raw samples; a positive Python
+            or NumPy integer).
+        raw_samples: Scrambled-Sobol raw samples (shared by the objectives; a positive
+            integer).
         seed: Seed of the raw samples; ``None``: a random scramble.
         minimize: Optional ``n`` booleans marking minimised objectives (as ``from_data``'s).
 
@@ -291,6 +294,12 @@ def predicted_anchors(
         )
     if not (math.isfinite(float(eps)) and float(eps) >= 0):
         raise ValueError(f"`eps` must be a finite number >= 0, got {eps!r}.")
+    for name, count in (("num_restarts", num_restarts), ("raw_samples", raw_samples)):
+        if isinstance(count, bool) or not isinstance(count, Integral) or count < 1:
+            raise ValueError(f"`{name}` must be a positive integer, got {count!r}.")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, Integral)):
+        raise ValueError(f"`seed` must be an integer or None, got {seed!r}.")
+    seed = None if seed is None else int(seed)
     check_finite(Y, "Y")
     n = Y.shape[-1]
     signs = torch.ones(n, dtype=Y.dtype, device=Y.device)

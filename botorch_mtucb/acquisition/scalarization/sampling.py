@@ -9,6 +9,7 @@ step "sample λ_t ~ P_λ" of MT-KB (paper 000, Algorithm 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Literal
 
 import torch
@@ -58,10 +59,11 @@ def sample_scalarization_weights(
         >>> torch.allclose(W.sum(dim=-1), torch.ones(5, dtype=torch.float64))
         True
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not isinstance(n, Integral) or isinstance(n, bool) or n < 1:
         raise ValueError(f"`n` must be a positive integer, got {n!r}.")
-    if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples < 1:
+    if not isinstance(num_samples, Integral) or isinstance(num_samples, bool) or num_samples < 1:
         raise ValueError(f"`num_samples` must be a positive integer, got {num_samples!r}.")
+    n, num_samples = int(n), int(num_samples)
     if kind not in ("chebyshev", "linear"):
         raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
     u = 1.0 - torch.rand(num_samples, n, generator=generator, dtype=dtype, device=device)
@@ -134,10 +136,15 @@ class ScalarizationSampler:
             raise ValueError(
                 "`ref_point` is required for the Chebyshev scalarization (a point, or 'data')."
             )
-        if not isinstance(num_objectives, int) or num_objectives < 1:
+        if (
+            isinstance(num_objectives, bool)
+            or not isinstance(num_objectives, Integral)
+            or num_objectives < 1
+        ):
             raise ValueError(
                 f"`num_objectives` must be a positive integer, got {num_objectives!r}."
             )
+        num_objectives = int(num_objectives)
         self.num_objectives = num_objectives
         self.kind = kind
         self.uses_data = isinstance(ref_point, str)

@@ -164,3 +164,12 @@ def test_data_sampler_defaults_to_the_loops_predicted_front_minimize_or_not():
     Y = torch.randn(6, 2, generator=_gen(1), dtype=DT)
     with pytest.raises(ValueError, match="needs `predicted`"):
         ScalarizationSampler(2, ref_point="data", minimize=[True, True])(_gen(0), Y)
+
+
+def test_numpy_integer_counts_are_accepted():
+    import numpy as np
+
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    W = sample_scalarization_weights(np.int64(3), np.int64(5), generator=g1)
+    torch.testing.assert_close(W, sample_scalarization_weights(3, 5, generator=g2))
+    assert ScalarizationSampler(np.int64(2), ref_point="data").num_objectives == 2

@@ -1,0 +1,60 @@
+"""Confidence levels, horizons and numbers as a user may pass them to the theory functions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from botorch_mtucb import theory
+
+OPEN_INTERVAL = r"`delta` must lie in the open interval \(0, 1\)"
+
+
+@pytest.mark.parametrize("delta", [1.0, 1, 0.0, -0.1, 1.5, "0.1", True, None])
+def test_every_function_taking_delta_refuses_one_and_values_outside_0_1(delta) -> None:
+    calls = [
+        lambda: theory.check_delta(delta),
+        lambda: theory.check_heavy_tailed_params(1.0, 2.0, 1.0, delta, 1.0),
+        lambda: theory.tgp_beta(16, 1.0, 4.0, 1.0, delta, 1.0, log_det=2.0),
+        lambda: theory.ata_log_term(64, 100, delta, "qff"),
+        lambda: theory.ata_log_term(64, 100, delta, "nystrom"),
+        lambda: theory.nystrom_q(100, delta, 0.5),
+        lambda: theory.check_epsilon_delta(0.5, delta),
+        lambda: theory.theorem3_q(0.5, delta, 100),
+        lambda: theory.theorem2_beta(1.0, 0.5, 0.25, delta, 2.0),
+        lambda: theory.theorem3_beta(1.0, 0.5, 0.25, delta, 0.5, 2.0),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=OPEN_INTERVAL):
+            call()
+
+
+def test_delta_in_the_open_interval_and_numpy_numbers_are_accepted() -> None:
+    assert theory.check_delta(np.float64(0.1)) == 0.1
+    assert theory.check_heavy_tailed_params(np.int64(1), 4, 1, np.float32(0.5), 1)[3] == 0.5
+    assert theory.tgp_beta(16, 1.0, 4.0, 1.0, 0.1, 1.0, 2.0) > 1.0
+
+
+@pytest.mark.parametrize("name", ["alpha", "v", "lam", "B"])
+def test_numeric_strings_are_not_numbers(name: str) -> None:
+    args = dict(alpha=1.0, v=2.0, lam=1.0, delta=0.1, B=1.0)
+    args[name] = "1"
+    with pytest.raises(ValueError, match=f"`{name}` must be"):
+        theory.check_heavy_tailed_params(**args)
+
+
+def test_numpy_integer_horizons() -> None:
+    assert theory.theorem3_q(0.5, 0.1, np.int64(100)) == theory.theorem3_q(0.5, 0.1, 100)
+    assert theory.effective_horizon(np.int64(100), 7) == 100
+    assert type(theory.check_horizon(np.int32(5))) is int
+
+
+@pytest.mark.parametrize("horizon", [2.5, 0, True, "10"])
+def test_a_horizon_that_is_not_a_positive_integer_is_refused(horizon) -> None:
+    for call in (
+        lambda: theory.check_horizon(horizon),
+        lambda: theory.theorem3_q(0.5, 0.1, horizon),
+        lambda: theory.effective_horizon(horizon, 7),
+    ):
+        with pytest.raises(ValueError, match="`horizon` must be a positive integer"):
+            call()
