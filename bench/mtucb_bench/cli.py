@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from mtucb_bench.manifest import MANIFEST_FILE, canonical_noise
 from mtucb_bench.problems import InitialDesign
 from mtucb_bench.runner import resume_experiment, run_experiment
 from mtucb_bench.summarize import (
+    DerivedFileWarning,
     format_results_table,
     load_run,
     merge_runs,
@@ -117,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=int, default=1,
                    help="torch threads (default 1: the problems are small, threads only contend)")
 
-    m = sub.add_parser("summarize", help="Markdown table of finished runs; merge runs")
+    m = sub.add_parser(
+        "summarize", help="Markdown table of finished runs; merge runs",
+        description="Read run folders from their trial files and manifest.json; an unreadable "
+                    "summary.json is warned about and rewritten with rounds.csv and the figure.",
+    )
     m.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders written by `run`")
     m.add_argument("--algorithms", nargs="+", default=None, metavar="ALG",
                    help="table columns (default: every algorithm found)")
@@ -179,13 +185,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    try:
-        if args.merge:
-            results = [merge_runs(args.runs, out_dir=args.merge)]
-        else:
-            results = [load_run(p) for p in args.runs]
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    # the trial files are the record: an unreadable summary.json is warned about and rebuilt
+    error: Exception | None = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DerivedFileWarning)
+        try:
+            if args.merge:
+                results = [merge_runs(args.runs, out_dir=args.merge)]
+            else:
+                results = [load_run(p, repair=True) for p in args.runs]
+        except (ValueError, FileNotFoundError) as err:
+            error = err
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     print(format_results_table(results, args.algorithms))
     for res in results:

@@ -9,7 +9,9 @@ nothing else (no dates, paths of the folder, worker counts), so
 two runs with the same configuration have byte-identical manifests. ``run`` into a folder with
 a different manifest is refused; with the same manifest it continues, skipping the finished
 trials (common random numbers make every (trial, algorithm) pair independent, see
-:mod:`.runner`).
+:mod:`.runner`). The claim is atomic (the manifest is created exclusively, so of two runs
+starting into one new folder at the same instant exactly one owns it), and a folder that
+cannot be written into is refused before any trial is computed.
 
 The papers' protocol leaves the manifest as it was before these keys existed: ``noise`` is
 written only when given and ``initial_design`` only when it is not ``"paper"`` (an absent key
@@ -31,7 +33,7 @@ import torch
 
 import botorch_mtucb
 from mtucb_bench.experiments import ExperimentOptions
-from mtucb_bench.fileio import read_json, write_json
+from mtucb_bench.fileio import check_writable, create_json, read_json
 from mtucb_bench.noise_models import parse_noise
 from mtucb_bench.results import TrialResult
 
@@ -185,6 +187,12 @@ def manifest_difference(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def claim_run_folder(out: str | Path, manifest: dict[str, Any]) -> bool:
     """Make ``out`` the folder of the run ``manifest``, writing the manifest first.
 
+    The claim is atomic: ``manifest.json`` is created exclusively (:func:`~.fileio.create_json`),
+    so of two runs claiming a new folder at the same instant exactly one owns it; the other
+    continues it if its configuration is the same, and is refused otherwise. The folder must be
+    writable (checked by a trial write), so nothing is computed for a run that could not keep
+    its results.
+
     Args:
         out: The run folder (created if missing).
         manifest: From :func:`make_manifest`.
@@ -194,8 +202,9 @@ def claim_run_folder(out: str | Path, manifest: dict[str, Any]) -> bool:
         finished trials are skipped), ``False`` for a new run.
 
     Raises:
-        RunFolderError: If ``out`` holds a run of another configuration, or run files without
-            a manifest (written by an older version, or by hand).
+        RunFolderError: If ``out`` holds a run of another configuration (also one that claimed
+            it at the same instant), run files without a manifest (written by an older version,
+            or by hand), or cannot be written into.
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -203,23 +212,47 @@ def claim_run_folder(out: str | Path, manifest: dict[str, Any]) -> bool:
     out.mkdir(parents=True, exist_ok=True)
     path = out / MANIFEST_FILE
     if path.exists():
-        old = read_json(path)
-        diff = manifest_difference(old, manifest)
-        if diff:
-            raise RunFolderError(
-                f"{str(out)!r} holds another run configuration ({'; '.join(diff)}). Choose "
-                f"another --out, or `run --resume --out {out}` to continue the run that is there."
-            )
+        _check_same_configuration(out, read_json(path), manifest)
+        _check_writable(out)
         return True
-    stray = run_files(out)
+    stray = [p for p in run_files(out) if p.name != MANIFEST_FILE]
     if stray:
         names = ", ".join(p.name for p in stray[:4]) + (", ..." if len(stray) > 4 else "")
         raise RunFolderError(
             f"{str(out)!r} holds run files ({names}) but no {MANIFEST_FILE}, so their "
             f"configuration is unknown; choose another --out (or move those files away)."
         )
-    write_json(path, manifest, indent=2)
-    return False
+    _check_writable(out)
+    if create_json(path, manifest, indent=2):
+        return False
+    # another run created the manifest between the check above and now
+    _check_same_configuration(out, read_json(path), manifest, raced=True)
+    return True
+
+
+def _check_same_configuration(
+    out: Path, old: dict[str, Any], new: dict[str, Any], raced: bool = False
+) -> None:
+    """Refuse ``out`` if its manifest ``old`` is not the run's ``new`` (differences named)."""
+    diff = manifest_difference(old, new)
+    if diff:
+        how = "was claimed at the same instant by" if raced else "holds"
+        raise RunFolderError(
+            f"{str(out)!r} {how} another run configuration ({'; '.join(diff)}). Choose "
+            f"another --out, or `run --resume --out {out}` to continue the run that is there."
+        )
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse a run folder that files cannot be created in, before any trial is computed."""
+    try:
+        check_writable(out)
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise RunFolderError(
+            f"Run folder {str(out)!r} is not writable ({reason}): no trial was computed. Make "
+            f"it writable (or choose another --out); `summarize {out}` reads it as it is."
+        ) from None
 
 
 def load_finished_trials(

@@ -317,8 +317,9 @@ def run_experiment(
     """Run ``experiment`` (see :data:`~mtucb_bench.experiments.EXPERIMENTS`).
 
     With ``out_dir``, the folder is claimed for this configuration first (``manifest.json``,
-    see :func:`~.manifest.claim_run_folder`): a folder of another configuration is refused; a
-    folder of the same one is continued, its finished trial files read back and not rewritten.
+    created atomically, see :func:`~.manifest.claim_run_folder`): a folder of another
+    configuration, or one that cannot be written into, is refused; a folder of the same one is
+    continued, its finished trial files read back and not rewritten.
 
     Args:
         experiment: Experiment name.
@@ -348,7 +349,8 @@ def run_experiment(
 
     Raises:
         ValueError: Bad arguments (an algorithm listed twice, one of another kind, ...).
-        RunFolderError: ``out_dir`` holds another configuration (a ``ValueError``).
+        RunFolderError: ``out_dir`` holds another configuration, or cannot be written into
+            (checked before any trial is computed; a ``ValueError``).
     """
     exp = get_experiment(experiment)
     check_run_settings(bound, scalarization, constants, threads, workers, scheduler)

@@ -12,18 +12,25 @@ documentation (``docs/benchmarks.md``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from mtucb_bench.fileio import read_json, write_bytes, write_json
+from mtucb_bench.fileio import create_json, read_json, write_bytes
 from mtucb_bench.manifest import MANIFEST_FILE, expected_units, trial_file_name
 from mtucb_bench.outputs import write_outputs
 from mtucb_bench.results import ExperimentResult, TrialResult
 
-__all__ = ["format_results_table", "load_run", "merge_runs", "paired_comparison"]
+__all__ = [
+    "DerivedFileWarning",
+    "format_results_table",
+    "load_run",
+    "merge_runs",
+    "paired_comparison",
+]
 
 #: Settings that must agree for runs to be pooled (plus ``options.continuous``,
 #: ``options.noise`` and, when both runs record them, the package ``versions``). An absent
@@ -39,11 +46,26 @@ TRIAL_KEYS = (
 )
 
 
-def load_run(path: str | Path) -> ExperimentResult:
+SUMMARY_FILE = "summary.json"
+
+
+class DerivedFileWarning(UserWarning):
+    """A derived file of a run folder (``summary.json``) is unreadable and was not used."""
+
+
+def load_run(path: str | Path, *, repair: bool = False) -> ExperimentResult:
     """Reload a run folder written by ``run`` (its trial JSONs, summary and manifest).
+
+    The trial files and ``manifest.json`` are the record; ``summary.json``, ``rounds.csv`` and
+    the figure are derived from them. A ``summary.json`` that cannot be read (not JSON, not a
+    run summary) is ignored with a :class:`DerivedFileWarning`, and with ``repair`` the derived
+    files are written again from the trial files.
 
     Args:
         path: The run folder.
+        repair: Rewrite ``summary.json``, ``rounds.csv`` and the figure when ``summary.json``
+            is unreadable (a folder that cannot be written into is warned about and left
+            as it is).
 
     Returns:
         An :class:`~mtucb_bench.results.ExperimentResult` without histories;
@@ -53,8 +75,9 @@ def load_run(path: str | Path) -> ExperimentResult:
 
     Raises:
         FileNotFoundError: If the folder has neither trial files nor a manifest.
-        ValueError: Naming the file, if a file is not valid JSON, or a trial file belongs to
-            another configuration (another experiment, seed, horizon, ...) than the run.
+        ValueError: Naming the file, if a trial file or the manifest is not valid JSON, or a
+            trial file belongs to another configuration (another experiment, seed, horizon,
+            ...) than the run.
     """
     path = Path(path)
     files = sorted(path.glob("trial*_*.json"))
@@ -63,9 +86,10 @@ def load_run(path: str | Path) -> ExperimentResult:
         raise FileNotFoundError(
             f"No trial*_<algorithm>.json files (and no {MANIFEST_FILE}) in {str(path)!r}."
         )
-    summary_file = path / "summary.json"
-    summary = read_json(summary_file) if summary_file.is_file() else {}
-    source = "summary.json" if summary.get("settings") else MANIFEST_FILE
+    summary = _read_summary(path / SUMMARY_FILE)
+    unreadable = summary is None
+    summary = summary or {}
+    source = SUMMARY_FILE if summary.get("settings") else MANIFEST_FILE
     settings = dict(summary.get("settings") or manifest or {})
     blobs = [(f, read_json(f)) for f in files]
     if blobs and isinstance(blobs[0][1], dict):
@@ -93,10 +117,48 @@ def load_run(path: str | Path) -> ExperimentResult:
                 f"({MANIFEST_FILE if manifest is not None else source}); move it away."
             )
         missing = [u for u in expected if u not in have and u[1] not in skipped]
-    return ExperimentResult(
+    result = ExperimentResult(
         experiment=settings["experiment"], settings=settings, trials=trials,
         skipped=skipped, out_dir=path, missing=missing,
     )
+    if repair and unreadable:
+        _rewrite_derived(result, path)
+    return result
+
+
+def _read_summary(f: Path) -> dict[str, Any] | None:
+    """``summary.json`` as a dict (empty when absent); ``None``, with a warning, when it
+    cannot be read or is not a run summary."""
+    if not f.is_file():
+        return {}
+    try:
+        blob = read_json(f)
+    except (OSError, ValueError) as err:
+        problem = str(err)
+    else:
+        if isinstance(blob, dict) and all(
+            blob.get(key) is None or isinstance(blob[key], dict) for key in ("settings", "skipped")
+        ):
+            return blob
+        problem = f"{str(f)!r} is not a run summary (a JSON object with settings and skipped)"
+    warnings.warn(
+        f"{problem}. It is derived from the trial files and is not needed: the run is read "
+        f"from its trial files and {MANIFEST_FILE} (`summarize` rewrites it; algorithms it "
+        f"recorded as skipped show as missing until `run --resume` records them again).",
+        DerivedFileWarning, stacklevel=3,
+    )
+    return None
+
+
+def _rewrite_derived(result: ExperimentResult, path: Path) -> None:
+    """Write the derived files of ``result`` into its folder again; warn if that fails."""
+    try:
+        write_outputs(result, path)
+    except OSError as err:
+        warnings.warn(
+            f"Could not rewrite the derived files of {str(path)!r} ({err}); its results above "
+            f"come from the trial files.", DerivedFileWarning, stacklevel=3,
+        )
 
 
 def _trial(f: Path, blob: Any, settings: dict[str, Any], source: str) -> TrialResult:
@@ -152,7 +214,8 @@ def merge_runs(
         the pairs the inputs' manifests plan but none of them holds).
 
     Raises:
-        ValueError: If ``out_dir`` is an input folder or not empty, a folder is listed twice,
+        ValueError: If ``out_dir`` is an input folder or not empty (also when another run
+            claims it while the merge is prepared), a folder is listed twice,
             the runs differ in a setting of :data:`MERGE_KEYS` (or ``options.continuous``,
             ``options.noise``, or the package versions), or they hold the same (trial,
             algorithm) pair twice with different regrets (identical re-runs are counted once).
@@ -189,7 +252,11 @@ def merge_runs(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         result.out_dir = out
-        write_json(out / MANIFEST_FILE, manifest, indent=2)
+        if not create_json(out / MANIFEST_FILE, manifest, indent=2):  # claimed atomically
+            raise ValueError(
+                f"--merge {str(out)!r} was claimed by another run while this merge was "
+                f"prepared: choose a new folder."
+            )
         for (k, a), (src, _) in sorted(seen.items()):
             name = trial_file_name(k, a)
             write_bytes(out / name, (Path(src) / name).read_bytes())

@@ -11,6 +11,8 @@ import pytest
 from mtucb_bench import fileio
 from mtucb_bench.fileio import (
     atomic_open,
+    check_writable,
+    create_json,
     read_json,
     write_bytes,
     write_json,
@@ -79,3 +81,40 @@ def test_bad_mode_and_unreadable_files_are_named(tmp_path):
         read_json(bad)
     with pytest.raises(FileNotFoundError, match="nope.json"):
         read_json(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_create_json_creates_once_and_whole(tmp_path, monkeypatch, hard_links):
+    if not hard_links:  # a file system without hard links: O_CREAT | O_EXCL decides
+
+        def no_links(src, dst):
+            raise OSError(errno.EPERM, "Operation not permitted")
+
+        monkeypatch.setattr(fileio.os, "link", no_links)
+    target = tmp_path / "manifest.json"
+    assert create_json(target, {"seed": 1}, indent=2) is True
+    assert target.read_text() == json.dumps({"seed": 1}, indent=2)
+    assert create_json(target, {"seed": 2}, indent=2) is False  # the first one stays
+    assert json.loads(target.read_text()) == {"seed": 1}
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert _leftovers(tmp_path) == []
+    with pytest.raises(TypeError):  # serialised before anything is written
+        create_json(tmp_path / "x.json", {"bad": object()})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
+
+
+def test_check_writable_names_the_folder(tmp_path, monkeypatch):
+    check_writable(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    real = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(PermissionError, match=rf"Permission denied: '{tmp_path}'$"):
+        check_writable(tmp_path)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import multiprocessing
+import os
 
 import pytest
 
+from mtucb_bench import manifest as manifest_module
 from mtucb_bench.experiments import ExperimentOptions
 from mtucb_bench.manifest import (
     MANIFEST_FILE,
@@ -105,3 +109,98 @@ def test_design_and_noise_keys_only_off_the_papers_protocol():
         check_run_settings("spectral", "tchebycheff", "authors", None, 0, None)
     with pytest.raises(ValueError, match="not both"):
         check_run_settings("spectral", "chebyshev", "authors", None, 2, "tcp://x:1")
+
+
+def _claim_each(folders, manifest, barrier, results):
+    """Claim each folder in turn, in step with the other process (a child's target)."""
+    for folder in folders:
+        barrier.wait(timeout=60)
+        try:
+            results.put((folder, "continued" if claim_run_folder(folder, manifest) else "owner"))
+        except RunFolderError as err:
+            results.put((folder, f"refused: {err}"))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="needs the fork start method (cheap child processes)")
+def test_two_configurations_racing_for_a_new_folder_have_one_owner(tmp_path):
+    """Two processes claim 20 new folders at the same instant: one owns each, one is refused."""
+    ctx = multiprocessing.get_context("fork")
+    folders = [str(tmp_path / f"run{i:02d}") for i in range(20)]
+    mine, theirs = _manifest(), _manifest(seed=2)
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_claim_each, args=(folders, m, barrier, results))
+             for m in (mine, theirs)]
+    for proc in procs:
+        proc.start()
+    try:
+        outcomes: dict[str, list[str]] = {f: [] for f in folders}
+        for _ in range(2 * len(folders)):
+            folder, outcome = results.get(timeout=60)
+            outcomes[folder].append(outcome)
+    finally:
+        for proc in procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+    for folder, got in outcomes.items():
+        assert sorted(o.split(":")[0] for o in got) == ["owner", "refused"], (folder, got)
+        refusal = next(o for o in got if o.startswith("refused"))
+        assert "another run configuration" in refusal and "seed: " in refusal
+        owner = json.loads((tmp_path / folder / MANIFEST_FILE).read_text())
+        assert owner in (mine, theirs)
+
+
+def test_a_claim_raced_by_another_configuration_is_refused(tmp_path, monkeypatch):
+    """The other run's manifest lands between this run's checks and its own manifest."""
+    real = manifest_module.run_files
+
+    def race(other):
+        def late(folder):
+            found = real(folder)
+            monkeypatch.setattr(manifest_module, "run_files", real)
+            assert claim_run_folder(folder, other) is False  # the other run owns it now
+            return found
+        return late
+
+    out, mine, theirs = tmp_path / "run", _manifest(), _manifest(seed=2)
+    monkeypatch.setattr(manifest_module, "run_files", race(theirs))
+    with pytest.raises(RunFolderError, match=r"claimed at the same instant by another run "
+                                             r"configuration \(seed: 2 there, 1 here\)"):
+        claim_run_folder(out, mine)
+    assert json.loads((out / MANIFEST_FILE).read_text()) == theirs  # not overwritten
+    # the same configuration racing in continues the run (its trials are the same)
+    twin = tmp_path / "twin"
+    monkeypatch.setattr(manifest_module, "run_files", race(mine))
+    assert claim_run_folder(twin, mine) is True
+    assert json.loads((twin / MANIFEST_FILE).read_text()) == mine
+    assert sorted(p.name for p in twin.iterdir()) == [MANIFEST_FILE]  # no temporary files
+
+
+def _deny_writes_into(monkeypatch, folder):
+    """Make creating files in ``folder`` fail as on a read-only folder (even as root)."""
+    real = os.open
+
+    def guarded(path, flags, *args, **kwargs):
+        if os.path.dirname(os.fspath(path)) == str(folder) and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", guarded)
+
+
+def test_claim_refuses_a_folder_it_cannot_write_into(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    assert claim_run_folder(out, _manifest()) is False
+    _deny_writes_into(monkeypatch, out)
+    with pytest.raises(RunFolderError, match=rf"Run folder '{out}' is not writable "
+                                             r"\(Permission denied\): no trial was computed"):
+        claim_run_folder(out, _manifest())  # the same configuration: continued, if it could
+    new = tmp_path / "new"
+    new.mkdir()
+    _deny_writes_into(monkeypatch, new)
+    with pytest.raises(RunFolderError, match="'.*new' is not writable"):
+        claim_run_folder(new, _manifest())
+    assert list(new.iterdir()) == []
+    with pytest.raises(RunFolderError, match="seed: 1 there, 2 here"):  # the mismatch first
+        claim_run_folder(out, _manifest(seed=2))

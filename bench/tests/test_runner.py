@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
+import stat
 
 import pytest
 
@@ -162,6 +166,68 @@ def test_argument_refusals(tmp_path, capsys):
         resume_experiment(tmp_path, horizon=3)
     with pytest.raises(FileNotFoundError, match="Nothing to resume"):
         resume_experiment(tmp_path / "none")
+
+
+def _spy_units(monkeypatch):
+    calls, real = [], runner.run_unit
+
+    def spy(unit):
+        calls.append((unit.trial, unit.algorithm))
+        return real(unit)
+
+    monkeypatch.setattr(runner, "run_unit", spy)
+    return calls
+
+
+def _unfinished_copy(whole, folder):
+    """A copy of the finished run ``whole`` with one trial file missing."""
+    shutil.copytree(whole, folder)
+    (folder / "trial01_IT-KB.json").unlink()
+    return folder
+
+
+def test_resume_into_a_read_only_folder_computes_nothing(whole, tmp_path, monkeypatch, capsys):
+    out = _unfinished_copy(whole, tmp_path / "run")
+    before = _state(out)
+    real = os.open
+
+    def read_only(path, flags, *args, **kwargs):  # the folder refuses new files, even to root
+        if os.path.dirname(os.fspath(path)) == str(out) and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    calls = _spy_units(monkeypatch)
+    with pytest.raises(RunFolderError, match=rf"'{out}' is not writable \(Permission denied\)"):
+        resume_experiment(out, progress=False)
+    assert main(["run", "--resume", "--out", str(out), "--no-progress"]) == 2
+    assert f"'{out}' is not writable" in capsys.readouterr().err
+    with pytest.raises(RunFolderError, match="not writable"):
+        run_experiment("rkhs-n2", out_dir=out, **KW)
+    assert calls == [] and _state(out) == before
+    monkeypatch.setattr(os, "open", real)
+    resume_experiment(out, progress=False)  # writable again: the missing trial only
+    assert calls == [(1, "IT-KB")] and _records(out) == _records(whole)
+
+
+def test_resume_into_a_chmod_read_only_folder_computes_nothing(whole, tmp_path, monkeypatch):
+    out = _unfinished_copy(whole, tmp_path / "run")
+    mode = out.stat().st_mode
+    out.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        try:
+            (out / "probe").write_text("")
+        except PermissionError:
+            pass
+        else:
+            (out / "probe").unlink()
+            pytest.skip("chmod does not stop writes here (running as root)")
+        calls = _spy_units(monkeypatch)
+        with pytest.raises(RunFolderError, match=rf"'{out}' is not writable"):
+            resume_experiment(out, progress=False)
+        assert calls == []
+    finally:
+        out.chmod(mode)
 
 
 # ------------------------------------------------- initial designs (issue 16): the mo-* suite

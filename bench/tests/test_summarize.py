@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
+import warnings
 
 import pytest
 import torch
 
+from mtucb_bench import summarize
 from mtucb_bench.cli import main
 from mtucb_bench.runner import resume_experiment, run_experiment
 from mtucb_bench.summarize import (
+    DerivedFileWarning,
     format_results_table,
     load_run,
     merge_runs,
@@ -219,3 +225,70 @@ def test_summarize_names_files_it_cannot_use(runs, tmp_path, capsys):
                                                .read_bytes())
     assert main(["summarize", str(mixed)]) == 2
     assert "trial05_MT-KB.json' is not part of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ['{"settings": {"experim', "[1, 2]", '{"skipped": 3}'])
+def test_a_corrupt_summary_is_rebuilt_from_the_trial_files(runs, tmp_path, capsys, damage):
+    root, _ = runs
+    run = tmp_path / "ab"
+    shutil.copytree(root / "ab", run)
+    original = json.loads((run / "summary.json").read_text())
+    csv = (run / "rounds.csv").read_bytes()
+    (run / "summary.json").write_text(damage)
+    (run / "rounds.csv").write_text("experiment,algor")  # derived files are rebuilt too
+    (run / "time_average_regret.png").unlink()
+    with pytest.warns(DerivedFileWarning, match=r"summary.json.*not needed"):
+        loaded = load_run(run)  # read from the trial files; nothing written without repair
+    assert loaded.summary() == original["results"] and loaded.complete
+    assert (run / "summary.json").read_text() == damage
+    with pytest.warns(DerivedFileWarning):
+        assert merge_runs([run, root / "a"]).summary() == original["results"]
+    assert main(["summarize", str(run)]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: " in err and "summary.json" in err and "| rkhs-n2 | 3 | 2 |" in out
+    rebuilt = json.loads((run / "summary.json").read_text())
+    assert rebuilt["results"] == original["results"] and rebuilt["skipped"] == {}
+    for key in ("experiment", "horizon", "seed", "algorithms", "trials", "versions"):
+        assert rebuilt["settings"][key] == original["settings"][key], key
+    assert (run / "rounds.csv").read_bytes() == csv
+    assert (run / "time_average_regret.png").stat().st_size > 1000
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DerivedFileWarning)  # repaired: no warning any more
+        assert load_run(run).summary() == original["results"]
+
+
+def test_a_corrupt_summary_in_a_read_only_folder_is_only_warned_about(runs, tmp_path, capsys,
+                                                                      monkeypatch):
+    root, _ = runs
+    run = tmp_path / "ab"
+    shutil.copytree(root / "ab", run)
+    (run / "summary.json").write_text("{")
+    real = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if os.path.dirname(os.fspath(path)) == str(run) and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    assert main(["summarize", str(run)]) == 0
+    out, err = capsys.readouterr()
+    assert "| rkhs-n2 | 3 | 2 |" in out and "Could not rewrite the derived files" in err
+    assert (run / "summary.json").read_text() == "{"
+
+
+def test_a_merge_raced_into_its_folder_is_refused(runs, tmp_path, monkeypatch):
+    """Another run claims the merge's new folder after the merge checked it was empty."""
+    root, _ = runs
+    target, real = tmp_path / "merged", summarize._merge_target
+
+    def raced(paths, out_dir):
+        out = real(paths, out_dir)
+        run_experiment("rkhs-n20", algorithms=["MT-KB"], out_dir=out, **KW)
+        return out
+
+    monkeypatch.setattr(summarize, "_merge_target", raced)
+    with pytest.raises(ValueError, match="merged' was claimed by another run"):
+        merge_runs([root / "a", root / "b"], out_dir=target, plot=False)
+    assert json.loads((target / "manifest.json").read_text())["experiment"] == "rkhs-n20"
+    assert load_run(target).experiment == "rkhs-n20"  # the other run's files are untouched
