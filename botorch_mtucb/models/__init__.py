@@ -28,3 +28,7 @@ __all__: list[str] = [
     "TruncatedGP",
     "practical_multitask_gp",
 ]
+
+# Registers the models with BoTorch's pathwise sampling (``draw_matheron_paths``), so
+# ``get_optimal_samples``, qJES / qPES and pathwise Thompson sampling run on them.
+import botorch_mtucb.sampling  # noqa: E402, F401
