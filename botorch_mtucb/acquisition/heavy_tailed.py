@@ -16,7 +16,6 @@ mean), while their variance does not depend on the rewards.
 from __future__ import annotations
 
 import math
-import weakref
 from functools import lru_cache
 
 import torch
@@ -35,28 +34,6 @@ from botorch_mtucb.protocols import MarginalMomentsModel, WidthScheduleModel
 from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["HeavyTailedUCB"]
-
-
-def _check_test_inputs_once(X: object) -> None:
-    """:func:`~botorch_mtucb.utils.validation.check_test_tensor` of test inputs, once per
-    tensor content: a candidate tensor evaluated every round (the same object, not written to
-    since: same version counter) is checked on first sight only. Tensors are held by weak
-    reference (no memory is pinned). Writes that bypass the version counter (through
-    ``.data`` or a NumPy view) are not seen."""
-    check_test = not torch.is_tensor(X) or X.is_inference()  # (no version counter)
-    if check_test:
-        check_test_tensor(X, "X")
-        return
-    version = X._version  # bumped by every in-place write (also through a view or .set_)
-    for ref, seen in _CHECKED:
-        if ref() is X and seen == version:
-            return
-    check_test_tensor(X, "X")
-    _CHECKED[:] = [(weakref.ref(X), version), *_CHECKED[:3]]
-
-
-#: The last few test-input tensors that passed the check: ``(weak reference, version)``.
-_CHECKED: list[tuple[weakref.ref, int]] = []
 
 
 @lru_cache(maxsize=64)
@@ -213,7 +190,7 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             TypeError: if ``X`` is not a float32 / float64 tensor.
             ValueError: if ``X`` holds NaN or infinite values or has fewer than 2 dimensions.
         """
-        _check_test_inputs_once(X)
+        check_test_tensor(X, "X")
         if X.dim() < 3:
             if X.dim() < 2:
                 raise ValueError(

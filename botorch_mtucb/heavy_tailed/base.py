@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import weakref
 from typing import Any
 
 import torch
@@ -47,28 +46,6 @@ from botorch_mtucb.utils.batched_data import has_batched_training_data
 from botorch_mtucb.utils.validation import check_finite, check_test_tensor
 
 __all__ = ["HeavyTailedModel", "shallow_copy_model"]
-
-
-def _check_test_inputs_once(X: object) -> None:
-    """:func:`~botorch_mtucb.utils.validation.check_test_tensor` of test inputs, once per
-    tensor content: a candidate tensor evaluated every round (the same object, not written to
-    since: same version counter) is checked on first sight only. Tensors are held by weak
-    reference (no memory is pinned). Writes that bypass the version counter (through
-    ``.data`` or a NumPy view) are not seen."""
-    check_test = not torch.is_tensor(X) or X.is_inference()  # (no version counter)
-    if check_test:
-        check_test_tensor(X, "X")
-        return
-    version = X._version  # bumped by every in-place write (also through a view or .set_)
-    for ref, seen in _CHECKED:
-        if ref() is X and seen == version:
-            return
-    check_test_tensor(X, "X")
-    _CHECKED[:] = [(weakref.ref(X), version), *_CHECKED[:3]]
-
-
-#: The last few test-input tensors that passed the check: ``(weak reference, version)``.
-_CHECKED: list[tuple[weakref.ref, int]] = []
 
 
 class _ConstructorSignature:
@@ -287,7 +264,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
             TypeError: if ``X`` is not a float32 / float64 tensor.
             ValueError: if ``X`` holds NaN or infinite values or has the wrong shape.
         """
-        _check_test_inputs_once(X)
+        check_test_tensor(X, "X")
         if output_indices not in (None, [0]):
             raise ValueError(f"This model has a single output; got {output_indices}.")
         mean, cov = self._moments_out(X, full=True)
@@ -312,7 +289,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
             TypeError: if ``X`` is not a float32 / float64 tensor.
             ValueError: if ``X`` holds NaN or infinite values or has the wrong shape.
         """
-        _check_test_inputs_once(X)
+        check_test_tensor(X, "X")
         return self._moments_out(X, full=False)
 
     def _moments_out(self, X: Tensor, full: bool) -> tuple[Tensor, Tensor]:

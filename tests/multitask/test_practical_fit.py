@@ -118,6 +118,7 @@ def test_lean_fit_reaches_the_default_fit() -> None:
     assert not lean.training
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("independent", [False, True])
 def test_warm_start_reaches_cold_fit(independent: bool) -> None:
     """Warm-started from the previous round's fit, the refit on more data reaches the cold
