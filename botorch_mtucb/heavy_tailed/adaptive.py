@@ -358,12 +358,15 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
             X: ``n x d`` new inputs.
             Y: ``n x 1`` new raw rewards.
             resample_dictionary: Nyström: redraw the dictionary (default: not when batched).
+            kwargs: ``noise`` (``None`` or ``λ``, shaped as ``Y``); another noise variance
+                raises ``UnsupportedError``.
         """
         batched = self._condition_batched(
             X, Y, {**kwargs, "resample_dictionary": bool(resample_dictionary)}
         )
         if batched is not None:
             return batched
+        self._observation_noise(kwargs.get("noise"), Y)  # only noise=None or λ: no fantasy noise
         resample_dictionary = resample_dictionary is None or resample_dictionary
         if self._loc != 0.0:
             Y = Y - self._loc

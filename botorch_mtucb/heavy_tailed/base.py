@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 import torch
+from botorch.exceptions.errors import UnsupportedError
 from botorch.models.model import FantasizeMixin, Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
@@ -206,6 +207,12 @@ class HeavyTailedModel(Model, FantasizeMixin):
         if self._arms is not None:
             return self._arms.points[self._idx_buf.view(self._t)]
         return self._X_buf.view(self._t)
+
+    @property
+    def train_inputs(self) -> tuple[Tensor]:
+        """``(train_X,)``: the ``t x d`` training inputs as GPyTorch models hold them (read by
+        BoTorch acquisitions such as ``qPredictiveEntropySearch`` and ``qMaxValueEntropy``)."""
+        return (self.train_X,)
 
     @property
     def train_Y(self) -> Tensor:
@@ -413,13 +420,56 @@ class HeavyTailedModel(Model, FantasizeMixin):
         ``X`` is ``batch x q x d`` and ``Y`` ``num_fantasies x batch x q x 1`` (any shapes
         that broadcast): every batch member is the model conditioned on its own slice.
         """
-        if kwargs.get("noise") is not None:
-            raise ValueError(
-                f"{type(self).__name__} has no per-observation noise: `noise` must be None."
-            )
         if X.dim() <= 2 and Y.dim() <= 2:
             return None
         return HeavyTailedBatch([self], torch.Size([])).condition_on_observations(X, Y, **kwargs)
+
+    def _noise_representable(self) -> bool:
+        """Whether conditioning can give new observations a noise variance other than ``λ``."""
+        return False
+
+    def _observation_noise(self, noise: Tensor | None, Y: Tensor) -> Tensor | None:
+        """The checked noise variances of ``n`` new observations, as an ``n`` vector in the
+        data's dtype; ``None`` when ``noise`` is ``None`` or equals ``λ`` everywhere (plain
+        conditioning). One host synchronisation when ``noise`` is given.
+
+        Args:
+            noise: ``None`` or non-negative finite variances broadcastable to ``Y``'s ``n x 1``.
+            Y: ``n x 1`` new rewards.
+
+        Raises:
+            ValueError: if ``noise`` is not a tensor of that shape or holds negative or
+                non-finite values.
+            UnsupportedError: if a variance other than ``λ`` cannot be represented.
+        """
+        if noise is None:
+            return None
+        if not isinstance(noise, Tensor) or Y.dim() != 2:
+            raise ValueError(
+                f"`noise` must be None or a tensor of noise variances shaped as `Y` (n x 1), "
+                f"got {type(noise).__name__}."
+            )
+        try:
+            noise = noise.to(self._dtype).expand(Y.shape)[:, 0]
+        except RuntimeError:
+            raise ValueError(
+                f"`noise` must have the shape of `Y` {tuple(Y.shape)}, got {tuple(noise.shape)}."
+            ) from None
+        valid, plain = torch.stack(
+            [(noise.isfinite() & (noise >= 0)).all(), (noise == self.lam).all()]
+        ).tolist()
+        if not valid:
+            raise ValueError("`noise` must hold non-negative finite noise variances.")
+        if plain:
+            return None
+        if not self._noise_representable():
+            raise UnsupportedError(
+                f"{type(self).__name__} cannot condition on observations with a noise variance "
+                f"other than its regulariser λ = {self.lam:g} here (finite arms or "
+                "per-direction truncation keep only per-arm or feature-space statistics): pass "
+                "noise=None, or condition_noiseless=False to qJointEntropySearch."
+            )
+        return noise
 
     def subset_output(self, idcs: list[int]) -> Model:
         if list(idcs) != [0]:

@@ -367,10 +367,10 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         ``batch' x batch_shape``). When the batch grows (fantasies), Nyström members keep
         their dictionaries unless ``resample_dictionary=True``; when it does not (each member
         conditioned on its own real observations), they behave as unbatched models (redraw
-        unless ``resample_dictionary=False``)."""
-        if kwargs.get("noise") is not None:
-            raise ValueError("Heavy-tailed models have no per-observation noise: `noise` must "
-                             "be None.")
+        unless ``resample_dictionary=False``). ``noise`` (optional, broadcastable to ``Y``):
+        the noise variances of the new observations (each member's ``λ`` when ``None``; a
+        variance other than ``λ`` is supported by ``TruncatedGP`` on a continuous domain)."""
+        noise = kwargs.pop("noise", None)
         bs = self._batch_shape
         if X.dim() < 2 or Y.dim() < 2 or Y.shape[-1] != 1 or Y.shape[-2] != X.shape[-2]:
             raise ValueError(f"`X` must be ... x q x d and `Y` ... x q x 1 with the same q; got "
@@ -387,7 +387,7 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         q, M = X.shape[-2], bs.numel()
         Xe = X.expand(*shape, q, X.shape[-1]).reshape(-1, q, X.shape[-1])
         Ye = Y.expand(*shape, q, 1).reshape(-1, q, 1)
-        kwargs.pop("noise", None)
+        Ne = None if noise is None else _expand_noise(noise, shape, q)
         if kwargs.get("resample_dictionary") is None:  # fantasies: Nyström members keep theirs
             kwargs["resample_dictionary"] = None if torch.Size(shape) == bs else False
         # Leading batch dimensions over which X is constant (fantasies: m reward vectors for
@@ -397,7 +397,7 @@ class HeavyTailedBatch(Model, FantasizeMixin):
         while k < len(shape) - len(bs) and x_batch[k] == 1:
             k += 1
         m = math.prod(shape[:k])
-        if m > 1 and all(hasattr(p, "_fantasy_siblings") for p in self.members):
+        if m > 1 and Ne is None and all(hasattr(p, "_fantasy_siblings") for p in self.members):
             G = Xe.shape[0] // m
             Xg, Yg = Xe.reshape(m, G, q, -1), Ye.reshape(m, G, q, 1)
             groups = [self.members[g % M]._fantasy_siblings(Xg[0, g], Yg[:, g], kwargs)
@@ -407,8 +407,14 @@ class HeavyTailedBatch(Model, FantasizeMixin):
                                        torch.Size(shape))
                 new._sibling_period = G
                 return new
-        members = [self.members[j % M].condition_on_observations(Xe[j], Ye[j], **kwargs)
-                   for j in range(Xe.shape[0])]
+        if Ne is not None:
+            members = [
+                self.members[j % M].condition_on_observations(Xe[j], Ye[j], noise=Ne[j], **kwargs)
+                for j in range(Xe.shape[0])
+            ]
+        else:
+            members = [self.members[j % M].condition_on_observations(Xe[j], Ye[j], **kwargs)
+                       for j in range(Xe.shape[0])]
         return HeavyTailedBatch(members, torch.Size(shape))
 
     def subset_output(self, idcs: list[int]) -> Model:
@@ -418,3 +424,15 @@ class HeavyTailedBatch(Model, FantasizeMixin):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - not used
         raise NotImplementedError("Use `posterior`.")
+
+
+def _expand_noise(noise: Any, shape: torch.Size, q: int) -> Tensor:
+    """``noise`` broadcast to ``shape x q x 1`` and flattened to ``prod(shape) x q x 1``."""
+    if not isinstance(noise, Tensor):
+        raise ValueError(f"`noise` must be None or a tensor of noise variances shaped as `Y`, "
+                         f"got {type(noise).__name__}.")
+    try:
+        return noise.expand(*shape, q, 1).reshape(-1, q, 1)
+    except RuntimeError:
+        raise ValueError(f"`noise` of shape {tuple(noise.shape)} does not broadcast to the "
+                         f"shape of `Y` {(*shape, q, 1)}.") from None

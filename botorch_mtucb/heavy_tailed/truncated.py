@@ -212,6 +212,27 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
             self._build()
 
     _STATE = (*HeavyTailedModel._STATE, "_loc", "level", "clip")
+    #: ``t`` noise variances of the observations, ``None`` when every one is ``λ``.
+    _obs_noise: Tensor | None = None
+
+    def _extra_primary(self) -> dict:
+        noise = self._obs_noise
+        return {} if noise is None else {"obs_noise": noise.detach().clone()}
+
+    def _import_extra(self, state: dict) -> None:
+        self._obs_noise = state.get("obs_noise")
+
+    def _noise_representable(self) -> bool:
+        return self._arms is None  # dense: any diagonal noise; arms: counts and sums only
+
+    @property
+    def train_noise(self) -> Tensor:
+        """``t`` noise variances of the observations: ``λ`` each, except those conditioned on
+        with another ``noise`` (e.g. ``0`` for the noiseless optimum of
+        ``qJointEntropySearch``). The posterior is that of a GP with noise ``diag(train_noise)``."""
+        if self._obs_noise is not None:
+            return self._obs_noise
+        return self._lam_t.expand(self._t)
 
     def _arm_kernel(self) -> Kernel:
         return self.covar_module
@@ -252,8 +273,11 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
         else:
             K = self._kernel(X, X) if t else X.new_zeros(0, 0, dtype=cdt)
             self._trace = trace
-            eye = torch.eye(K.shape[-1], dtype=cdt, device=dev)
-            self._L = psd_safe_cholesky(K + self.lam * eye)
+            if self._obs_noise is None:
+                noise = self.lam * torch.eye(K.shape[-1], dtype=cdt, device=dev)
+            else:
+                noise = torch.diag_embed(self._obs_noise.to(cdt))
+            self._L = psd_safe_cholesky(K + noise)
             self._finish_dense()
 
     # ------------------------------------------------------------------ schedules
@@ -271,10 +295,15 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
         return tgp_truncation_level(t, self.alpha, self.v) if self.truncate else math.inf
 
     def log_det(self) -> float:
-        """Information term ``ln det(I_t + λ⁻¹ K_t)`` (= 2 × information gain)."""
-        if self._log_det is None:  # arm path with the authors' constants: not tracked
+        """Information term ``ln det(I_t + λ⁻¹ K_t)`` (= 2 × information gain; ``λ`` for every
+        observation, whatever ``noise`` a conditioning gave)."""
+        if self._log_det is None:  # arm path with the authors' constants, or other noise
             with torch.no_grad():
-                self._log_det = arm_space_factor(self._K_A, self._arm_stats()[0], self.lam)[2]
+                if self._arms is None:
+                    self._log_det = self._dense_log_det()
+                else:
+                    stats = self._arm_stats()[0]
+                    self._log_det = arm_space_factor(self._K_A, stats, self.lam)[2]
         return float(self._log_det)
 
     def beta(self) -> float:
@@ -322,27 +351,41 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
             return self._arm_moments(X, full)
         return self._dense_moments(X, full, alphas)
 
-    def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs) -> TruncatedGP:
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs
+    ) -> TruncatedGP:
         """A new model with ``(X, Y)`` appended as rounds ``t+1, …, t+n``.
 
         New rewards are truncated at their own rounds' levels (``level="current"``: all
-        rewards at the new ``b_{t+n}``). ``self`` is left unchanged.
+        rewards at the new ``b_{t+n}``). ``self`` is left unchanged. With ``noise``, the new
+        observations have those noise variances instead of ``λ``: the posterior is the GP's
+        with noise ``diag(λ, …, λ, noise)`` (``noise = 0``: noiseless observations, the
+        posterior variance there is 0, as ``qJointEntropySearch`` conditions on ``f*``).
 
         Args:
             X: ``n x d`` new inputs (cast to the model's dtype).
             Y: ``n x 1`` new raw rewards (centred with the model's ``loc``).
+            noise: Optional ``n x 1`` non-negative noise variances (default ``λ``). Batched
+                ``X`` / ``Y``: broadcastable to ``Y``.
+
+        Raises:
+            UnsupportedError: if ``noise`` differs from ``λ`` on a finite arm set.
         """
-        if self._arms is not None and not kwargs:  # one observation: the O(A²) fast path
+        if self._arms is not None and noise is None and not kwargs:  # the O(A²) fast path
             new = self._condition_one_arm(X, Y)
             if new is not None:
                 return new
-        batched = self._condition_batched(X, Y, kwargs)
+        batched = self._condition_batched(X, Y, {**kwargs, "noise": noise})
         if batched is not None:
             return batched
+        obs_noise = self._observation_noise(noise, Y)  # None: λ for every new observation
         if self._loc != 0.0:
             Y = Y - self._loc
         grad = _needs_grad(X, Y)
         new, X, _, _, host = self._appended_copy(X, Y, self.covar_module)
+        if obs_noise is not None or self._obs_noise is not None:
+            new._obs_noise = torch.cat([self.train_noise, new._lam_t.expand(X.shape[0])
+                                        if obs_noise is None else obs_noise])
         with torch.set_grad_enabled(grad):
             if self._arms is None:
                 new._extend_cholesky(self, X)

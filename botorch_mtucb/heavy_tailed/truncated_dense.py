@@ -16,6 +16,7 @@ import copy
 import math
 
 import torch
+from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_mtucb.heavy_tailed.arms import RowBuffer
@@ -45,7 +46,19 @@ class _TruncatedDensePath:
         targets = self.train_targets.to(L.dtype)
         self._alpha_vec = torch.cholesky_solve(targets.unsqueeze(-1), L).squeeze(-1)
         t = L.shape[-1]
-        self._log_det = 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
+        if self._obs_noise is None:
+            self._log_det = 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
+        else:  # L factors K_t + diag(noise): ln det(I + K_t/λ) on demand
+            self._log_det = None
+
+    def _dense_log_det(self) -> Tensor:
+        """``ln det(I_t + λ⁻¹ K_t)`` from a fresh factor of ``K_t + λI`` (``L`` factors
+        ``K_t + diag(noise)`` after a conditioning with other noise variances)."""
+        X, t = self.train_X, self._t
+        K = self._kernel(X, X)
+        eye = torch.eye(t, dtype=K.dtype, device=K.device)
+        L = psd_safe_cholesky(K + self.lam * eye)
+        return 2.0 * L.diagonal().log().sum() - t * math.log(self.lam)
 
     def _dense_moments(
         self, X: Tensor, full: bool, alphas: Tensor | None = None
@@ -100,7 +113,8 @@ class _TruncatedDensePath:
     def _extend_cholesky(self, old: _TruncatedDensePath, X: Tensor) -> None:
         """Block-extend ``old``'s Cholesky factor of ``K_t + λI`` by the ``n`` rows of ``X``.
 
-        ``L_new = [[L, 0], [Sᵀ, chol(K_nn + λI − SᵀS)]]`` with ``S = L⁻¹ K_tn``: ``O(t² n)``.
+        ``L_new = [[L, 0], [Sᵀ, chol(K_nn + Λ_n − SᵀS)]]`` with ``S = L⁻¹ K_tn`` and the new
+        observations' noise ``Λ_n`` (``λI`` unless ``_obs_noise`` says otherwise): ``O(t² n)``.
         """
         t, n = old.num_observations, X.shape[0]
         k_new = self._kernel(self.train_X, X)  # (t+n) x n
@@ -109,6 +123,9 @@ class _TruncatedDensePath:
             if self._trace > old._max_trace:  # the data's dtype would be inaccurate: rebuild
                 return self._build()  # in float64
         # float64 working dtype: tr(K_t) is not needed, so not read (no host synchronisation)
-        D = k_new[t:] + self.lam * torch.eye(n, dtype=k_new.dtype, device=X.device)
+        if self._obs_noise is None:
+            D = k_new[t:] + self.lam * torch.eye(n, dtype=k_new.dtype, device=X.device)
+        else:
+            D = k_new[t:] + torch.diag_embed(self._obs_noise[t:].to(k_new.dtype))
         self._L = CholeskyFactor(old._L).extend(k_new[:t], D).L  # the one block extension
         self._finish_dense()

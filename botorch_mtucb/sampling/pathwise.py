@@ -272,7 +272,8 @@ def draw_truncated_gp_paths(
     t = X.shape[-2]
     with torch.no_grad():
         f_X = prior.values(X)  # sample x t x 1
-        eps = model.lam**0.5 * torch.randn_like(f_X)
+        noise = model.train_noise.to(f_X)  # λ each, or the variances it was conditioned with
+        eps = noise.sqrt().unsqueeze(-1) * torch.randn_like(f_X)
         R = (model.train_targets.unsqueeze(-1) - f_X - eps).to(cdt)
         if t == 0:
             A = R
@@ -280,7 +281,7 @@ def draw_truncated_gp_paths(
             L = model.__dict__.get("_L") if model._arms is None else None
             if L is None:
                 K = to_dense(work(X.to(cdt), X.to(cdt)))
-                L = psd_safe_cholesky(K + model.lam * torch.eye(t, dtype=cdt, device=X.device))
+                L = psd_safe_cholesky(K + torch.diag_embed(noise.to(cdt)))
             A = torch.cholesky_solve(R, L)
     update = SeparableUpdatePath([work], X.detach().to(cdt), [A], 1, out_dtype=X.dtype)
     shift = ConstantShift(model.location) if model.location != 0.0 else None

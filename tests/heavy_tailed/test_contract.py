@@ -260,8 +260,8 @@ def test_fantasy_batch_deepcopies_pickles_and_refuses_bad_input(kind: str) -> No
     assert PosteriorMean(f)(Xt[:1].expand(3, 2, 1, 1)).shape == (3, 2)
     with pytest.raises(ValueError, match="broadcast"):
         f.posterior(Xt.expand(4, 4, 4, 1))
-    with pytest.raises(ValueError, match="noise"):
-        m.condition_on_observations(Xn, torch.zeros(3, 2, 1, 1, dtype=DT), noise=torch.ones(1))
+    with pytest.raises(ValueError, match="noise"):  # noise variances must be non-negative
+        m.condition_on_observations(Xn, torch.zeros(3, 2, 1, 1, dtype=DT), noise=-torch.ones(1))
     with pytest.raises(ValueError, match="single output"):
         f.posterior(Xt, output_indices=[1])
 
