@@ -27,6 +27,10 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
                    augmented, ρ = 0.05, z and the ranges from the observed non-dominated
                    points and the model's payoff table; on finite arms the observed
                    points only, as the loop without a box), β = 1.
+``MT-TS``          ``MT-UCB`` (same model, refit schedule, sampler and maximiser) with
+                   :class:`~botorch_mtucb.acquisition.thompson.ScalarizedThompsonSampling`:
+                   s_λ of one Matheron posterior path drawn per round, seeded by the trial
+                   seed and the number of observations, instead of the UCB.
 ``MT-UCB-refit``   ``MT-UCB`` as it was before: a cold refit of the practical model after every
                    round (``update="refit"``), same acquisition.
 ``MT-UCB-TR``      ``MT-UCB`` with its per-round maximiser confined to TuRBO's trust region
@@ -80,6 +84,7 @@ from botorch_mtucb.acquisition.scalarization import (
     Scalarization,
     ScalarizationSampler,
 )
+from botorch_mtucb.acquisition.thompson import ScalarizedThompsonSampling
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.loop import RefitSchedule, TrustRegionOptimizer
 from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP, practical_multitask_gp
@@ -177,11 +182,13 @@ PRACTICAL_BETA = 1.0
 
 
 def _practical(independent: bool, every_round: bool = False,
-               trust_region: bool = False) -> _Builder:
+               trust_region: bool = False, thompson: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
-    ``trust_region``: the maximiser is TuRBO's isotropic trust region, ``MT-UCB-TR``)."""
+    ``trust_region``: the maximiser is TuRBO's isotropic trust region, ``MT-UCB-TR``;
+    ``thompson``: s_λ of one Matheron posterior path instead of the UCB, seeded per round,
+    ``MT-TS``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -201,6 +208,9 @@ def _practical(independent: bool, every_round: bool = False,
                 if bounds is not None:
                     predicted = data.anchors(model, bounds, Y, seed=cfg.seed + Y.shape[0])
                 scal = data.scalarize(scal.weights, Y, predicted)
+            if thompson:  # a fresh path each round, reproducible per (trial seed, N)
+                n_obs = training_data(model)[1].shape[0]
+                return ScalarizedThompsonSampling(model, scal, seed=1_000_003 * cfg.seed + n_obs)
             beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
             return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
@@ -266,6 +276,9 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
     AlgorithmSpec("MT-UCB", "multi_task",
                   "practical: fitted ICM (Matern-5/2), scale-free augmented Chebyshev, beta=1",
                   _practical(False), practical=True, tunable_width=True),
+    AlgorithmSpec("MT-TS", "multi_task",
+                  "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
+                  "round) instead of the UCB", _practical(False, thompson=True), practical=True),
     AlgorithmSpec("MT-UCB-refit", "multi_task",
                   "MT-UCB with a cold refit after every round (its behaviour before issue 16's "
                   "refit schedule)", _practical(False, True), practical=True, tunable_width=True),

@@ -19,6 +19,7 @@ from botorch_mtucb.acquisition import (
     sample_scalarization_weights,
 )
 from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
+from botorch_mtucb.acquisition.thompson import ScalarizedThompsonSampling
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.loop import RefitSchedule, TrustRegionOptimizer
 from botorch_mtucb.models import ExactMultiTaskGP, practical_multitask_gp
@@ -161,6 +162,27 @@ def test_mt_ucb_tr_entry_is_mt_ucb_inside_the_trust_region():
     torch.manual_seed(0)
     trial = run_trial(p, "MT-UCB-TR", 3, seed=0, initial_design="sobol:6")
     assert trial.history.X.shape == (3, 2)
+
+
+def test_mt_ts_entry_is_mt_ucb_with_a_seeded_thompson_path():
+    p = make_suite_problem("branin-currin")
+    cfg = RunConfig(horizon=3, bound="directional", seed=7)
+    ts_setup = get_algorithm("MT-TS").build(p, cfg)
+    ref_setup = get_algorithm("MT-UCB").build(p, cfg)
+    assert isinstance(ts_setup.model_factory, WarmStartPracticalFactory)
+    assert (ts_setup.update, ts_setup.refit_every, ts_setup.optimizer) == (
+        ref_setup.update, ref_setup.refit_every, ref_setup.optimizer)
+    X = sobol_points(6, p.bounds, 0)
+    model = ts_setup.model_factory(X, p.f(X))
+    lam = torch.tensor([0.4, 0.6], dtype=torch.float64)
+    a = ts_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
+    b = ts_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
+    u = ref_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
+    assert isinstance(a, ScalarizedThompsonSampling) and a.num_paths == 1
+    torch.testing.assert_close(a.scalarization.ref_point, u.scalarization.ref_point)
+    torch.testing.assert_close(a(X.unsqueeze(-2)), b(X.unsqueeze(-2)))  # seeded per round
+    trial = run_trial(p, "MT-TS", 3, seed=0, initial_design="sobol:6")
+    assert trial.history.X.shape == (3, 2) and trial.hypervolume is not None
 
 
 def test_continuous_regrets_use_polished_optima():

@@ -4,6 +4,8 @@
   directional bound of App. B.1) with :class:`LinearScalarization` /
   :class:`ChebyshevScalarization` and λ ~ P_λ (:func:`sample_scalarization_weights`,
   :class:`ScalarizationSampler`); :mod:`~botorch_mtucb.acquisition.scalarization`.
+* :class:`ScalarizedThompsonSampling` — s_λ of a Matheron posterior sample path (scalarized
+  Thompson sampling).
 * :class:`HeavyTailedUCB` — TGP-UCB / ATA-GP-UCB (paper 001, Algorithms 1–2).
 * :class:`TheoremTwoBeta`, :class:`TheoremThreeBeta`, :class:`ConstantBeta` — β schedules
   (:mod:`~botorch_mtucb.acquisition.beta`).
@@ -37,6 +39,7 @@ from botorch_mtucb.acquisition.scalarization import (
     sample_scalarization_weights,
 )
 from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
+from botorch_mtucb.acquisition.thompson import ScalarizedThompsonSampling
 
 __all__ = [
     "BetaSchedule",
@@ -49,6 +52,7 @@ __all__ = [
     "ScalarizationSampler",
     "ScalarizedAcquisition",
     "ScalarizedMultiTaskUCB",
+    "ScalarizedThompsonSampling",
     "TheoremThreeBeta",
     "TheoremTwoBeta",
     "gp_bucb_inflation",

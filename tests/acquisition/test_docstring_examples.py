@@ -18,6 +18,7 @@ MODULES = [
     "botorch_mtucb.acquisition.optimizers",
     "botorch_mtucb.acquisition.pending",
     "botorch_mtucb.acquisition.protocols",
+    "botorch_mtucb.acquisition.thompson",
     "botorch_mtucb.acquisition.trust_region",
     "botorch_mtucb.acquisition.scalarization.base",
     "botorch_mtucb.acquisition.scalarization.chebyshev",
