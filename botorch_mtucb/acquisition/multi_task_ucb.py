@@ -79,6 +79,7 @@ from botorch_mtucb.acquisition.pending import (
     resolve_inflation,
 )
 from botorch_mtucb.acquisition.scalarization import Scalarization, project_covariance
+from botorch_mtucb.acquisition.scalarization.base import check_scalarization
 from botorch_mtucb.protocols import (
     InformationGainModel,
     ProjectedTaskPosteriorModel,
@@ -163,16 +164,7 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
                 "ScalarizedMultiTaskUCB needs a multi-output model (num_outputs >= 2), got "
                 f"num_outputs={n}. For a single objective use a single-output UCB."
             )
-        if not isinstance(scalarization, Scalarization):
-            raise ValueError(
-                "`scalarization` must be a LinearScalarization or ChebyshevScalarization, got "
-                f"{type(scalarization).__name__}."
-            )
-        if scalarization.num_objectives != n:
-            raise ValueError(
-                f"`scalarization` has {scalarization.num_objectives} weights but the model has "
-                f"{n} outputs."
-            )
+        check_scalarization(scalarization, n)
         if bound not in ("spectral", "directional"):
             raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
         if isinstance(beta, BetaSchedule):

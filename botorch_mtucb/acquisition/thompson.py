@@ -29,6 +29,7 @@ from botorch.sampling.pathwise import draw_matheron_paths
 from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.acquisition.scalarization.base import check_scalarization
 from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["ScalarizedThompsonSampling"]
@@ -102,16 +103,7 @@ class ScalarizedThompsonSampling(AcquisitionFunction):
                 "ScalarizedThompsonSampling needs a model without a batch shape, got "
                 f"batch_shape={tuple(batch_shape)}."
             )
-        if not isinstance(scalarization, Scalarization):
-            raise ValueError(
-                "`scalarization` must be a LinearScalarization or ChebyshevScalarization, got "
-                f"{type(scalarization).__name__}."
-            )
-        if scalarization.num_objectives != n:
-            raise ValueError(
-                f"`scalarization` has {scalarization.num_objectives} weights but the model has "
-                f"{n} outputs."
-            )
+        check_scalarization(scalarization, n)
         if isinstance(num_paths, bool) or not isinstance(num_paths, int) or num_paths < 1:
             raise ValueError(f"`num_paths` must be an integer >= 1, got {num_paths!r}.")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):

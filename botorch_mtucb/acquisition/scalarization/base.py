@@ -32,7 +32,7 @@ from torch import Tensor
 
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["Scalarization", "project_covariance"]
+__all__ = ["Scalarization", "check_scalarization", "project_covariance"]
 
 _SIMPLEX_ATOL = 1e-6
 
@@ -248,3 +248,30 @@ def _scaled(consts: dict, name: str, factor: float) -> Tensor:
 def _safe_sqrt(var: Tensor) -> Tensor:
     """√var with var clamped at a tiny floor, so the gradient stays finite at zero variance."""
     return var.clamp_min(1e-30).sqrt()
+
+
+def check_scalarization(scalarization: object, num_outputs: int) -> None:
+    """Refuse anything but a :class:`Scalarization` of ``num_outputs`` objectives.
+
+    Args:
+        scalarization: The scalarization an acquisition was given.
+        num_outputs: The model's number of outputs ``n``.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import LinearScalarization
+        >>> check_scalarization(LinearScalarization(torch.tensor([0.5, 0.5])), 2)
+        >>> check_scalarization(LinearScalarization(torch.tensor([0.5, 0.5])), 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: `scalarization` has 2 weights but the model has 3 outputs.
+    """
+    if not isinstance(scalarization, Scalarization):
+        raise ValueError(
+            "`scalarization` must be a LinearScalarization or ChebyshevScalarization, got "
+            f"{type(scalarization).__name__}."
+        )
+    if scalarization.num_objectives != num_outputs:
+        raise ValueError(
+            f"`scalarization` has {scalarization.num_objectives} weights but the model has "
+            f"{num_outputs} outputs."
+        )
