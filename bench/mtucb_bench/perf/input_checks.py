@@ -7,7 +7,9 @@ raw_samples=512)`` on an ``ExactMultiTaskGP`` (ICM, RBF, fixed B, η = 0.1, ``St
 d = 4), and one of TGP-UCB (``HeavyTailedUCB(TruncatedGP(...))`` with ``optimize_acqf``,
 d = 2), with the checks on (as shipped) and off (the checks replaced by the identity in
 every module that calls them), alternating A and B so both see the same machine load.
-Reported: the median step time of each and their ratio (checks on / off; target ≤ 1.03).
+Reported: the median step time of each, their ratio and the median of the per-pair ratios
+(checks on / off; target ≤ 1.03), and the overhead predicted by the number of checks per
+step times the cost of one check (free of the A/B timing noise).
 Single-threaded, CPU time of the process.
 
 Run: ``python -m mtucb_bench.perf.input_checks [--repeats 11]
@@ -36,6 +38,7 @@ from botorch_mtucb.acquisition import (
 )
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.models import ExactMultiTaskGP, TruncatedGP
+from botorch_mtucb.utils import validation
 from mtucb_bench.perf.provenance import RESULTS, write_summary
 
 #: Every module that imports ``check_test_tensor`` (patched there for the "off" arm).
@@ -104,7 +107,12 @@ def tgp_step(t: int = 200, d: int = 2) -> Callable[[int], None]:
 
 
 def ab(step: Callable[[int], None], repeats: int) -> dict[str, float]:
-    """Median CPU time of ``step`` with the checks on and off, interleaved A/B."""
+    """CPU time of ``step`` with the checks on and off, interleaved A/B.
+
+    Reports the medians of each arm, their ratio, the median of the per-pair ratios (each pair
+    run back to back, so it sees one machine load), the number of checks per step and the
+    overhead they predict from their cost per call (:func:`check_cost`).
+    """
     step(0)  # warm-up: caches, factorisations
     on, off = [], []
     for r in range(repeats):
@@ -116,7 +124,52 @@ def ab(step: Callable[[int], None], repeats: int) -> dict[str, float]:
                 step(r + 1)
                 times.append(time.process_time() - start)
     m_on, m_off = statistics.median(on), statistics.median(off)
-    return {"checks_on_s": m_on, "checks_off_s": m_off, "ratio": m_on / m_off}
+    calls = count_checks(step, repeats + 1)
+    per_call = check_cost()
+    return {
+        "checks_on_s": m_on,
+        "checks_off_s": m_off,
+        "ratio": m_on / m_off,
+        "paired_ratio": statistics.median(a / b for a, b in zip(on, off, strict=True)),
+        "checks_per_step": calls,
+        "check_cost_us": 1e6 * per_call,
+        "predicted_ratio": 1.0 + calls * per_call / m_off,
+    }
+
+
+def count_checks(step: Callable[[int], None], seed: int) -> int:
+    """Number of ``check_test_tensor`` calls in one step."""
+    calls = [0]
+
+    def counting(X, name: str = "X"):
+        calls[0] += 1
+        return validation.check_test_tensor(X, name)
+
+    modules = [import_module(m) for m in CHECKED_MODULES]
+    saved = [m.check_test_tensor for m in modules]
+    try:
+        for m in modules:
+            m.check_test_tensor = counting
+        step(seed)
+    finally:
+        for m, f in zip(modules, saved, strict=True):
+            m.check_test_tensor = f
+    return calls[0]
+
+
+def check_cost(number: int = 20000) -> float:
+    """CPU seconds of one ``check_test_tensor`` call on a fresh ``10 x 1 x 4`` tensor (the
+    clone that makes it fresh is timed alone and subtracted)."""
+    X = torch.rand(10, 1, 4, dtype=DT, requires_grad=True)
+    best = []
+    for checked in (True, False):
+        start = time.process_time()
+        for _ in range(number):
+            Y = X.detach().clone()
+            if checked:
+                validation.check_test_tensor(Y)
+        best.append(time.process_time() - start)
+    return max(best[0] - best[1], 0.0) / number
 
 
 @contextmanager
@@ -134,7 +187,9 @@ def main(argv: list[str] | None = None) -> None:
             "TGP-UCB (t=200)": ab(tgp_step(), args.repeats)}
     for name, r in rows.items():
         print(f"{name:>20}: checks on {r['checks_on_s']:.4f} s, off {r['checks_off_s']:.4f} s, "
-              f"on / off = {r['ratio']:.3f}")
+              f"on / off = {r['ratio']:.3f} (paired {r['paired_ratio']:.3f}); "
+              f"{r['checks_per_step']} checks x {r['check_cost_us']:.1f} us predict "
+              f"{r['predicted_ratio']:.4f}")
     path = write_summary(Path(args.out), {"repeats": args.repeats, "steps": rows})
     print(f"wrote {path}")
 
