@@ -19,6 +19,7 @@ PACKAGES = (
     "botorch_mtucb.kernels",
     "botorch_mtucb.linalg",
     "botorch_mtucb.loop",
+    "botorch_mtucb.sampling",
     "botorch_mtucb.theory",
     "botorch_mtucb.utils",
 )

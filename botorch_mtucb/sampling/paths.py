@@ -38,7 +38,13 @@ from linear_operator import to_dense
 from torch import Tensor
 from torch.nn import Module, ModuleList
 
-__all__ = ["ConstantShift", "FeatureSpacePath", "SeparablePriorPath", "SeparableUpdatePath"]
+__all__ = [
+    "BatchMembersPath",
+    "ConstantShift",
+    "FeatureSpacePath",
+    "SeparablePriorPath",
+    "SeparableUpdatePath",
+]
 
 
 def _task_layout(values: Callable[[Tensor], Tensor], x: Tensor, n: int) -> Tensor:
@@ -126,11 +132,17 @@ class SeparablePriorPath(_TaskPath):
         self.num_terms = len(weights)
 
     def values(self, z: Tensor) -> Tensor:
+        out = self.centred_values(z)
+        return out if self.mean_module is None else out + self.mean_module(z)
+
+    def centred_values(self, z: Tensor) -> Tensor:
+        """The zero-mean part ``Σ_j φ_j(z) V_j``: ``sample_shape x batch_shape' x P x n`` at
+        ``z: ... x P x d``."""
         out = None
         for j, phi in enumerate(self.feature_maps):
             term = phi(z) @ getattr(self, f"weight_{j}")
             out = term if out is None else out + term
-        return out if self.mean_module is None else out + self.mean_module(z)
+        return out
 
 
 class SeparableUpdatePath(_TaskPath):
@@ -241,3 +253,75 @@ class ConstantShift(Module):
 
     def forward(self, values: Tensor) -> Tensor:
         return values + self.constant
+
+
+class BatchMembersPath(SamplePath):
+    r"""Paths of a batch of independent models, one path per member, stacked along the batch.
+
+    Member ``i`` (row-major over ``batch_shape``) is evaluated at its own slice of the input,
+    so the batch of paths has BoTorch's batched layout: inputs ``batch' x batch_shape x q x d``
+    (single output) or ``batch' x batch_shape x m x q x d`` with ``m ∈ {1, n}`` (``n``
+    outputs, dimension ``-3`` the output dimension as in :class:`SeparablePriorPath`), where
+    ``batch'`` broadcasts with the members' ``sample_shape`` and the batch dimensions may be
+    1 (or missing); values ``sample_shape x batch' x batch_shape x q`` or
+    ``... x batch_shape x n x q``.
+
+    Args:
+        paths: ``prod(batch_shape)`` member paths (each mapping ``... x q x d``, resp.
+            ``... x m x q x d``, to ``sample_shape x ... x q``, resp. ``... x n x q``).
+        batch_shape: The batch shape of the members' layout.
+        num_outputs: ``n``.
+
+    Example:
+        >>> phi = lambda x: torch.cat([x, x.square()], dim=-1)
+        >>> members = [FeatureSpacePath(phi, torch.randn(8, 2)) for _ in range(3)]
+        >>> path = BatchMembersPath(members, torch.Size([3]))
+        >>> path(torch.rand(5, 1)).shape  # sample x batch x q
+        torch.Size([8, 3, 5])
+        >>> path(torch.rand(8, 3, 5, 1)).shape  # one input per sample and member
+        torch.Size([8, 3, 5])
+    """
+
+    def __init__(
+        self, paths: Sequence[SamplePath], batch_shape: torch.Size, num_outputs: int = 1
+    ) -> None:
+        super().__init__()
+        batch_shape = torch.Size(batch_shape)
+        if len(paths) != batch_shape.numel() or not len(paths):
+            raise ValueError(f"{len(paths)} member paths for batch shape {tuple(batch_shape)}.")
+        self.paths = ModuleList(paths)
+        self.batch_shape = batch_shape
+        self.num_outputs = num_outputs
+        self.ensemble_as_batch = False
+
+    def forward(self, x: Tensor, **kwargs) -> Tensor:
+        """Member values stacked along the batch (class docstring), at ``x`` as above."""
+        core = 2 if self.num_outputs == 1 else 3  # (q, d) or (m, q, d)
+        if x.dim() < core:
+            x = x.unsqueeze(0)
+        b = self.batch_shape
+        lead = x.shape[:-core]
+        if len(lead) < len(b):
+            x = x.reshape(*(1,) * (len(b) - len(lead)), *x.shape)
+            lead = x.shape[:-core]
+        outer, inner = lead[: len(lead) - len(b)], lead[len(lead) - len(b):]
+        if any(i not in (1, j) for i, j in zip(inner, b, strict=True)):
+            raise ValueError(
+                f"`x` of shape {tuple(x.shape)} does not broadcast with the batch shape "
+                f"{tuple(b)} of the paths (expected batch' x {' x '.join(map(str, b))} x "
+                f"{'q x d' if core == 2 else 'm x q x d'})."
+            )
+        tail = x.shape[-core:]
+        x = x.expand(*outer, *b, *tail).reshape(*outer, b.numel(), *tail)
+        outs = [path(xi, **kwargs) for path, xi in zip(self.paths, x.unbind(len(outer)),
+                                                         strict=True)]
+        at = -(core - 1) - 1  # the members' dimension: in front of q (and n)
+        out = torch.stack(outs, dim=at)
+        cut = out.dim() + at
+        return out.reshape(*out.shape[:cut], *b, *out.shape[cut + 1:])
+
+    def set_ensemble_as_batch(self, ensemble_as_batch: bool) -> None:
+        """Passed to the members (these batches are not ensembles)."""
+        self.ensemble_as_batch = ensemble_as_batch
+        for path in self.paths:
+            path.set_ensemble_as_batch(ensemble_as_batch)

@@ -14,7 +14,12 @@ where the model supports their conditioning) run on:
   ``λ`` on the truncated rewards (paper 001, Algorithm 1): :func:`draw_truncated_gp_paths`;
 * :class:`~botorch_mtucb.models.AdaptiveTruncationGP` with quadrature Fourier features on a
   continuous domain (paper 001, Algorithm 2): its posterior is a Bayesian linear model's,
-  sampled exactly in its own features (:func:`draw_adaptive_truncation_paths`).
+  sampled exactly in its own features (:func:`draw_adaptive_truncation_paths`);
+* :class:`~botorch_mtucb.models.HeavyTailedBatch` (batched data, fantasies): each member's
+  own paths, stacked along the batch (:func:`draw_heavy_tailed_batch_paths`).
+
+The Nyström models (MT-BKB: :class:`~botorch_mtucb.models.NystromMultiTaskGP` and its batch)
+are registered by :mod:`botorch_mtucb.sampling.nystrom`, in the model's own embedding.
 
 A path is a prior path of random Fourier features plus a Matheron update (pathwise
 conditioning: Wilson et al., ICML 2020 and JMLR 2021; :mod:`botorch_mtucb.sampling.paths`):
@@ -28,17 +33,25 @@ the eigendecompositions ``K = W diag(a) Wᵀ`` and ``B = U diag(ξ) Uᵀ`` (pape
 ``vec⁻¹((K ⊗ B + ηI)⁻¹ vec(R)) = W [(Wᵀ R U) ⊘ (a ξᵀ + η)] Uᵀ``; other kernels factor the dense
 ``(N·n) x (N·n)`` matrix. The random features are BoTorch's
 (``botorch.sampling.pathwise.gen_kernel_features``: ``RBFKernel``, ``MaternKernel`` and
-``ScaleKernel`` over them); other scalar kernels raise ``NotImplementedError``. The Nyström
-models (MT-BKB) raise ``UnsupportedError``: their posterior is not the exact GP posterior.
+``ScaleKernel`` over them); other scalar kernels raise ``NotImplementedError``.
 
 Example:
     >>> from botorch.acquisition.objective import ScalarizedPosteriorTransform
     >>> from botorch.acquisition.utils import get_optimal_samples
-    >>> model = ExactMultiTaskGP(train_X, train_Y)  # N x d, N x n
+    >>> from botorch.sampling.pathwise import draw_matheron_paths
+    >>> train_X = torch.rand(10, 2, dtype=torch.float64)  # N x d
+    >>> train_Y = torch.cat([train_X.sin(), train_X.cos()], dim=-1)  # N x n, n = 4
+    >>> model = ExactMultiTaskGP(train_X, train_Y)
     >>> paths = draw_matheron_paths(model, torch.Size([16]))
-    >>> paths(torch.rand(5, d, dtype=torch.float64)).shape  # 16 x n x 5
-    >>> tf = ScalarizedPosteriorTransform(torch.full((n,), 1.0 / n, dtype=torch.float64))
-    >>> X_opt, f_opt = get_optimal_samples(model, bounds, num_optima=8, posterior_transform=tf)
+    >>> paths(torch.rand(5, 2, dtype=torch.float64)).shape  # sample x n x q
+    torch.Size([16, 4, 5])
+    >>> tf = ScalarizedPosteriorTransform(torch.full((4,), 0.25, dtype=torch.float64))
+    >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    >>> X_opt, f_opt = get_optimal_samples(
+    ...     model, bounds, num_optima=8, raw_samples=64, num_restarts=2, posterior_transform=tf
+    ... )
+    >>> X_opt.shape, f_opt.shape  # num_optima x d, num_optima x n
+    (torch.Size([8, 2]), torch.Size([8, 4]))
 """
 
 from __future__ import annotations
@@ -60,11 +73,13 @@ from torch import Size, Tensor
 from torch.nn import Module
 
 from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
+from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch
 from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
 from botorch_mtucb.kernels.base import MultiTaskKernel, kron_interleaved
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
 from botorch_mtucb.sampling.paths import (
+    BatchMembersPath,
     ConstantShift,
     FeatureSpacePath,
     SeparablePriorPath,
@@ -75,6 +90,7 @@ __all__ = [
     "DEFAULT_NUM_FEATURES",
     "draw_adaptive_truncation_paths",
     "draw_exact_multitask_paths",
+    "draw_heavy_tailed_batch_paths",
     "draw_truncated_gp_paths",
     "psd_sqrt",
 ]
@@ -100,7 +116,7 @@ def psd_sqrt(B: Tensor) -> Tensor:
     return ((U * xi.clamp_min(0.0).sqrt().unsqueeze(-2)) @ U.transpose(-1, -2)).to(B.dtype)
 
 
-def _components(kernel: MultiTaskKernel) -> Components:
+def task_components(kernel: MultiTaskKernel) -> Components:
     """The separable terms ``[(k_j, B_j)]`` (one merged term for ICM), ``B_j`` detached."""
     icm = kernel.icm_components()
     comps = [icm] if icm is not None else kernel.separable_components()
@@ -130,7 +146,7 @@ def _feature_map(kernel: Kernel, num_inputs: int, num_features: int) -> KernelFe
         ) from err
 
 
-def _prior_path(
+def prior_path(
     comps: Components,
     num_inputs: int,
     num_outputs: int,
@@ -201,9 +217,12 @@ def draw_exact_multitask_paths(
         ``n = 1``), in the original outcome scale.
 
     Example:
-        >>> model = ExactMultiTaskGP(train_X, train_Y)  # N x d, N x n
+        >>> train_X = torch.rand(10, 1, dtype=torch.float64)  # N x d
+        >>> train_Y = torch.cat([torch.sin(6 * train_X), torch.cos(6 * train_X)], dim=-1)
+        >>> model = ExactMultiTaskGP(train_X, train_Y)  # n = 2
         >>> paths = draw_exact_multitask_paths(model, torch.Size([16]))
-        >>> paths(torch.rand(5, d, dtype=torch.float64)).shape  # 16 x n x 5
+        >>> paths(torch.rand(5, 1, dtype=torch.float64)).shape  # sample x n x q
+        torch.Size([16, 2, 5])
     """
     sample_shape = Size(sample_shape)
     model.eval()
@@ -214,15 +233,15 @@ def draw_exact_multitask_paths(
     cdt = model._working_dtype(X)
     work = kernel if cdt == X.dtype else copy.deepcopy(kernel).to(cdt)
     noise = model.likelihood.noise if model.known_noise else model.noise
-    prior = _prior_path(
-        _components(kernel), X.shape[-1], n, sample_shape, X.shape[:-2], num_features,
+    prior = prior_path(
+        task_components(kernel), X.shape[-1], n, sample_shape, X.shape[:-2], num_features,
         None if model._zero_mean else model.mean_module, X,
     )
     with torch.no_grad():
         f_X = prior.values(X)  # sample x batch x N x n, with the prior mean
         eps = noise.detach().sqrt() * torch.randn_like(f_X)
         R = (Y - f_X - eps).to(cdt)
-        comps = _components(work)
+        comps = task_components(work)
         A = _solve(comps, X.to(cdt), R, noise.detach().to(cdt))
         coefficients = [A @ B for _, B in comps]
     update = SeparableUpdatePath(
@@ -259,15 +278,18 @@ def draw_truncated_gp_paths(
         ``sample_shape x batch_shape x q``, in the rewards' units.
 
     Example:
-        >>> model = TruncatedGP(train_X, train_Y, v=1.0)  # t x d, t x 1
+        >>> train_X = torch.rand(10, 1, dtype=torch.float64)  # t x d
+        >>> train_Y = torch.sin(6 * train_X)  # t x 1
+        >>> model = TruncatedGP(train_X, train_Y, v=1.0)
         >>> paths = draw_truncated_gp_paths(model, torch.Size([16]))
-        >>> paths(torch.rand(5, d, dtype=torch.float64)).shape  # 16 x 5
+        >>> paths(torch.rand(5, 1, dtype=torch.float64)).shape  # sample x q
+        torch.Size([16, 5])
     """
     sample_shape = Size(sample_shape)
     X, kernel, cdt = model.train_X, model.covar_module, model._cdtype
     work = kernel if cdt == X.dtype else copy.deepcopy(kernel).to(cdt)
     one = torch.ones(1, 1, dtype=X.dtype, device=X.device)
-    prior = _prior_path([(kernel, one)], X.shape[-1], 1, sample_shape, Size(), num_features,
+    prior = prior_path([(kernel, one)], X.shape[-1], 1, sample_shape, Size(), num_features,
                         None, X)
     t = X.shape[-2]
     with torch.no_grad():
@@ -311,10 +333,14 @@ def draw_adaptive_truncation_paths(
             ``k − φᵀφ``) or a finite arm set (the posterior lives on the arms only).
 
     Example:
+        >>> from botorch_mtucb.features import QuadratureFourierFeatures
+        >>> X = torch.rand(20, 1, dtype=torch.float64)  # t x d, in [0, 1]
+        >>> Y = torch.sin(6 * X)  # t x 1
         >>> qff = QuadratureFourierFeatures(lengthscale=0.2, num_nodes=16, dim=1)
         >>> model = AdaptiveTruncationGP(X, Y, alpha=0.5, v=4.0, features=qff, horizon=100)
         >>> paths = draw_adaptive_truncation_paths(model, torch.Size([16]))
-        >>> paths(torch.rand(5, 1, dtype=torch.float64)).shape  # 16 x 5
+        >>> paths(torch.rand(5, 1, dtype=torch.float64)).shape  # sample x q
+        torch.Size([16, 5])
     """
     if model.kind != "qff" or model._arms is not None:
         what = "a finite arm set" if model._arms is not None else "Nyström features"
@@ -329,7 +355,44 @@ def draw_adaptive_truncation_paths(
     return FeatureSpacePath(features, weight, shift=model.location, out_dtype=model._dtype)
 
 
-def _check_samplers(model: Module, prior_sampler: object, update_strategy: object) -> None:
+def draw_heavy_tailed_batch_paths(
+    model: HeavyTailedBatch, sample_shape: Sequence[int]
+) -> BatchMembersPath:
+    r"""Paths of a :class:`~botorch_mtucb.models.HeavyTailedBatch`: each member's own.
+
+    Member ``i`` (a ``TruncatedGP`` or an ``AdaptiveTruncationGP``, truncated on its own
+    rewards) gets ``draw_matheron_paths(members[i], sample_shape)``, so each member's paths
+    sample that member's posterior (:func:`draw_truncated_gp_paths`,
+    :func:`draw_adaptive_truncation_paths`), independently across members.
+
+    Args:
+        model: The batch.
+        sample_shape: Number of paths per member, e.g. ``torch.Size([16])``.
+
+    Returns:
+        A :class:`~botorch_mtucb.sampling.paths.BatchMembersPath` mapping
+        ``batch' x batch_shape x q x d`` (or ``q x d``) to
+        ``sample_shape x batch' x batch_shape x q``.
+
+    Raises:
+        NotImplementedError: If a member has no paths (e.g. Nyström features).
+
+    Example:
+        >>> from botorch_mtucb.models import TruncatedGP
+        >>> X = torch.rand(3, 10, 1, dtype=torch.float64)
+        >>> batch = TruncatedGP(X, torch.sin(6 * X), v=1.0)  # a HeavyTailedBatch
+        >>> paths = draw_heavy_tailed_batch_paths(batch, torch.Size([16]))
+        >>> paths(torch.rand(5, 1, dtype=torch.float64)).shape  # sample x batch x q
+        torch.Size([16, 3, 5])
+    """
+    sample_shape = Size(sample_shape)
+    paths = [DrawMatheronPaths(m, sample_shape=sample_shape,
+                               prior_sampler=draw_kernel_feature_paths,
+                               update_strategy=gaussian_update) for m in model.members]
+    return BatchMembersPath(paths, model.batch_shape, num_outputs=1)
+
+
+def check_samplers(model: Module, prior_sampler: object, update_strategy: object) -> None:
     """These models have their own prior and update: refuse other BoTorch strategies."""
     if prior_sampler is not draw_kernel_feature_paths or update_strategy is not gaussian_update:
         raise UnsupportedError(
@@ -346,15 +409,15 @@ def _draw_matheron_paths_exact_multitask(
     prior_sampler: object = draw_kernel_feature_paths,
     update_strategy: object = gaussian_update,
 ) -> MatheronPath:
-    _check_samplers(model, prior_sampler, update_strategy)
+    check_samplers(model, prior_sampler, update_strategy)
     return draw_exact_multitask_paths(model, sample_shape)
 
 
 @DrawMatheronPaths.register(MultiTaskGPBase)
 def _draw_matheron_paths_multitask_base(model: MultiTaskGPBase, **kwargs: object) -> None:
     raise UnsupportedError(
-        f"Pathwise sampling is implemented for ExactMultiTaskGP, not {type(model).__name__} "
-        "(its posterior is not the exact GP posterior of its kernel)."
+        "Pathwise sampling is implemented for ExactMultiTaskGP and NystromMultiTaskGP, not "
+        f"{type(model).__name__}."
     )
 
 
@@ -366,7 +429,7 @@ def _draw_matheron_paths_truncated(
     prior_sampler: object = draw_kernel_feature_paths,
     update_strategy: object = gaussian_update,
 ) -> MatheronPath:
-    _check_samplers(model, prior_sampler, update_strategy)
+    check_samplers(model, prior_sampler, update_strategy)
     return draw_truncated_gp_paths(model, sample_shape)
 
 
@@ -378,5 +441,17 @@ def _draw_matheron_paths_adaptive(
     prior_sampler: object = draw_kernel_feature_paths,
     update_strategy: object = gaussian_update,
 ) -> FeatureSpacePath:
-    _check_samplers(model, prior_sampler, update_strategy)
+    check_samplers(model, prior_sampler, update_strategy)
     return draw_adaptive_truncation_paths(model, sample_shape)
+
+
+@DrawMatheronPaths.register(HeavyTailedBatch)
+def _draw_matheron_paths_heavy_tailed_batch(
+    model: HeavyTailedBatch,
+    *,
+    sample_shape: Size,
+    prior_sampler: object = draw_kernel_feature_paths,
+    update_strategy: object = gaussian_update,
+) -> BatchMembersPath:
+    check_samplers(model, prior_sampler, update_strategy)
+    return draw_heavy_tailed_batch_paths(model, sample_shape)
