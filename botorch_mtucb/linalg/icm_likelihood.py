@@ -18,7 +18,9 @@ unstable for the clustered eigenvalues of smooth kernels). With ``A = Σ⁻¹r``
     d(rᵀΣ⁻¹r)/dη = −‖A‖²,      d(log det Σ)/dη = Σ_{p,i} 1/Λ_pi,    d(rᵀΣ⁻¹r)/dr = 2 vec(A).
 
 The cost is one ``t x t`` and one ``n x n`` eigendecomposition plus O(nt² + n²t), against
-O(n³t³) for a Cholesky factor of the ``nt x nt`` matrix.
+O(n³t³) for a Cholesky factor of the ``nt x nt`` matrix. For few tasks ``n`` Cholesky factors
+of the blocks ``ξ_i K + ηI`` are cheaper (:mod:`~botorch_mtucb.linalg.icm_cholesky`);
+:func:`icm_inv_quad_logdet` picks the route (``method="auto"``).
 
 :class:`ICMKroneckerLinearOperator` (returned by the multi-task kernels for one separable term)
 and :class:`ICMAddedDiagLinearOperator` (its sum with GPyTorch's homoscedastic noise) route
@@ -48,6 +50,13 @@ from linear_operator.operators import (
 )
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+from botorch_mtucb.linalg.icm_cholesky import (
+    ICMCholeskyInvQuadLogdet,
+    ICMFactorCache,
+    ICMNotPositiveDefiniteError,
+    icm_likelihood_method,
+)
 
 __all__ = [
     "ICMAddedDiagLinearOperator",
@@ -105,9 +114,11 @@ class ICMInvQuadLogdet(torch.autograd.Function):
     """``(rᵀΣ⁻¹r, log det Σ)`` for Σ = K ⊗ B + ηI with a closed-form backward.
 
     Inputs (all batch dimensions broadcast): ``K: batch x t x t``, ``B: batch x n x n``,
-    ``eta: batch`` (one η per batch element; 0-dim for a single one), ``r: batch x (t·n)``.
-    Returns ``inv_quad`` of the broadcast batch shape of all four and ``logdet`` of the
-    broadcast batch shape of ``K``, ``B`` and ``eta``. Eigenvalues of ``K`` and ``B`` are
+    ``eta: batch`` (one η per batch element; 0-dim for a single one), ``r: batch x (t·n)``,
+    and an optional :class:`~botorch_mtucb.linalg.ICMFactorCache` which receives
+    ``("eigh", (a, W))`` (``K = W diag(a) Wᵀ``, unbatched inputs only). Returns
+    ``inv_quad`` of the broadcast batch shape of all four and ``logdet`` of the broadcast
+    batch shape of ``K``, ``B`` and ``eta``. Eigenvalues of ``K`` and ``B`` are
     clamped at 0; all work is done in float64 and the results are cast back to the input dtype.
     Prefer :func:`icm_inv_quad_logdet`, which validates its arguments.
 
@@ -126,7 +137,8 @@ class ICMInvQuadLogdet(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, K: Tensor, B: Tensor, eta: Tensor, r: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(ctx, K: Tensor, B: Tensor, eta: Tensor, r: Tensor,
+                cache: ICMFactorCache | None = None) -> tuple[Tensor, Tensor]:
         out_dtype = torch.promote_types(torch.promote_types(K.dtype, B.dtype), r.dtype)
         wd = torch.float64
         t, n = K.shape[-1], B.shape[-1]
@@ -140,6 +152,8 @@ class ICMInvQuadLogdet(torch.autograd.Function):
         Z = Rt / lam
         inv_quad = (Rt * Z).sum((-2, -1))
         logdet = lam.log().sum((-2, -1))
+        if cache is not None and K.dim() == 2 and B.dim() == 2 and eta.dim() == 0:
+            cache.store("eigh", (a, W))
         ctx.save_for_backward(W, U, a, xi, lam, Z)
         ctx.shapes = (K.shape, B.shape, eta.shape, r.shape)
         ctx.dtypes = (K.dtype, B.dtype, eta.dtype, r.dtype)
@@ -177,19 +191,46 @@ class ICMInvQuadLogdet(torch.autograd.Function):
             gr = (2.0 * gq * (WZ @ U.mT)).reshape(*WZ.shape[:-2], -1)
             gr = _sum_to(gr, r_shape)
         grads = zip((gK, gB, geta, gr), ctx.dtypes, strict=True)
-        return tuple(None if g is None else g.to(dt) for g, dt in grads)
+        return (*(None if g is None else g.to(dt) for g, dt in grads), None)
+
+
+def _apply(K: Tensor, B: Tensor, eta: Tensor, r: Tensor, method: str,
+           cache: ICMFactorCache | None) -> tuple[Tensor, Tensor]:
+    """The ICM Function of ``method`` (``"auto"``: :func:`icm_likelihood_method`); the
+    Cholesky route falls back to the eigen route when a block is not positive definite."""
+    if method == "auto":
+        method = icm_likelihood_method(B.shape[-1], K.shape[-1])
+    if method == "cholesky":
+        try:
+            return ICMCholeskyInvQuadLogdet.apply(K, B, eta, r, cache)
+        except ICMNotPositiveDefiniteError:
+            pass
+    elif method != "eigh":
+        raise ValueError(f"`method` must be 'auto', 'eigh' or 'cholesky', got {method!r}.")
+    return ICMInvQuadLogdet.apply(K, B, eta, r, cache)
 
 
 def icm_inv_quad_logdet(
-    K: Tensor, B: Tensor, eta: Tensor | float, r: Tensor, check_eta: bool = True
+    K: Tensor,
+    B: Tensor,
+    eta: Tensor | float,
+    r: Tensor,
+    check_eta: bool = True,
+    method: str = "auto",
+    cache: ICMFactorCache | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Inverse quadratic form and log determinant of Σ = K ⊗ B + ηI (interleaved order).
 
-    Computed from ``eigh(K)`` and ``eigh(B)`` with a closed-form backward (module docstring,
-    paper 000 §3.3 / Appendix A). Eigenvalues of ``K`` and ``B`` are clamped at 0 (both are
-    PSD up to round-off). **float32 (and lower) inputs are upcast to float64 internally**, so
-    Λ = aξ + η ≥ η > 0 holds and the result is as accurate as the inputs; outputs and
-    gradients are cast back to the input dtype.
+    Computed with a closed-form backward (paper 000 §3.3 / Appendix A) either from
+    ``eigh(K)`` and ``eigh(B)`` (:class:`ICMInvQuadLogdet`, module docstring) or from the
+    ``n`` Cholesky factors of ``ξ_i K + ηI``
+    (:class:`~botorch_mtucb.linalg.ICMCholeskyInvQuadLogdet`); ``method="auto"`` takes the
+    cheaper (:func:`~botorch_mtucb.linalg.icm_likelihood_method`). When a block has no
+    Cholesky factor (``K`` indefinite beyond round-off relative to η) the eigen route is
+    used, which clamps the eigenvalues of ``K`` at 0. Eigenvalues of ``B`` are clamped at 0
+    (both are PSD up to round-off). **float32 (and lower) inputs are upcast to float64
+    internally**, so Λ = aξ + η ≥ η > 0 holds and the result is as accurate as the inputs;
+    outputs and gradients are cast back to the input dtype.
 
     Args:
         K: ``batch_shape x t x t`` symmetric PSD scalar kernel matrix.
@@ -199,6 +240,9 @@ def icm_inv_quad_logdet(
         r: ``batch_shape x (t·n)`` residual, index ``point·n + task``.
         check_eta: Check η > 0 (one host synchronisation; disable on hot paths where a
             constraint guarantees it).
+        method: ``"auto"``, ``"eigh"`` or ``"cholesky"``.
+        cache: An :class:`~botorch_mtucb.linalg.ICMFactorCache` receiving the factorisation
+            (unbatched inputs).
 
     Returns:
         ``(inv_quad, logdet)``: rᵀΣ⁻¹r over the broadcast batch shape of all inputs and
@@ -242,7 +286,7 @@ def icm_inv_quad_logdet(
             f"Batch shapes of `K` {tuple(K.shape[:-2])}, `B` {tuple(B.shape[:-2])}, `eta` "
             f"{tuple(eta.shape)} and `r` {tuple(r.shape[:-1])} do not broadcast."
         ) from err
-    return ICMInvQuadLogdet.apply(K, B, eta, r)
+    return _apply(K, B, eta, r, method, cache)
 
 
 class ICMKroneckerLinearOperator(KroneckerProductLinearOperator):
@@ -287,7 +331,7 @@ class ICMKroneckerLinearOperator(KroneckerProductLinearOperator):
 
 
 class ICMAddedDiagLinearOperator(KroneckerProductAddedDiagLinearOperator):
-    """``K ⊗ B + ηI`` whose ``inv_quad_logdet`` uses :class:`ICMInvQuadLogdet`.
+    """``K ⊗ B + ηI`` whose ``inv_quad_logdet`` uses the ICM likelihood (``method="auto"``).
 
     Everything else (solves, root decompositions, matmul) is inherited from
     ``KroneckerProductAddedDiagLinearOperator``. Exact for any size (no Lanczos / CG above
@@ -329,7 +373,7 @@ class ICMAddedDiagLinearOperator(KroneckerProductAddedDiagLinearOperator):
         logdet: bool | None = False,
         reduce_inv_quad: bool | None = True,
     ) -> tuple[Tensor | None, Tensor | None]:
-        """``(inv_quad, logdet)`` as GPyTorch's, computed by :class:`ICMInvQuadLogdet`.
+        """``(inv_quad, logdet)`` as GPyTorch's, from :func:`icm_inv_quad_logdet`'s routes.
 
         Args:
             inv_quad_rhs: ``batch_shape x tn x M`` (or ``batch_shape x tn``) right-hand sides.
@@ -354,8 +398,8 @@ class ICMAddedDiagLinearOperator(KroneckerProductAddedDiagLinearOperator):
                 f"{tuple(inv_quad_rhs.shape)}."
             )
         # the M right-hand sides become a batch dimension of the Function
-        quad, ld = ICMInvQuadLogdet.apply(
-            K.unsqueeze(-3), B.unsqueeze(-3), eta.unsqueeze(-1), quad_rhs.mT
+        quad, ld = _apply(
+            K.unsqueeze(-3), B.unsqueeze(-3), eta.unsqueeze(-1), quad_rhs.mT, "auto", None
         )
         ld = ld.squeeze(-1)
         if inv_quad_rhs is None:

@@ -17,9 +17,15 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
+from botorch_mtucb.linalg.icm_cholesky import take_icm_factors
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver
-from botorch_mtucb.multitask.solvers.exact import DenseSolver, ICMSolver, extend_solver
+from botorch_mtucb.multitask.solvers.exact import (
+    DenseSolver,
+    extend_solver,
+    icm_factor_key,
+    icm_solver,
+)
 from botorch_mtucb.utils.model_data import original_train_inputs
 
 __all__ = ["ExactMultiTaskGP"]
@@ -47,8 +53,10 @@ class ExactMultiTaskGP(MultiTaskGPBase):
 
     Hyperparameters can be fitted with
     ``fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))``. With batched
-    training data (``batch_shape x N x d``) the hyperparameters are shared by the batch and
-    the fit maximises the members' summed marginal likelihood. The model pickles and moves
+    training data (``batch_shape x N x d``) the default kernel and η are one per member
+    (``batch_shape``) and ``fit_gpytorch_mll`` fits each member on its own marginal likelihood
+    (BoTorch's batched path); a user kernel without the data's batch shape is shared, and the
+    fit then maximises the members' summed marginal likelihood. The model pickles and moves
     with ``.to(dtype)``; float32 data are factorised in float64 where float32 would lose
     accuracy (ill-conditioning, or targets far from zero relative to their spread).
 
@@ -74,11 +82,16 @@ class ExactMultiTaskGP(MultiTaskGPBase):
     ) -> None:
         """
         Args:
-            train_X: ``N x d`` training inputs.
-            train_Y: ``N x n`` training observations (all ``n`` tasks observed at each input).
+            train_X: ``N x d`` training inputs, or ``batch_shape x N x d`` for a batch of
+                training sets (one independent model per member).
+            train_Y: ``[batch_shape x] N x n`` training observations (all ``n`` tasks observed
+                at each input).
             covar_module: Multi-task kernel with ``num_tasks = n``. Default: ``ICMKernel`` over
                 an RBF kernel (BoTorch's dimension-scaled lengthscale prior) with a learnable
-                full-rank task matrix ``B``.
+                full-rank task matrix ``B``; for batched data with ``batch_shape`` (one ``B``
+                and lengthscale per member, and one η per member, each fitted by
+                ``fit_gpytorch_mll`` on its member's marginal likelihood). A kernel without
+                the data's batch shape is shared by the members, and so is η.
             noise: Regulariser / Gaussian noise variance η > 0 (paper 000 uses 0.1).
             learn_noise: Make η a learnable hyperparameter (initialised at ``noise``).
             input_transform: BoTorch input transform.
@@ -109,7 +122,9 @@ class ExactMultiTaskGP(MultiTaskGPBase):
         icm = kernel.icm_components()
         if icm is not None and noise.dim() == 0:  # the eigen identity needs one η
             k, B = icm
-            return ICMSolver(k, B, X, resid, noise)
+            # the factorisation of a fit's last likelihood evaluation, if at these values
+            stored = take_icm_factors(self, icm_factor_key(kernel, X, noise))
+            return icm_solver(k, B, X, resid, noise, stored=stored)
         return DenseSolver(kernel, X, resid, noise)
 
     def _after_conditioning(

@@ -1,5 +1,6 @@
 """The ICM likelihood on the user path: ExactMarginalLogLikelihood on ExactMultiTaskGP."""
 
+import copy
 import math
 
 import gpytorch
@@ -24,6 +25,9 @@ from botorch_mtucb.linalg import (
     use_icm_likelihood,
 )
 from botorch_mtucb.models import ExactMultiTaskGP
+from botorch_mtucb.multitask.practical import practical_multitask_gp
+from botorch_mtucb.multitask.practical_fit import practical_mll_closure
+from botorch_mtucb.multitask.solvers.exact import ICMCholeskySolver, ICMSolver
 
 DT = torch.float64
 
@@ -249,3 +253,35 @@ def test_fit_reaches_the_dense_optimum():
     torch.testing.assert_close(v1, v0, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(B1, B0, rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(e1, e0, rtol=2e-2, atol=1e-4)
+
+
+@pytest.mark.parametrize("t,n,route", [(120, 2, "cholesky"), (30, 2, "eigh"), (40, 6, "eigh")])
+def test_posterior_reuses_the_last_fit_factorisation(t, n, route, monkeypatch):
+    """After a fit through ``practical_mll_closure`` the posterior factorises nothing t x t and
+    equals the posterior of a model that factorises from scratch."""
+    X, Y = _data(t, n, seed=3)
+    bounds = torch.tensor([[-1.0, -1.0], [2.0, 2.0]], dtype=DT)
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    fit_gpytorch_mll(mll, closure=practical_mll_closure(mll),
+                     optimizer_kwargs={"options": {"maxiter": 5}})
+    model.eval()
+    fresh = copy.deepcopy(model)  # same hyperparameters, no stored factors
+    calls = []
+    eigh, chol, chol_ex = torch.linalg.eigh, torch.linalg.cholesky, torch.linalg.cholesky_ex
+    monkeypatch.setattr(torch.linalg, "eigh", lambda A: calls.append(A.shape[-1]) or eigh(A))
+    monkeypatch.setattr(torch.linalg, "cholesky",
+                        lambda A, **kw: calls.append(A.shape[-1]) or chol(A, **kw))
+    monkeypatch.setattr(torch.linalg, "cholesky_ex",
+                        lambda A, **kw: calls.append(A.shape[-1]) or chol_ex(A, **kw))
+    Xs = torch.rand(5, 2, generator=torch.Generator().manual_seed(9), dtype=DT)
+    with torch.no_grad():
+        post = model.posterior(Xs)
+    solver = model.solver()
+    assert t not in calls, "the posterior factorised K again"
+    assert isinstance(solver, ICMCholeskySolver if route == "cholesky" else ICMSolver)
+    with torch.no_grad():
+        ref = fresh.posterior(Xs)
+    assert t in calls  # the fresh model does factorise (the counter works)
+    assert torch.allclose(post.mean, ref.mean, atol=1e-9)
+    assert torch.allclose(post.variance, ref.variance, atol=1e-9)

@@ -17,7 +17,15 @@ Then a whole ``fit_gpytorch_mll`` of ``ExactMultiTaskGP`` at ``--fit-size`` with
 the new path from the same initial hyperparameters. Ratios are against ``ours`` in the same
 process. Single-threaded by default.
 
+``--routes-only`` times only the two routes of ``icm_inv_quad_logdet`` (``method="eigh"``
+against ``method="cholesky"``, forward + backward with gradients for K, B, η) over
+``--route-t`` x ``--route-n``, prints the crossover (smallest t from which Cholesky wins, per
+n) next to the rule of ``icm_likelihood_method``, and for ``--bare-t`` (n = 2) compares the
+Cholesky route with n bare ``torch.linalg.cholesky`` calls of the same size and counts the
+peak resident memory of one call beyond its inputs, in t x t float64 buffers (Linux).
+
 Run: ``python -m mtucb_bench.perf.icm_likelihood [--out docs/results/perf/icm_likelihood.json]``
+``python -m mtucb_bench.perf.icm_likelihood --routes-only [--bare-t 3000 5000]``
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import argparse
 import json
 import math
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -33,7 +42,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import KroneckerMultiTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_mtucb.linalg import use_icm_likelihood
+from botorch_mtucb.linalg import icm_inv_quad_logdet, icm_likelihood_method, use_icm_likelihood
 from botorch_mtucb.models import ExactMultiTaskGP
 from mtucb_bench.measure import best_time
 from mtucb_bench.perf.provenance import RESULTS, write_summary
@@ -85,6 +94,95 @@ def dense_step(model) -> float:
     return value.item()
 
 
+def route_inputs(n: int, t: int, seed: int = 0):
+    """An RBF ``K`` (t x t), a full-rank ``B`` (n x n), η and a residual, all float64."""
+    X, Y = make_data(n, t, seed=seed)
+    K = torch.exp(-0.5 * torch.cdist(X, X).square() / 0.2**2)
+    F = torch.randn(n, n, generator=torch.Generator().manual_seed(seed + 1), dtype=DT)
+    B = F @ F.T / n + 0.1 * torch.eye(n, dtype=DT)
+    return K, B, torch.tensor(0.05, dtype=DT), Y.reshape(-1)
+
+
+def route_step(K, B, eta, r, method: str) -> None:
+    """One forward + backward of the ICM likelihood by ``method`` (grads for K, B, η)."""
+    K, B, eta = (x.detach().requires_grad_(True) for x in (K, B, eta))
+    quad, logdet = icm_inv_quad_logdet(K, B, eta, r, check_eta=False, method=method)
+    (quad + logdet).backward()
+
+
+def route_time(inputs, method: str, repeats: int) -> float:
+    """Best time of :func:`route_step` after one warm-up call."""
+    route_step(*inputs, method)
+    return best_time(partial(route_step, *inputs, method), repeats)
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def peak_buffers(K, B, eta, r, method: str = "cholesky") -> float:
+    """Peak extra resident memory of one forward + backward by ``method``, in t x t float64s.
+
+    Linux only: resets the high-water mark (``/proc/self/clear_refs``) and reads ``VmHWM``
+    against ``VmRSS`` before the call; large buffers are mmapped and returned to the system
+    when freed, so this counts every live buffer of the call (LAPACK workspace included; the
+    inputs, already resident, not).
+    """
+    K, B, eta = (x.detach().requires_grad_(True) for x in (K, B, eta))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = _status_kib("VmRSS")
+    quad, logdet = icm_inv_quad_logdet(K, B, eta, r, check_eta=False, method=method)
+    (quad + logdet).backward()
+    del quad, logdet
+    return (_status_kib("VmHWM") - base) * 1024 / (K.shape[-1] ** 2 * 8)
+
+
+def routes(args) -> dict:
+    """eigh vs Cholesky route times, the measured crossover and the bare-Cholesky ratio."""
+    rows, crossover = [], {}
+    print(f"ICM likelihood forward+backward (s), {args.threads} thread(s)")
+    print(f"{'n':>3} {'t':>5} | {'eigh':>8} {'cholesky':>8} {'chol/eigh':>9} | rule")
+    for n in args.route_n:
+        for t in args.route_t:
+            K, B, eta, r = route_inputs(n, t)
+            reps = args.repeats if t <= 300 else 2 if t <= 1000 else 1
+            row = {"n": n, "t": t}
+            for method in ("eigh", "cholesky"):
+                row[f"{method}_s"] = route_time((K, B, eta, r), method, reps)
+            row["chol_over_eigh"] = row["cholesky_s"] / row["eigh_s"]
+            row["rule"] = icm_likelihood_method(n, t)
+            if n not in crossover and row["chol_over_eigh"] < 1.0:
+                crossover[n] = t
+            rows.append(row)
+            print(f"{n:>3} {t:>5} | {row['eigh_s']:8.4f} {row['cholesky_s']:8.4f} "
+                  f"{row['chol_over_eigh']:9.2f} | {row['rule']}", flush=True)
+    print("measured crossover (smallest t where Cholesky wins): "
+          + ", ".join(f"n={n}: {crossover.get(n, 'none')}" for n in args.route_n))
+    bare = []
+    for t in args.bare_t:
+        n = 2
+        K, B, eta, r = route_inputs(n, t)
+        S = 0.7 * K + 0.05 * torch.eye(t, dtype=DT)
+        row = {"n": n, "t": t, "route_s": route_time((K, B, eta, r), "cholesky", 1),
+               "bare_s": n * best_time(partial(torch.linalg.cholesky, S), 2),
+               "eigh_route_s": route_time((K, B, eta, r), "eigh", 1)}
+        row["route_over_bare"] = row["route_s"] / row["bare_s"]
+        row["peak_txt_buffers"] = peak_buffers(K, B, eta, r)
+        row["peak_txt_buffers_eigh"] = peak_buffers(K, B, eta, r, "eigh")
+        bare.append(row)
+        print(f"n=2 t={t}: Cholesky route {row['route_s']:.2f} s, eigh route "
+              f"{row['eigh_route_s']:.2f} s, {n} bare Choleskys {row['bare_s']:.2f} s, ratio "
+              f"{row['route_over_bare']:.2f}; peak extra memory {row['peak_txt_buffers']:.2f} "
+              f"(eigh route {row['peak_txt_buffers_eigh']:.2f}) t x t buffers beyond K, which "
+              "the caller holds", flush=True)
+    return {"rows": rows, "crossover": crossover, "bare": bare}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", nargs="+", default=["2,100", "9,100", "20,100", "20,500"],
@@ -97,8 +195,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS / "perf" / "icm_likelihood.json")
+    parser.add_argument("--routes-only", action="store_true",
+                        help="only the eigh-vs-Cholesky route comparison")
+    parser.add_argument("--route-t", type=int, nargs="+", default=[20, 50, 100, 300, 1000, 2000])
+    parser.add_argument("--route-n", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--bare-t", type=int, nargs="*", default=[],
+                        help="t of the n = 2 comparison with bare Choleskys (e.g. 3000 5000)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    route_summary = routes(args)
+    if args.routes_only:
+        write_summary(args.out, {"args": {k: str(v) for k, v in vars(args).items()},
+                                 "routes": route_summary}, indent=2)
+        print(f"\nwrote {args.out}")
+        return
     rows = []
     for sz in args.sizes:
         n, t = (int(v) for v in sz.split(","))
@@ -159,7 +269,7 @@ def main() -> None:
           f"new {fit['new_s']:.2f} s ({fit['old_over_new']:.0f}x); final MLL old "
           f"{fit['old_mll']:.6f}, new {fit['new_mll']:.6f}")
     write_summary(args.out, {"args": {k: str(v) for k, v in vars(args).items()},
-                             "rows": rows, "fit": fit}, indent=2)
+                             "rows": rows, "fit": fit, "routes": route_summary}, indent=2)
     print(f"\nwrote {args.out}")
 
 

@@ -25,6 +25,18 @@ implement :class:`~botorch_mtucb.multitask.solvers.base.MultiTaskSolver`.
   O(n t²) (one row of ``P_1`` and a block extension of the ``n`` Cholesky factors of ``S_i``)
   instead of a new ``t x t`` eigendecomposition; once the block outgrows the eigen part the
   model rebuilds from scratch (amortised O(t³) per doubling).
+* :class:`ICMCholeskySolver` — Γ = k·B from the ``n`` Cholesky factors of ``ξ_i K_t + ηI``
+  (the blocks of ``G_t + ηI`` in B's eigenbasis, §3.3), without any ``t x t``
+  eigendecomposition: ``m_i(x) = ξ_i k(x, X)(ξ_i K_t + ηI)⁻¹ Y u_i`` and
+  ``s_i(x) = ξ_i k(x, x) − ξ_i² ‖L_i⁻¹ k(X, x)‖²``; conditioning extends each factor by a
+  block row.
+
+:func:`icm_solver` chooses between the two ICM solvers by
+:func:`~botorch_mtucb.linalg.icm_likelihood_method` (the Cholesky one for few tasks and many
+points, where ``n`` Cholesky factors cost less than one eigendecomposition; the eigen one
+otherwise, whose frozen hot-path predictor is cheaper per call) and takes the factorisation of
+a likelihood evaluation at the same hyperparameters and data when one is stored
+(:func:`icm_factor_key`, :class:`~botorch_mtucb.linalg.ICMFactorCache`).
 
 All tensors follow GPyTorch's interleaved multi-task order (index ``point·n + task``).
 """
@@ -37,11 +49,19 @@ from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.factor import CholeskyFactor
-from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor
+from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor, interleave_blocks
+from botorch_mtucb.linalg.icm_cholesky import icm_likelihood_method
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, cross_kernel, dense
 
-__all__ = ["DenseSolver", "ICMSolver", "extend_solver"]
+__all__ = [
+    "DenseSolver",
+    "ICMCholeskySolver",
+    "ICMSolver",
+    "extend_solver",
+    "icm_factor_key",
+    "icm_solver",
+]
 
 
 class DenseSolver(MultiTaskSolver):
@@ -154,6 +174,8 @@ class ICMSolver(MultiTaskSolver):
         train_resid: ``t x n`` (or ``batch x t x n``) targets minus the prior mean.
         noise: Regulariser η > 0 (0-dim tensor).
         K: The ``t x t`` matrix ``k(X_t, X_t)`` when already computed.
+        eigen: ``(a, W)`` with ``K_t = W diag(a) Wᵀ`` when already computed (then ``K`` is
+            not needed).
 
     Example:
         >>> k, B = kernel.icm_components()
@@ -169,19 +191,23 @@ class ICMSolver(MultiTaskSolver):
         train_resid: Tensor,
         noise: Tensor,
         K: Tensor | None = None,
+        eigen: tuple[Tensor, Tensor] | None = None,
     ) -> None:
         self.data_kernel = data_kernel
         self.task_covar = task_covar
         self.train_X = self.base_X = train_X
         self.noise = noise
         self.num_tasks = train_resid.shape[-1]
-        if K is None:
-            K = dense(data_kernel.forward(train_X, train_X))
         # hyperparameters read once for the acquisition hot path, where caches are detached
         self._frozen = None if torch.is_grad_enabled() else FrozenStationaryCross.maybe(
             data_kernel, train_X
         )
-        a, W = torch.linalg.eigh(0.5 * (K + K.transpose(-1, -2)))
+        if eigen is not None:
+            a, W = eigen
+        else:
+            if K is None:
+                K = dense(data_kernel.forward(train_X, train_X))
+            a, W = torch.linalg.eigh(0.5 * (K + K.transpose(-1, -2)))
         self.a, self.W = a.clamp_min(0.0), W  # t, t x t
         self.rotation = ICMRotation(task_covar, self.a, noise, W.transpose(-1, -2), train_resid,
                                     normalized=False)
@@ -236,7 +262,7 @@ class ICMSolver(MultiTaskSolver):
         if self.block_factor is not None:
             C = self._block_cross(X, F)  # batch x n x q x m
             mean = mean + (C @ self.block_coef.unsqueeze(-1)).squeeze(-1).transpose(-1, -2)
-            V = self.block_factor.solve_lower(C.transpose(-1, -2))  # batch x n x m x q
+            V = _solve_blocks(self.block_factor, C, shared=False)  # batch x n x m x q
             if joint:
                 cov = cov - V.transpose(-1, -2) @ V
             else:
@@ -247,7 +273,7 @@ class ICMSolver(MultiTaskSolver):
 
     def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
         rot = self.rotation
-        joint = full_cov and X.shape[-2] > 1  # for q = 1 the joint covariance is the block
+        joint = full_cov and X.shape[-2] != 1  # for q = 1 the joint covariance is the block
         mean, cov = self._moments(X, joint=joint)
         mean = rot.to_tasks(mean)
         if joint:
@@ -319,6 +345,216 @@ class ICMSolver(MultiTaskSolver):
         e = (r1 - self.rotation.rotated_mean(new.block_P)).transpose(-1, -2)  # n x m_all
         new.block_coef = factor.solve(e.unsqueeze(-1)).squeeze(-1)
         return new
+
+
+class ICMCholeskySolver(MultiTaskSolver):
+    r"""ICM solver for Γ = k·B from ``n`` Cholesky factors (paper 000, §3.3; module docstring).
+
+    With ``B = U diag(ξ) Uᵀ`` the system ``G_t + ηI`` is, in B's eigenbasis, the ``n``
+    blocks ``ξ_i K_t + ηI = L_i L_iᵀ``. Along direction ``u_i``
+
+    .. math::
+        m_i(x) = ξ_i k(x, X_t) (ξ_i K_t + ηI)^{-1} Y_t u_i, \qquad
+        s_i(x) = ξ_i k(x, x) − ξ_i^2 \|L_i^{-1} k(X_t, x)\|^2,
+
+    and ``μ_t(x) = Σ_i m_i(x) u_i``, ``Γ_t(x, x) = Σ_i s_i(x) u_i u_iᵀ``. Building costs ``n``
+    Cholesky factors of size ``t`` (no eigendecomposition of ``K_t``); a prediction
+    ``n`` triangular solves. :meth:`extend` appends points by one block row of each factor.
+
+    Args:
+        data_kernel: Scalar kernel ``k``.
+        task_covar: ``n x n`` PSD task matrix ``B`` (eigenvalues clamped at 0).
+        train_X: ``t x d`` (or ``batch x t x d``) training inputs, input-transformed.
+        train_resid: ``t x n`` (or ``batch x t x n``) targets minus the prior mean.
+        noise: Regulariser η > 0 (0-dim tensor).
+        K: The ``t x t`` matrix ``k(X_t, X_t)`` when already computed.
+        factors: ``(ξ, U, L)`` with ``L: n x t x t`` the factors of ``ξ_i K_t + ηI`` when
+            already computed (e.g. by the last likelihood evaluation of a fit).
+
+    Example:
+        >>> k, B = kernel.icm_components()
+        >>> solver = ICMCholeskySolver(k, B, train_X, train_resid, torch.tensor(0.1).double())
+        >>> mean, blocks = solver.predict(X, full_cov=False)  # b x q x n, b x q x n x n
+    """
+
+    def __init__(
+        self,
+        data_kernel: Kernel,
+        task_covar: Tensor,
+        train_X: Tensor,
+        train_resid: Tensor,
+        noise: Tensor,
+        K: Tensor | None = None,
+        factors: tuple[Tensor, Tensor, Tensor] | None = None,
+    ) -> None:
+        self.data_kernel = data_kernel
+        self.task_covar = task_covar
+        self.train_X = train_X
+        self.noise = noise
+        self.num_tasks = train_resid.shape[-1]
+        if factors is None:
+            xi, U = torch.linalg.eigh(0.5 * (task_covar + task_covar.transpose(-1, -2)))
+            xi = xi.clamp_min(0.0)
+            if K is None:
+                K = dense(data_kernel.forward(train_X, train_X))
+            eye = torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)
+            factor = CholeskyFactor.from_matrix(
+                xi[:, None, None] * K.unsqueeze(-3) + noise * eye
+            )  # [batch x] n x t x t
+        else:
+            xi, U, L = factors
+            factor = CholeskyFactor(L)
+        self.xi, self.U, self.factor = xi, U, factor
+        rotated = (train_resid @ U).transpose(-1, -2).unsqueeze(-1)  # [batch x] n x t x 1
+        self.coef = xi[:, None] * factor.solve(rotated).squeeze(-1)  # ξ_i α_i, n x t
+
+    def _cross(self, X: Tensor) -> Tensor:
+        """``k(X, X_t)``: ``batch x q x t``."""
+        return cross_kernel(self.data_kernel, X, self.train_X)
+
+    def _moments(self, X: Tensor, joint: bool) -> tuple[Tensor, Tensor]:
+        """Rotated mean ``batch x q x n`` and ``s`` (``batch x q x n``) or ``S_i``
+        (``batch x n x q x q``, joint)."""
+        kx = self._cross(X)
+        mean = kx @ self.coef.transpose(-1, -2)
+        V = _solve_blocks(self.factor, kx, shared=True)  # batch x n x t x q
+        xi = self.xi
+        if joint:
+            Kqq = dense(self.data_kernel.forward(X, X))
+            cov = xi[:, None, None] * Kqq.unsqueeze(-3) - xi[:, None, None].square() * (
+                V.transpose(-1, -2) @ V
+            )
+            return mean, cov
+        kxx = dense(self.data_kernel.forward(X, X, diag=True))
+        s = xi * kxx.unsqueeze(-1) - xi.square() * V.square().sum(-2).transpose(-1, -2)
+        return mean, s.clamp_min(0.0)
+
+    def eigen_variances(self, X: Tensor) -> Tensor:
+        """Eigenvalues s_i(x) of Γ_t(x, x) along u_i, ``batch x q x n`` (clamped at 0)."""
+        return self._moments(X, joint=False)[1]
+
+    def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
+        U = self.U
+        joint = full_cov and X.shape[-2] != 1  # for q = 1 the joint covariance is the block
+        mean, cov = self._moments(X, joint=joint)
+        mean = mean @ U.transpose(-1, -2)
+        if joint:
+            return mean, interleave_blocks(torch.einsum("...ipr,ai,bi->...parb", cov, U, U))
+        blocks = (U * cov.unsqueeze(-2)) @ U.transpose(-1, -2)
+        return mean, (blocks.squeeze(-3) if full_cov else blocks)
+
+    def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
+        """``Σ_i s_i(x) (u_iᵀ w_j)²``: no ``n x n`` blocks (see the base class)."""
+        mean, s = self._moments(X, joint=False)
+        U = self.U
+        return mean @ U.transpose(-1, -2), s @ (U.transpose(-1, -2) @ W).pow(2)
+
+    def information_gain(self) -> Tensor:
+        """½ Σ_i (log det(ξ_i K_t + ηI) − t log η) = ½ log det(I + η⁻¹ G_t)."""
+        n, t = self.num_tasks, self.factor.size
+        return 0.5 * (self.factor.logdet().sum(-1) - n * t * torch.log(self.noise))
+
+    def extend(self, new_X: Tensor, train_X: Tensor, train_resid: Tensor) -> ICMCholeskySolver:
+        """Solver with ``new_X`` appended: one block row of each of the ``n`` factors.
+
+        Args:
+            new_X: ``m x d`` appended inputs (input-transformed).
+            train_X: ``(t+m) x d`` all training inputs (the first ``t`` rows are this solver's).
+            train_resid: ``(t+m) x n`` all targets minus the prior mean.
+        """
+        k, xi = self.data_kernel, self.xi[:, None, None]
+        C = xi * dense(k.forward(self.train_X, new_X)).unsqueeze(-3)  # n x t x m
+        Knew = dense(k.forward(new_X, new_X)).unsqueeze(-3)
+        eye = torch.eye(new_X.shape[-2], dtype=new_X.dtype, device=new_X.device)
+        factor = self.factor.extend(C, xi * Knew + self.noise * eye)
+        return ICMCholeskySolver(k, self.task_covar, train_X, train_resid, self.noise,
+                                 factors=(self.xi, self.U, factor.L))
+
+
+def _solve_blocks(factor: CholeskyFactor, cross: Tensor, shared: bool) -> Tensor:
+    """``L_i⁻¹ crossᵀ`` for the ``n`` factors ``L_i`` of ``factor``: ``batch x n x t x q``.
+
+    Args:
+        factor: ``n`` factors, ``n x t x t`` (or ``train_batch x n x t x t``).
+        cross: ``batch x q x t``, one right-hand side for every factor (``shared``), or
+            ``batch x n x q x t``, one per factor.
+        shared: Whether ``cross`` is shared by the factors.
+
+    For unbatched factors the test batch is moved into the columns, so each factor is used
+    once and never copied per test point; batched factors (batched training data) broadcast
+    against ``cross``'s batch.
+    """
+    L = factor.L
+    if L.dim() > 3:
+        rhs = cross.transpose(-1, -2)
+        return factor.solve_lower(rhs.unsqueeze(-3) if shared else rhs)
+    n, t = L.shape[0], L.shape[-1]
+    if shared:
+        batch = cross.shape[:-1]  # (..., q)
+        rhs = cross.reshape(-1, t).transpose(0, 1).expand(n, t, -1)
+    else:
+        batch = (*cross.shape[:-3], cross.shape[-2])
+        rhs = cross.movedim(-3, 0).reshape(n, -1, t).transpose(-1, -2)
+    V = factor.solve_lower(rhs)  # n x t x (B·q)
+    return V.reshape(n, t, *batch).movedim((0, 1), (-3, -2))
+
+
+def icm_factor_key(kernel: torch.nn.Module, train_X: Tensor, noise: Tensor) -> tuple[Tensor, ...]:
+    """What the ICM factorisation of ``k(X, X)``, ``B`` and η depends on, as tensors.
+
+    The training inputs, η and every parameter and buffer of the multi-task ``kernel``
+    (detached, not copied): equal keys mean equal ``K_t``, ``B`` and η. Used with
+    :class:`~botorch_mtucb.linalg.ICMFactorCache`.
+
+    Args:
+        kernel: The multi-task kernel Γ = k·B.
+        train_X: ``t x d`` training inputs, input-transformed.
+        noise: η (0-dim tensor).
+
+    Example:
+        >>> key = icm_factor_key(model.covar_module, train_X, torch.tensor(0.1).double())
+    """
+    state = [v.detach() for v in (*kernel.parameters(), *kernel.buffers())]
+    return (train_X.detach(), noise.detach().reshape(()), *state)
+
+
+def icm_solver(
+    data_kernel: Kernel,
+    task_covar: Tensor,
+    train_X: Tensor,
+    train_resid: Tensor,
+    noise: Tensor,
+    stored: tuple[str, tuple[Tensor, ...]] | None = None,
+) -> ICMSolver | ICMCholeskySolver:
+    """The ICM solver for Γ = k·B: stored factors when given, else by problem size.
+
+    ``stored`` (``(method, factors)`` from :meth:`~botorch_mtucb.linalg.ICMFactorCache.take`)
+    builds the solver of its route from the factors without factorising again; otherwise
+    :class:`ICMCholeskySolver` where :func:`~botorch_mtucb.linalg.icm_likelihood_method` says
+    ``"cholesky"`` (few tasks, many points) and :class:`ICMSolver` elsewhere.
+
+    Args:
+        data_kernel: Scalar kernel ``k``.
+        task_covar: ``n x n`` task matrix ``B``.
+        train_X: ``t x d`` (or ``batch x t x d``) training inputs, input-transformed.
+        train_resid: ``t x n`` (or ``batch x t x n``) targets minus the prior mean.
+        noise: η > 0 (0-dim tensor).
+        stored: Factors of a likelihood evaluation at the same hyperparameters and data.
+
+    Example:
+        >>> k, B = kernel.icm_components()
+        >>> solver = icm_solver(k, B, train_X, train_resid, torch.tensor(0.1).double())
+    """
+    dtype = train_X.dtype
+    if stored is not None and all(f.dtype == dtype for f in stored[1]):
+        method, factors = stored
+        if method == "cholesky":
+            return ICMCholeskySolver(data_kernel, task_covar, train_X, train_resid, noise,
+                                     factors=factors)
+        return ICMSolver(data_kernel, task_covar, train_X, train_resid, noise, eigen=factors)
+    method = icm_likelihood_method(train_resid.shape[-1], train_X.shape[-2])
+    cls = ICMCholeskySolver if method == "cholesky" else ICMSolver
+    return cls(data_kernel, task_covar, train_X, train_resid, noise)
 
 
 def extend_solver(
