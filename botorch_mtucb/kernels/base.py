@@ -75,7 +75,8 @@ class MultiTaskKernel(Kernel):
 
     @abstractmethod
     def separable_components(self) -> list[tuple[Kernel, Tensor]]:
-        """The separable terms ``[(k_j, B_j)]`` with Γ = Σ_j k_j B_j, each ``B_j`` ``n x n``."""
+        """The separable terms ``[(k_j, B_j)]`` with Γ = Σ_j k_j B_j, each ``B_j`` ``n x n``
+        (``batch_shape x n x n`` for a kernel with a batch of hyperparameters)."""
 
     def icm_components(self) -> tuple[Kernel, Tensor] | None:
         """``(k, B)`` when Γ = k·B with a single scalar kernel ``k``, else ``None``.
@@ -118,7 +119,8 @@ class MultiTaskKernel(Kernel):
         for k, B in comps:
             if diag:
                 kd = k.forward(x1, x2, diag=True, **params)
-                term = (kd[..., :, None] * torch.diagonal(B)).reshape(*kd.shape[:-1], -1)
+                term = kd[..., :, None] * torch.diagonal(B, dim1=-2, dim2=-1).unsqueeze(-2)
+                term = term.reshape(*term.shape[:-2], -1)
             else:
                 term = KroneckerProductLinearOperator(*self._kron_factors(k, B, x1, x2, params))
             res = term if res is None else res + term
@@ -128,10 +130,14 @@ class MultiTaskKernel(Kernel):
     def _kron_factors(
         k: Kernel, B: Tensor, x1: Tensor, x2: Tensor, params: dict
     ) -> tuple[LinearOperator, LinearOperator]:
-        """``(k(x1, x2), B)`` as linear operators expanded to the common batch shape."""
-        batch_shape = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+        """``(k(x1, x2), B)`` as linear operators expanded to the common batch shape (that of
+        the inputs, of the kernel's hyperparameters and of ``B``)."""
         kx = to_linear_operator(k.forward(x1, x2, **params))
+        batch_shape = torch.broadcast_shapes(
+            x1.shape[:-2], x2.shape[:-2], kx.shape[:-2], B.shape[:-2]
+        )
         if kx.shape[:-2] != batch_shape:
             kx = kx.expand(*batch_shape, *kx.shape[-2:])
-        Bb = B.expand(*batch_shape, *B.shape) if len(batch_shape) else B
-        return kx, to_linear_operator(Bb)
+        if B.shape[:-2] != batch_shape:
+            B = B.expand(*batch_shape, *B.shape[-2:])
+        return kx, to_linear_operator(B)

@@ -23,6 +23,10 @@ class ICMKernel(MultiTaskKernel):
     learnable ``F`` starts at :func:`initial_covar_factor` (deterministic, full column rank:
     a rank-one start would stay rank one under every gradient-based fit).
 
+    With ``batch_shape`` (a GPyTorch kernel keyword) the learnable ``B`` is one per batch
+    member (``batch_shape x n x n``), as the data kernel's hyperparameters of a batched model:
+    a model of batched training data fits each member's ``B`` on its own data.
+
     Example:
         >>> import torch
         >>> from gpytorch.kernels import RBFKernel
@@ -47,6 +51,8 @@ class ICMKernel(MultiTaskKernel):
             rank: Rank of the learnable low-rank factor ``F`` (ignored if ``task_covar``).
             task_covar: Optional fixed ``n x n`` PSD task matrix ``B``.
             task_covar_prior: Optional prior on the learnable ``B``.
+            **kwargs: GPyTorch ``Kernel`` keywords, e.g. ``batch_shape`` (the learnable ``F``
+                is ``batch_shape x n x rank``, ``v`` ``batch_shape x n``).
         """
         super().__init__(num_tasks=num_tasks, **kwargs)
         if not isinstance(data_covar_module, Kernel):
@@ -61,19 +67,19 @@ class ICMKernel(MultiTaskKernel):
                 raise ValueError(f"`rank` must be an integer in [1, {num_tasks}], got {rank!r}.")
             self.rank = rank
             self.fixed_task_covar = None
+            batch = self.batch_shape
+            factor = initial_covar_factor(num_tasks, rank).expand(*batch, num_tasks, rank)
+            self.register_parameter("covar_factor", torch.nn.Parameter(factor.clone()))
             self.register_parameter(
-                "covar_factor", torch.nn.Parameter(initial_covar_factor(num_tasks, rank))
+                "raw_var", torch.nn.Parameter(torch.zeros(*batch, num_tasks))
             )
-            self.register_parameter("raw_var", torch.nn.Parameter(torch.zeros(num_tasks)))
             self.register_constraint("raw_var", Positive())
             if task_covar_prior is not None:
-                self.register_prior(
-                    "task_covar_prior", task_covar_prior, lambda m: m.task_covar_matrix
-                )
+                self.register_prior("task_covar_prior", task_covar_prior, _task_covar_matrix)
 
     @property
     def task_covar_matrix(self) -> Tensor:
-        """The ``n x n`` task matrix ``B``."""
+        """The ``[batch_shape x] n x n`` task matrix ``B``."""
         if self.fixed_task_covar is not None:
             return self.fixed_task_covar
         var = self.raw_var_constraint.transform(self.raw_var)
@@ -111,6 +117,8 @@ class TaskSimilarityKernel(MultiTaskKernel):
             num_tasks: Number of tasks ``n``.
             omega: Similarity parameter ω ∈ [0, 1] (the initial value when learnable).
             learn_omega: Learn ω (constrained to (0, 1)) instead of keeping it fixed.
+            **kwargs: GPyTorch ``Kernel`` keywords, e.g. ``batch_shape`` (a learnable ω per
+                batch member).
         """
         super().__init__(num_tasks=num_tasks, **kwargs)
         if not isinstance(data_covar_module, Kernel):
@@ -123,7 +131,7 @@ class TaskSimilarityKernel(MultiTaskKernel):
         if learn_omega:
             if not 0.0 < omega_f < 1.0:
                 raise ValueError("A learnable `omega` must start strictly inside (0, 1).")
-            self.register_parameter("raw_omega", torch.nn.Parameter(torch.zeros(())))
+            self.register_parameter("raw_omega", torch.nn.Parameter(torch.zeros(self.batch_shape)))
             self.register_constraint("raw_omega", Interval(0.0, 1.0))
             self.initialize(omega=omega_f)
         else:
@@ -131,7 +139,7 @@ class TaskSimilarityKernel(MultiTaskKernel):
 
     @property
     def omega(self) -> Tensor:
-        """The similarity parameter ω ∈ [0, 1] (a 0-dim tensor)."""
+        """The similarity parameter ω ∈ [0, 1] (0-dim, or ``batch_shape`` when learnable)."""
         if self.learn_omega:
             return self.raw_omega_constraint.transform(self.raw_omega)
         return self.fixed_omega
@@ -139,8 +147,8 @@ class TaskSimilarityKernel(MultiTaskKernel):
     @omega.setter
     def omega(self, value: float | Tensor) -> None:
         value = torch.as_tensor(value, dtype=torch.float64)
-        if not 0.0 <= float(value) <= 1.0:
-            raise ValueError(f"`omega` must lie in [0, 1], got {float(value)!r}.")
+        if not bool(((value >= 0.0) & (value <= 1.0)).all()):
+            raise ValueError(f"`omega` must lie in [0, 1], got {value!r}.")
         if self.learn_omega:
             self.initialize(raw_omega=self.raw_omega_constraint.inverse_transform(value))
         else:
@@ -148,15 +156,20 @@ class TaskSimilarityKernel(MultiTaskKernel):
 
     @property
     def task_covar_matrix(self) -> Tensor:
-        """``B_ω = ωI + (1−ω) 11ᵀ/n``, ``n x n``."""
+        """``B_ω = ωI + (1−ω) 11ᵀ/n``, ``[batch_shape x] n x n``."""
         n = self.num_tasks
-        omega = self.omega
+        omega = self.omega[..., None, None]
         eye = torch.eye(n, dtype=omega.dtype, device=omega.device)
         return omega * eye + (1 - omega) * torch.ones_like(eye) / n
 
     def separable_components(self) -> list[tuple[Kernel, Tensor]]:
         """The single term ``[(k, B_ω)]``."""
         return [(self.data_covar_module, self.task_covar_matrix)]
+
+
+def _task_covar_matrix(kernel: ICMKernel) -> Tensor:
+    """The prior's closure (a module-level function, so that the kernel pickles)."""
+    return kernel.task_covar_matrix
 
 
 def initial_covar_factor(num_tasks: int, rank: int) -> Tensor:

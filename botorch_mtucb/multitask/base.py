@@ -111,15 +111,18 @@ class MultiTaskGPBase(
             outcome_transform.train()
             train_Y, train_Yvar = outcome_transform(train_Y, train_Yvar, X=transformed_X)
         _check_target_resolution(train_Y)
-        covar_module = _checked_kernel(covar_module, transformed_X.shape[-1], n)
+        batch = train_X.shape[:-2]
+        covar_module = _checked_kernel(covar_module, transformed_X.shape[-1], n, batch)
         self._num_outputs = n
-        self._input_batch_shape = train_X.shape[:-2]
-        # the hyperparameters are shared by a batch of training sets: ``fit_gpytorch_mll``
-        # maximises the members' summed marginal likelihood (its non-batched path)
-        self._aug_batch_shape = torch.Size()
-        ExactGP.__init__(self, train_X, train_Y, _likelihood(n, train_Yvar))
+        self._input_batch_shape = batch
+        # η per member when the kernel's hyperparameters are (the default kernel's are)
+        lik_batch = batch if covar_module.batch_shape == batch else torch.Size()
+        self._aug_batch_shape = torch.Size()  # set below, once all modules exist
+        ExactGP.__init__(self, train_X, train_Y, _likelihood(n, train_Yvar, lik_batch))
         if train_Yvar is None:
-            self.likelihood.noise = noise_t.reshape(1).to(dtype=torch.get_default_dtype())
+            self.likelihood.noise = noise_t.to(dtype=torch.get_default_dtype()).expand(
+                *lik_batch, 1
+            )
             self.likelihood.raw_noise.requires_grad_(learn_noise)
         self.learn_noise = learn_noise
         self._zero_mean = mean_module is None  # the paper's estimator: skip adding zeros
@@ -141,7 +144,8 @@ class MultiTaskGPBase(
         self._validate_batch(train_X)
         self.to(train_X)
         if train_Yvar is None:
-            self.likelihood.noise = noise_t.reshape(1)
+            self.likelihood.noise = noise_t.expand(*lik_batch, 1)
+        self._aug_batch_shape = _member_batch_shape(self, batch)
 
     def _validate_batch(self, train_X: Tensor) -> None:
         """Hook: refuse batched training data where a subclass cannot handle it."""
@@ -167,28 +171,51 @@ class MultiTaskGPBase(
     def noise(self) -> Tensor:
         """The regulariser η (a scalar tensor, in the outcome-transformed space).
 
-        With known noise (``train_Yvar``) the average of the noise variances.
+        With known noise (``train_Yvar``) the average of the noise variances. A model with
+        one η per member of batched training data returns them as ``batch_shape x 1 x 1``
+        (the shape that broadcasts against the members' ``batch_shape x q x n`` outputs).
         """
         if self.known_noise:
             return self.likelihood.noise.mean()
-        return self.likelihood.noise.reshape(())
+        noise = self.likelihood.noise  # [batch_shape x] 1
+        if noise.dim() == 1:
+            return noise.reshape(())
+        return noise.unsqueeze(-1)
 
     def _noise_diagonal(self, rows: int) -> Tensor:
         """The noise of the first ``rows`` training rows: η (0-dim) when homoscedastic, else
-        the interleaved ``rows·n`` variances (constant known noise keeps the fast path)."""
+        the interleaved ``[batch_shape x] rows·n`` variances (constant known noise keeps the
+        fast path; one η per batch member gives each member's constant diagonal)."""
         if not self.known_noise:
-            return self.noise
-        Yvar = self.likelihood.noise
-        Yvar = Yvar[(0,) * (Yvar.dim() - 2)][:rows]
+            eta = self.noise
+            if eta.dim() == 0:
+                return eta
+            return eta.reshape(*eta.shape[:-2], 1).expand(
+                *eta.shape[:-2], rows * self.num_tasks
+            )
+        Yvar = self.likelihood.noise  # [fantasy dims x] [batch_shape x] N x n
+        Yvar = Yvar[(0,) * (Yvar.dim() - 2 - len(self._base_batch_shape))][..., :rows, :]
         if bool((Yvar == Yvar.reshape(-1)[0]).all()):
             return Yvar.reshape(-1)[0]
-        return Yvar.reshape(-1)
+        return Yvar.reshape(*Yvar.shape[:-2], -1)
+
+    def _icm_noise(self, noise: Tensor) -> Tensor | None:
+        """The η of the ICM eigen identity from :meth:`_noise_diagonal`'s ``noise`` (in the
+        working dtype): 0-dim, ``batch_shape x 1 x 1`` for one η per batch member, or ``None``
+        for heteroscedastic known noise (the identity needs one η per training set)."""
+        if noise.dim() == 0:
+            return noise
+        if self.known_noise:
+            return None
+        return noise[..., :1].unsqueeze(-1)
 
     def _observation_noise(self, mean: Tensor, observation_noise: bool | Tensor) -> bool | Tensor:
-        """``observation_noise=True`` of a known-noise model: each task's average variance."""
+        """``observation_noise=True`` of a known-noise model: each task's average variance
+        (per member of batched training data)."""
         if observation_noise is True and self.known_noise:
-            Yvar = self.likelihood.noise
-            return Yvar.reshape(-1, Yvar.shape[-1]).mean(0).expand(mean.shape)
+            Yvar = self.likelihood.noise  # [fantasy dims x] [batch_shape x] N x n
+            Yvar = Yvar[(0,) * (Yvar.dim() - 2 - len(self._base_batch_shape))]
+            return Yvar.mean(-2, keepdim=True).expand(mean.shape)
         return observation_noise
 
     @property
@@ -505,16 +532,20 @@ def _check_target_resolution(train_Y: Tensor) -> None:
         )
 
 
-def _checked_kernel(covar_module: MultiTaskKernel | None, d: int, n: int) -> MultiTaskKernel:
+def _checked_kernel(
+    covar_module: MultiTaskKernel | None, d: int, n: int, batch: torch.Size
+) -> MultiTaskKernel:
     """``covar_module`` checked for ``n`` tasks; ``None`` gives the default ICM kernel over
-    BoTorch's dimension-scaled RBF on ``d`` (transformed) inputs with a full-rank ``B``.
+    BoTorch's dimension-scaled RBF on ``d`` (transformed) inputs with a full-rank ``B``, with
+    one set of hyperparameters per member of training data of batch shape ``batch``.
 
     Raises:
         ValueError: If ``covar_module`` is not a multi-task kernel of ``n`` tasks.
     """
     if covar_module is None:
         covar_module = ICMKernel(
-            get_covar_module_with_dim_scaled_prior(ard_num_dims=d), num_tasks=n, rank=n
+            get_covar_module_with_dim_scaled_prior(ard_num_dims=d, batch_shape=batch),
+            num_tasks=n, rank=n, batch_shape=batch,
         )
     if not isinstance(covar_module, MultiTaskKernel):
         raise ValueError(
@@ -529,12 +560,30 @@ def _checked_kernel(covar_module: MultiTaskKernel | None, d: int, n: int) -> Mul
     return covar_module
 
 
-def _likelihood(n: int, train_Yvar: Tensor | None) -> Likelihood:
-    """The homoscedastic ``n``-task Gaussian likelihood (one global η), or the known-noise
-    likelihood of the (outcome-transformed) ``train_Yvar``."""
+def _likelihood(n: int, train_Yvar: Tensor | None, batch: torch.Size) -> Likelihood:
+    """The homoscedastic ``n``-task Gaussian likelihood (one global η, or one per member of
+    the batch shape ``batch``), or the known-noise likelihood of the (outcome-transformed)
+    ``train_Yvar``."""
     if train_Yvar is None:
         return MultitaskGaussianLikelihood(
             num_tasks=n, rank=0, has_global_noise=True, has_task_noise=False,
-            noise_constraint=GreaterThan(1e-9),
+            noise_constraint=GreaterThan(1e-9), batch_shape=batch,
         )
     return FixedNoiseMultitaskGaussianLikelihood(train_Yvar)
+
+
+def _member_batch_shape(model: torch.nn.Module, batch: torch.Size) -> torch.Size:
+    """``batch`` when every trainable parameter of ``model`` is one per member of training data
+    of that batch shape (leading dimensions ``batch``), else ``torch.Size()``.
+
+    BoTorch's ``fit_gpytorch_mll`` reads this as the model's ``_aug_batch_shape``: with more
+    than one member it fits each member's hyperparameters on its own marginal likelihood
+    (batched L-BFGS-B); with shared hyperparameters it maximises the members' summed marginal
+    likelihood.
+    """
+    if not len(batch):
+        return torch.Size()
+    params = [p for p in model.parameters() if p.requires_grad]
+    if all(p.shape[: len(batch)] == batch for p in params):
+        return batch
+    return torch.Size()

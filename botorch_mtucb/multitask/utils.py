@@ -53,7 +53,8 @@ def joint_task_mvn(
     Args:
         mean: ``batch_shape x q x n`` posterior mean.
         cov: ``batch_shape x (q·n) x (q·n)`` interleaved posterior covariance.
-        noise: The homoscedastic noise η (added for ``observation_noise=True``).
+        noise: The homoscedastic noise η (added for ``observation_noise=True``): 0-dim, or
+            ``batch_shape x 1 x 1`` (one η per member of batched training data).
         observation_noise: ``True`` adds η to the diagonal; a ``batch_shape x q x n`` tensor
             adds those (outcome-transformed) noise variances.
         output_indices: Tasks to keep (all by default).
@@ -63,7 +64,9 @@ def joint_task_mvn(
         something samples), or a ``MultivariateNormal`` when one task is kept.
 
     Raises:
-        ValueError: If ``observation_noise`` or ``output_indices`` do not fit ``n`` tasks.
+        BotorchTensorDimensionError: If ``observation_noise`` does not broadcast to the
+            ``batch_shape x q x n`` of ``mean`` (as BoTorch's models).
+        ValueError: If ``output_indices`` are not task indices.
 
     Example:
         >>> mean, cov = torch.zeros(4, 2, 3), torch.eye(6).expand(4, 6, 6)  # q = 2, n = 3
@@ -75,10 +78,18 @@ def joint_task_mvn(
     if observation_noise is True:
         cov = cov + noise * torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
     elif torch.is_tensor(observation_noise):
-        if observation_noise.shape[-1] != n:
-            raise ValueError(
-                f"`observation_noise` must have a last dimension of size {n}, got shape "
-                f"{tuple(observation_noise.shape)}."
+        shape = tuple(observation_noise.shape)
+        try:
+            fits = len(shape) >= 2 and shape[-1] == n and (
+                torch.broadcast_shapes(shape, mean.shape) == mean.shape
+            )
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise BotorchTensorDimensionError(
+                f"`observation_noise` must have shape `batch_shape x q x n` = "
+                f"{tuple(mean.shape)} (or broadcast to it, with a last dimension of size {n}), "
+                f"got {shape}."
             )
         noise = observation_noise.expand(mean.shape).reshape(*mean.shape[:-2], -1)
         cov = cov + torch.diag_embed(noise)
