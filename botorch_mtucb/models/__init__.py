@@ -2,7 +2,9 @@
 
 * Paper 000 (:mod:`botorch_mtucb.multitask`): :class:`ExactMultiTaskGP` (MT-KB),
   :class:`NystromMultiTaskGP` (MT-BKB), :class:`NystromMultiTaskBatch` (batched training
-  data) and :func:`practical_multitask_gp` (MT-KB with fitted hyperparameters).
+  data), :func:`practical_multitask_gp` (MT-KB with fitted hyperparameters) and
+  :func:`practical_sparse_multitask_gp` (MT-BKB with hyperparameters fitted on a subset and a
+  capped dictionary, for many observations).
 * Paper 001 (:mod:`botorch_mtucb.heavy_tailed`): :class:`TruncatedGP` (TGP-UCB),
   :class:`AdaptiveTruncationGP` (ATA-GP-UCB), :class:`HeavyTailedBatch` (batched training
   data), and the moment-estimator seam :class:`MomentEstimator` / :class:`MedianOfMeans`.
@@ -16,6 +18,7 @@ from botorch_mtucb.multitask.exact import ExactMultiTaskGP
 from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
 from botorch_mtucb.multitask.nystrom_batch import NystromMultiTaskBatch
 from botorch_mtucb.multitask.practical import practical_multitask_gp
+from botorch_mtucb.multitask.practical_sparse import practical_sparse_multitask_gp
 
 __all__: list[str] = [
     "AdaptiveTruncationGP",
@@ -27,6 +30,7 @@ __all__: list[str] = [
     "NystromMultiTaskGP",
     "TruncatedGP",
     "practical_multitask_gp",
+    "practical_sparse_multitask_gp",
 ]
 
 # Registers the models with BoTorch's pathwise sampling (``draw_matheron_paths``), so

@@ -30,7 +30,7 @@ from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 from botorch_mtucb.theory.multi_task import check_epsilon_delta, theorem3_q
 from botorch_mtucb.utils.batched_data import has_batched_training_data
 
-__all__ = ["NystromMultiTaskGP"]
+__all__ = ["NystromMultiTaskGP", "capped_oversampling"]
 
 
 #: Buffers holding the dictionary state: D_t, its probabilities, the variances it was drawn
@@ -82,6 +82,19 @@ class NystromMultiTaskGP(MultiTaskGPBase):
     ½ log det(I_{nt} + η⁻¹ G_t), equal to it when every point is in the dictionary. (Lemma 4
     does not hold for Γ̃, so this is *not* the Theorem-3 sum.)
 
+    **Capped dictionary.** With ``max_dictionary_size = m`` the dictionary keeps at most ``m``
+    points: the oversampling parameter becomes ``q' = min(q, q_m)``, ``q_m`` the value with
+    expected size ``Σ_i min{q_m v_i, 1} = m`` (:func:`capped_oversampling`), so the
+    probabilities stay proportional to the variances (ridge leverage scores) below
+    saturation; the draw is then truncated to the ``m`` smallest keys ``u_i/p_i`` (sequential
+    Poisson sampling: ``u_i < p_i`` is the Bernoulli draw above, so an uncapped draw of at most
+    ``m`` points is unchanged). Theorem 3's ε-accuracy needs ``q``: a cap that binds keeps it
+    only for the ε' with ``6ρ(ε') log(4T/δ)/ε'² ≤ q'`` when such an ε' < 1 exists, and gives
+    no accuracy guarantee otherwise. The posterior is still the Nyström (DTC) posterior of
+    the dictionary drawn; it depends on the dictionary only through the span of its
+    embeddings (Lemma 8), so the truncation does not bias it through the weights ``1/√p``.
+    ``None`` (default): no cap, the draws of Algorithm 2.
+
     **Dictionary and hyperparameters.** The dictionary is drawn when the model is built or
     conditioned, then kept: changing hyperparameters (e.g. fitting) rebuilds the solver on the
     same dictionary; call :meth:`resample_dictionary` to redraw it.
@@ -126,6 +139,7 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         mean_module: Mean | None = None,
         pinv_rtol: float | None = None,
         pinv_method: str = "auto",
+        max_dictionary_size: int | None = None,
     ) -> None:
         """
         Args:
@@ -151,6 +165,8 @@ class NystromMultiTaskGP(MultiTaskGPBase):
                 (default ``1000·eps`` of the dtype).
             pinv_method: ``"auto"``, ``"eigh"`` or ``"pivoted_cholesky"`` (see
                 :class:`~botorch_mtucb.multitask.solvers.nystrom.NystromSolver`).
+            max_dictionary_size: Cap ``m ≥ 1`` on the dictionary size (see "Capped
+                dictionary" in the class docstring); ``None`` for Algorithm 2's draws.
         """
         check_epsilon_delta(epsilon, delta)
         if q is not None and (
@@ -172,6 +188,15 @@ class NystromMultiTaskGP(MultiTaskGPBase):
             isinstance(pinv_rtol, int | float) and 0.0 <= pinv_rtol < 1.0
         ):
             raise ValueError(f"`pinv_rtol` must lie in [0, 1), got {pinv_rtol!r}.")
+        if max_dictionary_size is not None and (
+            isinstance(max_dictionary_size, bool)
+            or not isinstance(max_dictionary_size, Integral)
+            or max_dictionary_size < 1
+        ):
+            raise ValueError(
+                "`max_dictionary_size` must be a positive integer (or None), got "
+                f"{max_dictionary_size!r}."
+            )
         if pinv_method not in ("auto", "eigh", "pivoted_cholesky"):
             raise ValueError(
                 "`pinv_method` must be 'auto', 'eigh' or 'pivoted_cholesky', got "
@@ -194,6 +219,7 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         self._generator = generator
         self.pinv_rtol = pinv_rtol
         self.pinv_method = pinv_method
+        self.max_dictionary_size = None if max_dictionary_size is None else int(max_dictionary_size)
         with torch.no_grad():
             X = self._transformed_train_X()
             variances, log_dets = self._cold_start(X)
@@ -221,6 +247,12 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         else:
             T = 1 << max(t - 1, 0).bit_length()  # smallest power of two >= t
         return theorem3_q(self.epsilon, self.delta, T)
+
+    @property
+    def effective_q(self) -> float:
+        """The oversampling parameter the current dictionary was drawn with: :attr:`q`, or
+        ``min(q, q_m)`` under ``max_dictionary_size`` (:func:`capped_oversampling`)."""
+        return float(self._oversampling(self._previous_variances))
 
     @property
     def generator(self) -> torch.Generator | None:
@@ -276,22 +308,38 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         self._draw_dictionary()
 
     def _draw_dictionary(self) -> None:
-        v = self._previous_variances
-        probs = (self.q * v).clamp(max=1.0)
+        probs = self._inclusion_probabilities(self._previous_variances)
         idx = self._bernoulli(probs)
         self._dict_indices = idx
         self._dict_probs = probs[idx]
         self._solver_cache = None
 
+    def _oversampling(self, variances: Tensor) -> Tensor | float:
+        """``q``, or ``min(q, q_m)`` with a dictionary cap (0-dim tensor, no host sync)."""
+        if self.max_dictionary_size is None:
+            return self.q
+        return capped_oversampling(variances, self.q, self.max_dictionary_size)
+
+    def _inclusion_probabilities(self, variances: Tensor) -> Tensor:
+        """``p_i = min{q' v_i, 1}`` with ``q'`` = :meth:`_oversampling`."""
+        return (self._oversampling(variances) * variances).clamp(max=1.0)
+
     def _bernoulli(self, probs: Tensor) -> Tensor:
-        """Indices ``i`` drawn independently with probability ``probs[i]`` (no loop)."""
+        """Indices ``i`` drawn independently with probability ``probs[i]`` (no loop), at most
+        ``max_dictionary_size`` of them: those with the smallest keys ``u_i / p_i``."""
         gen = self._generator
         if gen is None:
             u = torch.rand(probs.shape, dtype=probs.dtype, device=probs.device)
         else:
             u = torch.rand(probs.shape, generator=gen, dtype=probs.dtype, device=gen.device)
             u = u.to(probs.device)
-        return (u < probs).nonzero().reshape(-1)
+        cap = self.max_dictionary_size
+        if cap is None or cap >= probs.numel():
+            return (u < probs).nonzero().reshape(-1)
+        inf = torch.tensor(math.inf, dtype=probs.dtype, device=probs.device)
+        keys = torch.where(probs > 0, u / probs, inf)  # u_i < p_i  <=>  key_i < 1
+        smallest, idx = torch.topk(keys, cap, largest=False)
+        return idx[smallest < 1].sort().values
 
     def _transformed_train_X(self) -> Tensor:
         X = self.train_inputs[0]
@@ -335,10 +383,9 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         zeros = X.new_zeros(t, n)
         prior = self._make_solver(X[:0], zeros[:0], empty, X.new_zeros(0))
         variances, log_dets = (v.clone() for v in prior.variance_summary(X))
-        q = self.q
         end = 1
         while end < t:
-            probs = (q * variances[:end]).clamp(max=1.0)
+            probs = self._inclusion_probabilities(variances[:end])
             idx = self._bernoulli(probs)
             stage = self._make_solver(X[:end], zeros[:end], idx, probs[idx])
             nxt = min(2 * end, t)
@@ -389,3 +436,41 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         new._previous_variances = torch.cat([v_old, v_new])
         new._log_det_sum = self._log_det_sum + ld_new.sum()
         new._draw_dictionary()
+
+
+def capped_oversampling(variances: Tensor, q: float, max_size: int) -> Tensor:
+    r"""``min(q, q_m)``: the largest oversampling parameter whose dictionary has expected size
+    at most ``max_size``.
+
+    ``q_m`` solves ``Σ_i min{q_m v_i, 1} = m`` (``m`` = ``max_size``; ``+∞`` when at most
+    ``m`` variances are positive). The left side is continuous, piecewise linear and
+    non-decreasing in ``q_m``: with the variances sorted decreasingly and the ``k`` largest
+    saturated (``q_m v_(k) ≥ 1 ≥ q_m v_(k+1)``), ``q_m = (m − k) / Σ_{i>k} v_(i)``. Every
+    ``k < m`` is tried at once (vectorised, no host sync).
+
+    Args:
+        variances: ``t`` non-negative variances ``v_i`` (``‖Γ̃(x_i, x_i)‖``).
+        q: The uncapped oversampling parameter (> 0).
+        max_size: The cap ``m ≥ 1`` on the expected dictionary size.
+
+    Returns:
+        A 0-dim tensor (``variances``' dtype and device).
+
+    Example:
+        >>> v = torch.tensor([1.0, 0.5, 0.25, 0.25], dtype=torch.float64)
+        >>> capped_oversampling(v, q=10.0, max_size=2)  # 1 + q (0.5 + 0.25 + 0.25) = 2
+        tensor(1., dtype=torch.float64)
+    """
+    v = variances.reshape(-1)
+    q_t = torch.as_tensor(q, dtype=v.dtype, device=v.device)
+    if max_size >= v.numel():
+        return q_t
+    vs = v.sort(descending=True).values
+    k = torch.arange(max_size, dtype=v.dtype, device=v.device)
+    tail = vs.flip(0).cumsum(0).flip(0)[:max_size]  # Σ_{i>k} v_(i), summed from the smallest
+    cand = (max_size - k) / tail  # +inf where the tail is empty of mass
+    above = torch.cat([vs.new_full((1,), math.inf), vs[: max_size - 1]])  # v_(k), k ≥ 1
+    tol = 1e-9  # the breakpoints q v_(k) = 1 belong to both neighbouring pieces
+    valid = (cand * vs[:max_size] <= 1.0 + tol) & (cand * above >= 1.0 - tol)
+    q_m = torch.where(valid, cand, torch.full_like(cand, math.inf)).min()
+    return torch.minimum(q_t, q_m)

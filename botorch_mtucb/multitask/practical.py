@@ -12,10 +12,13 @@ is :func:`~botorch_mtucb.multitask.practical_fit.fit_practical_model`.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
+from numbers import Integral
 from typing import Any, Literal
 
+import torch
 from botorch.exceptions.warnings import InputDataWarning
 from botorch.models.transforms import Normalize, Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
@@ -30,7 +33,12 @@ from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
-from botorch_mtucb.multitask.practical_fit import check_fit_kwargs, fit_practical_model
+from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
+from botorch_mtucb.multitask.practical_fit import (
+    check_fit_kwargs,
+    copy_hyperparameters,
+    fit_practical_model,
+)
 from botorch_mtucb.utils.initial_design import check_bounds
 
 __all__ = [
@@ -219,28 +227,80 @@ def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
 
 
 class WarmStartPracticalFactory:
-    """``(X, Y) -> practical_multitask_gp(X, Y, bounds, independent)``, each fit warm-started.
+    r"""``(X, Y) ->`` the practical model on ``X`` (``N x d``), ``Y`` (``N x n``), each fit
+    warm-started; above ``sparse_above`` points its sparse (Nyström) version.
 
-    The first call fits from the model's initial hyperparameters (a cold fit, exactly
-    ``practical_multitask_gp``); every later call starts L-BFGS-B from the hyperparameters of
-    the previous call's fit. Use one factory per BO run (it holds the previous model).
+    **Exact mode** (``N ≤ sparse_above``): ``practical_multitask_gp(X, Y, bounds,
+    independent)``. The first call fits from the model's initial hyperparameters (a cold fit,
+    exactly ``practical_multitask_gp``); every later call starts L-BFGS-B from the
+    hyperparameters of the previous call's fit. Warm starts optimise the same objective, so
+    every fit is a local optimum of the marginal likelihood of paper 000, eq. (1)'s model; it
+    may differ from the cold fit's where the likelihood has several.
 
-    Warm starts optimise the same objective, so every fit is a local optimum of the marginal
-    likelihood of paper 000, eq. (1)'s model; it may differ from the cold fit's where the
-    likelihood has several.
+    **Sparse mode** (``N > sparse_above``): a :class:`NystromMultiTaskGP` (paper 000, §3.2)
+    with the practical model's structure (``Normalize`` on ``bounds``, ``Standardize``, ICM
+    Matérn-5/2 with a learned B, constant mean, learned noise with its prior) and
+    hyperparameters fitted on a subset of the data (subset of data, SoD):
+
+    1. ``S`` = :meth:`fit_subset`: ``min(N, fit_subset_size)`` rows drawn uniformly without
+       replacement;
+    2. the exact practical model on ``(X_S, Y_S)`` fitted (warm-started as above): each
+       likelihood evaluation is that of ``|S|`` points, independent of ``N``;
+    3. the Nyström model on all ``N`` points with those modules (kernel, mean, η) and a
+       dictionary capped at ``max_dictionary_size`` (the model's "Capped dictionary").
+
+    Why a subset: the marginal likelihood of ``(X_S, Y_S)`` is the exact likelihood of the
+    same GP restricted to ``S``, so its maximiser is a maximum-likelihood estimate of the same
+    hyperparameters from ``|S|`` points (its variance grows as ``|S|`` shrinks, but no
+    approximation error enters the objective). A Nyström likelihood on all points instead
+    changes the objective: DTC's is not a bound on the exact one, FITC's tends to
+    under-estimate η, VFE's (a lower bound, DTC's minus tr(K − Q)/2η) to over-estimate it,
+    and each depends on a dictionary that the hyperparameters themselves select. A uniform
+    subset keeps the design's density, including the close pairs that identify η and short
+    lengthscales; a space-filling (farthest-point) subset removes them and would bias both
+    upwards. The posterior then costs O(N m² + m³) to build and O(n m) per query point
+    (``m`` = dictionary size) instead of O(N³) and O(n N).
+
+    **Threshold.** ``sparse_above`` defaults to :attr:`SPARSE_ABOVE` = :attr:`FIT_SUBSET_SIZE`.
+    The sparse fit *is* the exact fit of ``min(N, fit_subset_size)`` points, so up to
+    ``fit_subset_size`` both modes fit the same data at the same cost and the exact model,
+    being exact, is kept; above it the exact fit costs O(N³) per likelihood evaluation while
+    the sparse one stays at O(s³) (``s`` = ``fit_subset_size``), and the Nyström build and
+    queries grow linearly in N. The crossover of the round's cost therefore sits at
+    ``fit_subset_size`` whatever makes the exact likelihood cheaper (it speeds both modes
+    alike). ``None`` never switches.
+
+    Use one factory per BO run (it holds the previous fit, the exact model of the last
+    call's fitting data).
 
     Attributes:
         bounds: ``2 x d`` box (``Normalize``), or ``None``.
         independent: IT-UCB's independent tasks instead of the learned ICM B.
         lean: Fit through :func:`~botorch_mtucb.multitask.practical_fit.practical_mll_closure`.
         warm: Warm-start from the previous fit (``False``: every call is a cold fit).
+        sparse_above: Number of points above which the sparse model is returned (``None``:
+            never).
+        fit_subset_size: Size of the subset the sparse mode fits on.
+        max_dictionary_size: Cap on the sparse model's dictionary.
+        generator: Random generator of the subset and the dictionary draws (``None``:
+            torch's global RNG).
         num_fits: Number of fits so far.
 
     Example:
         >>> factory = WarmStartPracticalFactory(bounds)  # one per BO run
         >>> model = factory(train_X[:8], train_Y[:8])  # cold fit
         >>> model = factory(train_X, train_Y)  # starts from the first fit
+        >>> sparse = WarmStartPracticalFactory(bounds, sparse_above=100)(X_large, Y_large)
     """
+
+    #: Default of ``fit_subset_size``: the largest data the sparse mode fits exactly.
+    FIT_SUBSET_SIZE: int = 500
+    #: Default of ``sparse_above`` ("Threshold" in the class docstring).
+    SPARSE_ABOVE: int | None = FIT_SUBSET_SIZE
+    #: Default of ``max_dictionary_size``: the build's O(N m²) stays linear in N, and the
+    #: dictionary Gram's ``eigh`` O(m³) stays below the subset fit's cost per evaluation
+    #: times its number of evaluations.
+    MAX_DICTIONARY_SIZE: int = 1000
 
     def __init__(
         self,
@@ -248,6 +308,10 @@ class WarmStartPracticalFactory:
         independent: bool = False,
         lean: bool = True,
         warm: bool = True,
+        sparse_above: int | None = SPARSE_ABOVE,
+        fit_subset_size: int = FIT_SUBSET_SIZE,
+        max_dictionary_size: int = MAX_DICTIONARY_SIZE,
+        generator: torch.Generator | None = None,
     ) -> None:
         """
         Args:
@@ -255,22 +319,92 @@ class WarmStartPracticalFactory:
             independent: One Matérn-5/2 per task and B = I.
             lean: Use the lean likelihood closure.
             warm: Start each fit after the first from the previous fit.
+            sparse_above: Return the sparse model when ``N > sparse_above`` (an integer
+                ≥ 0), never when ``None``.
+            fit_subset_size: Size (≥ 2) of the sparse mode's fitting subset.
+            max_dictionary_size: Cap (≥ 1) on the sparse model's dictionary.
+            generator: ``torch.Generator`` of the subsets and dictionaries (``None``: torch's
+                global RNG).
+
+        Raises:
+            ValueError: If ``sparse_above``, ``fit_subset_size``, ``max_dictionary_size`` or
+                ``generator`` is malformed.
         """
         self.bounds = None if bounds is None else check_bounds(bounds).clone()
         self.independent = bool(independent)
         self.lean = bool(lean)
         self.warm = bool(warm)
+        if sparse_above is not None:
+            self._check_count(sparse_above, "sparse_above", 0)
+        self._check_count(fit_subset_size, "fit_subset_size", 2)
+        self._check_count(max_dictionary_size, "max_dictionary_size", 1)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise ValueError(
+                f"`generator` must be a torch.Generator or None, got {type(generator).__name__}."
+            )
+        self.sparse_above = None if sparse_above is None else int(sparse_above)
+        self.fit_subset_size = int(fit_subset_size)
+        self.max_dictionary_size = int(max_dictionary_size)
+        self.generator = generator
         self.num_fits = 0
         self._previous: MultiTaskGPBase | None = None
 
     def __call__(self, X: Tensor, Y: Tensor) -> MultiTaskGPBase:
-        """The practical model on ``X`` (``N x d``) and ``Y`` (``N x n``), fitted, eval mode."""
-        model = practical_multitask_gp(X, Y, self.bounds, self.independent, fit=False)
+        """The practical model on ``X`` (``N x d``) and ``Y`` (``N x n``), fitted, eval mode:
+        an :class:`ExactMultiTaskGP`, or a :class:`NystromMultiTaskGP` when
+        ``N > sparse_above``."""
         start = self._previous if self.warm else None
-        fit_practical_model(model, warm_start=start, lean=self.lean)
-        self._previous = model
+        if self.sparse_above is not None and X.shape[-2] > self.sparse_above:
+            idx = self.fit_subset(X.shape[-2]).to(X.device)
+            fitted = practical_multitask_gp(
+                X[idx], Y[idx], self.bounds, self.independent, fit=False
+            )
+            fit_practical_model(fitted, warm_start=start, lean=self.lean)
+            model = self._sparse_model(X, Y, fitted)
+        else:
+            model = fitted = practical_multitask_gp(
+                X, Y, self.bounds, self.independent, fit=False
+            )
+            fit_practical_model(model, warm_start=start, lean=self.lean)
+        self._previous = fitted
         self.num_fits += 1
         return model
+
+    def fit_subset(self, N: int) -> Tensor:
+        """Rows the sparse mode fits on: ``min(N, fit_subset_size)`` of ``range(N)``, uniform
+        without replacement (all rows when ``N ≤ fit_subset_size``), increasing; a CPU
+        LongTensor drawn from :attr:`generator`."""
+        if N <= self.fit_subset_size:
+            return torch.arange(N)
+        perm = torch.randperm(N, generator=self.generator, device="cpu")
+        return perm[: self.fit_subset_size].sort().values
+
+    def _sparse_model(self, X: Tensor, Y: Tensor, fitted: ExactMultiTaskGP) -> NystromMultiTaskGP:
+        """The Nyström model on all of ``(X, Y)`` with ``fitted``'s kernel, mean and η (copies),
+        its own ``Normalize`` / ``Standardize`` and the noise prior, in eval mode."""
+        d, n = X.shape[-1], Y.shape[-1]
+        model = NystromMultiTaskGP(
+            X,
+            Y,
+            covar_module=copy.deepcopy(fitted.covar_module),
+            noise=fitted.likelihood.noise.detach().reshape(()).clone(),
+            learn_noise=True,
+            input_transform=None if self.bounds is None else Normalize(d, bounds=self.bounds),
+            outcome_transform=Standardize(m=n),
+            mean_module=copy.deepcopy(fitted.mean_module),
+            generator=self.generator,
+            max_dictionary_size=self.max_dictionary_size,
+            pinv_method="eigh",  # one O(m³) factorisation of a capped dictionary's Gram
+        )
+        add_practical_noise_prior(model)
+        copy_hyperparameters(fitted, model)  # η's raw value under the floor of the prior
+        return model.to(X).eval()
+
+    @staticmethod
+    def _check_count(value: object, name: str, minimum: int) -> None:
+        """Raise ``ValueError`` unless ``value`` is an integer ≥ ``minimum``."""
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+            raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
 
 
 def _likelihood_noise(likelihood: Module) -> Tensor:
