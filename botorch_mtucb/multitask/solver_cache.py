@@ -2,22 +2,37 @@
 
 A solver (:class:`~botorch_mtucb.multitask.solvers.base.MultiTaskSolver`) holds the
 factorisation of paper 000, eq. (1) for one training set and one set of hyperparameters. It is
-built on the first posterior call and reused while nothing it depends on changed: the training
-tensors (identity, storage, version counter) and the values of every parameter and buffer,
-compared in one flattened comparison per dtype. The list of those tensors (and flat views of
-them) is itself reused until some module (re)assigns a parameter, buffer or submodule
-(PyTorch's global registration hooks bump :data:`_STATE_EPOCH`), a tensor's storage is swapped
-or the model is moved (``_apply``), so a posterior call does not walk the module tree.
+built on the first posterior call and reused while nothing it depends on changed. The key is
+read on the host without touching the device:
+
+* the training tensors: identity, storage and version counter;
+* every parameter and buffer: its version counter (bumped by every in-place write through the
+  tensor: optimiser steps, ``copy_`` under ``no_grad``, ``load_state_dict``, transform
+  statistics updated in place) and its storage (a ``p.data = ...`` swap);
+* a counter of GPyTorch ``Module.initialize`` calls: GPyTorch's setters (``noise``,
+  ``lengthscale``, ``outputscale``, ...) write through ``.data``, which no version counter
+  sees, and all of them go through ``initialize``, which this module wraps once to count the
+  calls;
+* on devices where reading a value costs no synchronisation (the CPU,
+  :data:`FREE_READ_DEVICES`), also the values of every parameter and buffer, compared in one
+  flattened comparison per dtype, which sees any other in-place write through ``.data``.
+  Elsewhere such a write (one that bypasses ``initialize``) is seen at the next ``train()`` /
+  ``eval()``, which clear the cache.
+
+The list of state tensors (with flat views and detached aliases that keep their storages
+alive, so that a swapped storage cannot come back at the same address) is reused until some
+module (re)assigns a parameter, buffer or submodule (PyTorch's global registration hooks bump
+:data:`_STATE_EPOCH`), a tensor's storage is swapped or the model is moved (``_apply``), so a
+posterior call does not walk the module tree.
 
 The acquisition hot path's frozen predictors
 (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, see :meth:`_projected_predictor`)
-are cached on the solver, so they are invalidated exactly when it is. On a GPU the value
-comparison is one host synchronisation per posterior call (no version counter sees GPyTorch's
-``.data`` writes, so values are the only reliable key).
+are cached on the solver, so they are invalidated exactly when it is.
 """
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -28,6 +43,7 @@ from botorch.models.transforms.input import AffineInputTransform
 from botorch.models.transforms.outcome import Standardize
 from gpytorch import settings as gpt_settings
 from gpytorch.means import ConstantMean
+from gpytorch.module import Module as GPyTorchModule
 from torch import Tensor
 from torch.nn.modules import module as module_hooks
 
@@ -41,6 +57,12 @@ __all__ = ["SolverCacheMixin"]
 #: instead of walking the module tree on every posterior call.
 _STATE_EPOCH = [0]
 
+#: Bumped by every GPyTorch ``Module.initialize`` call (the setters' writes through ``.data``).
+_INITIALIZE_EPOCH = [0]
+
+#: Device types on which reading a value on the host costs no synchronisation: the cache key
+#: also compares the state's values there.
+FREE_READ_DEVICES = frozenset({"cpu"})
 
 def _bump_state_epoch(*args: Any) -> None:
     _STATE_EPOCH[0] += 1
@@ -52,6 +74,31 @@ for _register in (
     module_hooks.register_module_module_registration_hook,
 ):
     _register(_bump_state_epoch)
+
+
+def _counting_initialize(initialize: Callable[..., Any]) -> Callable[..., Any]:
+    """``initialize`` that bumps :data:`_INITIALIZE_EPOCH` after each call (also on error)."""
+
+    @functools.wraps(initialize)
+    def counted(self: GPyTorchModule, **kwargs: Any) -> Any:
+        try:
+            return initialize(self, **kwargs)
+        finally:
+            _INITIALIZE_EPOCH[0] += 1
+
+    counted.counts_initialize = True  # type: ignore[attr-defined]
+    return counted
+
+
+if not getattr(GPyTorchModule.initialize, "counts_initialize", False):
+    GPyTorchModule.initialize = _counting_initialize(GPyTorchModule.initialize)
+
+
+def _same_versions(old: tuple | None, new: tuple | None) -> bool:
+    """Whether two version parts of cache keys agree (``None``: keyed by values instead)."""
+    if old is None or new is None:
+        return old is new
+    return old[0] == new[0] and old[2] == new[2]
 
 
 def _flat_view(v: Tensor) -> Tensor | Callable[[], Tensor]:
@@ -81,31 +128,37 @@ class SolverCacheMixin:
         >>> model.solver() is solver  # False: rebuilt for the new η
     """
 
-    def _cache_key(self) -> tuple[tuple, tuple[Tensor, ...]]:
+    def _cache_key(self) -> tuple:
         """What the solver depends on: the training data and every parameter and buffer.
 
-        The training tensors are identified by identity, storage and version counter (no
-        device work); the hyperparameters by value, flattened into one tensor per dtype so
-        that the check is one comparison per dtype (GPyTorch's setters write through
-        ``.data``, which does not bump version counters). The flat views of the
-        state tensors are kept with the list (they share storage, so they see in-place
-        writes); a tensor whose storage was swapped (``p.data = ...``, a deep copy) makes the
-        list be collected again.
+        Read on the host (module docstring): the training tensors by identity, storage and
+        version counter; the state tensors by version counter, storage and the count of
+        GPyTorch ``initialize`` calls; on :data:`FREE_READ_DEVICES` also by value, flattened
+        into one tensor per dtype. The list of state tensors is kept with flat views (sharing
+        storage, so they see in-place writes) and detached aliases (holding the storages, so a
+        swapped one cannot come back at the same address); a swapped storage makes the list be
+        collected again.
         """
         X, Y = self.train_inputs[0], self.train_targets
-        data = (id(X), X._version, X.data_ptr(), X.shape, id(Y), Y._version, Y.data_ptr(), Y.shape)
+        data = (X, X._version, X.data_ptr(), X.shape, Y, Y._version, Y.data_ptr(), Y.shape)
         listed = self.__dict__.get("_state_tensors")
-        if listed is None or listed[0] != _STATE_EPOCH[0] or listed[2] != [
+        if listed is None or listed[0] != _STATE_EPOCH[0] or listed[4] != [
             v.data_ptr() for v in listed[1]
         ]:  # a module's state was (re)assigned, or a tensor's storage was swapped
             tensors = [*self.parameters(), *self.buffers()]
             groups: dict[torch.dtype, list] = {}  # one cat per dtype (a mixed cat is slow)
             for v in tensors:
                 groups.setdefault(v.dtype, []).append(_flat_view(v))
-            listed = (_STATE_EPOCH[0], tensors, [v.data_ptr() for v in tensors],
-                      list(groups.values()))
+            listed = (_STATE_EPOCH[0], tensors, [v.detach() for v in tensors],
+                      list(groups.values()), [v.data_ptr() for v in tensors])
             self.__dict__["_state_tensors"] = listed
-        return data, tuple(
+        if X.device.type not in FREE_READ_DEVICES:
+            versions = (  # the aliases keep the key's storages alive: no address is reused
+                _INITIALIZE_EPOCH[0], listed[2],
+                tuple((v.data_ptr(), v._version, v.shape, v.stride()) for v in listed[1]),
+            )
+            return data, versions, ()
+        return data, None, tuple(  # the values see every write: no versions needed
             torch.cat([v if torch.is_tensor(v) else v() for v in group]) for group in listed[3]
         )
 
@@ -122,13 +175,21 @@ class SolverCacheMixin:
         state["_solver_cache"] = None
         return state
 
-    def _cache_valid(self, key: tuple[tuple, tuple[Tensor, ...]]) -> bool:
+    def _cache_valid(self, key: tuple) -> bool:
         if self._solver_cache is None:
             return False
-        (old_data, old_flats), _ = self._solver_cache
-        return old_data == key[0] and len(old_flats) == len(key[1]) and all(
-            a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
-            for a, b in zip(old_flats, key[1], strict=True)
+        (old_data, old_versions, old_flats), _ = self._solver_cache
+        return (
+            old_data[0] is key[0][0]  # the training tensors themselves (held: ids not reused)
+            and old_data[4] is key[0][4]
+            and old_data[1:4] == key[0][1:4]
+            and old_data[5:] == key[0][5:]
+            and _same_versions(old_versions, key[1])
+            and len(old_flats) == len(key[2])
+            and all(
+                a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+                for a, b in zip(old_flats, key[2], strict=True)
+            )
         )
 
     @abstractmethod

@@ -77,9 +77,14 @@ def check_dictionary(train_X: Tensor, indices: Tensor, probs: Tensor) -> None:
             "`indices` and `probs` must be 1-d tensors of the same length, got shapes "
             f"{tuple(indices.shape)} and {tuple(probs.shape)}."
         )
-    if indices.numel() and (indices.min() < 0 or indices.max() >= train_X.shape[-2]):
+    if not indices.numel():
+        return
+    bad_index = (indices.min() < 0) | (indices.max() >= train_X.shape[-2])
+    bad_prob = ~((probs > 0) & (probs <= 1)).all()
+    bad_index, bad_prob = torch.stack([bad_index, bad_prob]).tolist()  # one host read
+    if bad_index:
         raise ValueError(f"`indices` must lie in [0, {train_X.shape[-2] - 1}].")
-    if probs.numel() and not bool(((probs > 0) & (probs <= 1)).all()):
+    if bad_prob:
         raise ValueError("`probs` (inclusion probabilities) must lie in (0, 1].")
 
 
@@ -237,13 +242,9 @@ class NystromSolver(NystromSolverBase):
             w = probs.rsqrt().repeat_interleave(n)  # interleaved weights, nm
             G = dense(self.kernel.forward(dict_X, dict_X)) * w[:, None] * w[None, :]
             return dict_X, reduced_pinv_sqrt(G, self.rtol) * w[None, :]
-        blocks: dict[int, Tensor] = {}  # the n columns of a pivot point come in one call
-
-        def column(i: int) -> Tensor:
-            j = i // n
-            if j not in blocks:
-                blocks[j] = _dense_cross(self.kernel, dict_X, dict_X[j : j + 1])
-            return blocks[j][:, i % n]
+        def column(i: Tensor) -> Tensor:  # i: one-element LongTensor on the device
+            block = _dense_cross(self.kernel, dict_X, dict_X.index_select(0, i // n))
+            return block.index_select(1, i % n)
 
         if n * m <= DENSE_GRAM_MAX:  # one kernel call instead of one per pivot point
             G = _dense_cross(self.kernel, dict_X, dict_X)

@@ -117,8 +117,8 @@ class ICMNystromSolver(NystromSolverBase):
         else:
             diag = dense(k.forward(dict_X, dict_X, diag=True)).reshape(-1)
 
-            def column(i: int) -> Tensor:
-                return dense(k.forward(dict_X, dict_X[i : i + 1]))[:, 0]
+            def column(i: Tensor) -> Tensor:  # i: one-element LongTensor on the device
+                return dense(k.forward(dict_X, dict_X.index_select(0, i)))[:, 0]
 
         piv, L = pivoted_cholesky(diag, column, self.rtol)
         if piv.numel() == 0:
