@@ -259,10 +259,8 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
             )
         s = self.scalarization
         if self._projected:  # β as a host number: no conversion, fused multiply-adds
-            mean, var = self.model.projected_task_posterior(X, self._projection)
-            return s.directional_ucb_from_variances(
-                mean.squeeze(-2), var.squeeze(-2), self._beta_value
-            )
+            mean, var = self._projected_moments(X)
+            return s.directional_ucb_from_variances(mean, var, self._beta_value)
         if self._task_posterior:
             mean, covar = self.model.task_posterior(X)
         else:
@@ -278,6 +276,33 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         width = spectral_norm_psd(covar).clamp_min(1e-30).sqrt()
         lipschitz = self._lipschitz if self._lipschitz.dtype == mean.dtype else s.lipschitz.to(mean)
         return s(mean) + lipschitz * beta * width
+
+
+    def _projected_moments(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """``batch_shape x n`` means and ``batch_shape x k`` variances along the projection at
+        checked ``batch_shape x 1 x d`` candidates.
+
+        Candidates already in the model's dtype and device, on a model in eval mode that has a
+        frozen predictor (:class:`~botorch_mtucb.linalg.ProjectedICMPredictor`, cached per
+        solver), go to the predictor directly; everything else through
+        ``model.projected_task_posterior`` (its checks and conversions).
+        """
+        model = self.model
+        fetch = getattr(model, "_projected_predictor", None)
+        dtype, device = self._dtype_device
+        if (
+            fetch is not None
+            and not model.training
+            and X.dtype == dtype
+            and X.device == device
+            and X.shape[-1] == self._input_dim
+            and X.numel() > 0
+        ):
+            predictor = fetch(self._projection)
+            if predictor is not None:
+                return predictor(X[..., 0, :])
+        mean, var = model.projected_task_posterior(X, self._projection)
+        return mean.squeeze(-2), var.squeeze(-2)
 
 
 def _model_like(model: Model) -> Tensor:

@@ -41,10 +41,28 @@ class CholeskyFactor:
 
     @classmethod
     def from_matrix(cls, A: Tensor) -> CholeskyFactor:
-        """Factor a ``batch_shape x t x t`` SPD matrix (``psd_safe_cholesky`` jitter policy)."""
+        """Factor a ``batch_shape x t x t`` SPD matrix (``psd_safe_cholesky`` jitter policy).
+
+        The symmetrised matrix ``(A + Aᵀ)/2`` is factored with ``torch.linalg.cholesky_ex``,
+        which reports failures in an error code instead of raising. The host reads that code
+        once per call (one synchronisation on an accelerator, whatever the batch): a failure
+        must be known on the host to retry with jitter, whose warning, error and jitter level
+        are ``psd_safe_cholesky``'s (a ``NanError`` for NaN entries, jitter only on the failed
+        batch members, ``NotPSDError`` after ``cholesky_max_tries``).
+
+        Args:
+            A: ``batch_shape x t x t`` symmetric positive-definite matrix (``t`` may be 0).
+
+        Returns:
+            The factor of ``(A + Aᵀ)/2``.
+        """
         if A.shape[-1] == 0:
             return cls(A)
-        return cls(psd_safe_cholesky(0.5 * (A + A.transpose(-1, -2))))
+        sym = 0.5 * (A + A.transpose(-1, -2))
+        L, info = torch.linalg.cholesky_ex(sym)
+        if info.any():  # the one host read
+            L = psd_safe_cholesky(sym)  # jitter retries, warnings and errors
+        return cls(L)
 
     @property
     def size(self) -> int:

@@ -94,15 +94,16 @@ class ICMRotation:
         normalized: bool,
     ) -> None:
         xi, U = torch.linalg.eigh(0.5 * (task_covar + task_covar.transpose(-1, -2)))
-        self.xi = xi.clamp_min(0.0)  # n
-        self.U = U  # n x n, columns u_i
-        self.noise = noise
-        self.spectrum = spectrum.clamp_min(0.0)  # r
-        self.inv = 1.0 / (self.spectrum.unsqueeze(-1) * self.xi + noise)  # [batch x] r x n
-        proj = train_features_t @ (train_resid @ U)  # r x n
-        self.coef = self.xi * self.inv * proj  # r x n
+        self.xi = xi.clamp_min(0.0)  # [batch x] n
+        self.U = U  # [batch x] n x n, columns u_i
+        self.noise = noise  # 0-dim, or batch x 1 x 1 (one η per batch member)
+        self.spectrum = spectrum.clamp_min(0.0)  # [batch x] r
+        xi_row = self.xi.unsqueeze(-2)  # [batch x] 1 x n
+        self.inv = 1.0 / (self.spectrum.unsqueeze(-1) * xi_row + noise)  # [batch x] r x n
+        proj = train_features_t @ (train_resid @ U)  # [batch x] r x n
+        self.coef = xi_row * self.inv * proj  # [batch x] r x n
         gain = self.spectrum.unsqueeze(-1) if normalized else 1.0
-        self.weights = self.xi**2 * gain * self.inv  # r x n
+        self.weights = xi_row**2 * gain * self.inv  # [batch x] r x n
 
     def rotated_mean(self, F: Tensor) -> Tensor:
         """Mean in the rotated coordinates, ``batch x q x n``, for features ``batch x q x r``."""
@@ -114,27 +115,28 @@ class ICMRotation:
 
     def eigen_variances(self, F: Tensor, kxx: Tensor) -> Tensor:
         """``s_i(x)`` (unclamped), ``batch x q x n``, from ``F`` and ``k(x, x)`` (``batch x q``)."""
-        return self.xi * kxx.unsqueeze(-1) - _matmul(F.pow(2), self.weights)
+        return self.xi.unsqueeze(-2) * kxx.unsqueeze(-1) - _matmul(F.pow(2), self.weights)
 
     def blocks(self, s: Tensor) -> Tensor:
         """Task blocks ``U diag(s) Uᵀ``: ``batch x q x n x n`` from ``batch x q x n``."""
-        return (self.U * s.unsqueeze(-2)) @ self.U.transpose(-1, -2)
+        U = self.U.unsqueeze(-3)  # [batch x] 1 x n x n: one U for the q points
+        return (U * s.unsqueeze(-2)) @ U.transpose(-1, -2)
 
     def direction_covariances(self, F: Tensor, Kqq: Tensor) -> Tensor:
         """``S_i = ξ_i K_qq − F diag(w_i) Fᵀ`` stacked as ``batch x n x q x q``."""
         Fw = F.unsqueeze(-3) * self.weights.transpose(-1, -2).unsqueeze(-2)  # b x n x q x r
-        return self.xi[:, None, None] * Kqq.unsqueeze(-3) - Fw @ F.unsqueeze(-3).transpose(
+        return self.xi[..., :, None, None] * Kqq.unsqueeze(-3) - Fw @ F.unsqueeze(-3).transpose(
             -1, -2
         )
 
     def joint_from_directions(self, S: Tensor) -> Tensor:
         """Interleaved ``batch x (q·n) x (q·n)`` covariance from ``batch x n x q x q`` ``S_i``."""
-        cov = torch.einsum("...ipr,ai,bi->...parb", S, self.U, self.U)
+        cov = torch.einsum("...ipr,...ai,...bi->...parb", S, self.U, self.U)
         return interleave_blocks(cov)
 
     def information_gain(self) -> Tensor:
         """½ Σ_{i,j} log(1 + ξ_i c_j / η) = ½ log det(I + η⁻¹ G) of the represented Gram."""
-        gain = torch.log1p(self.spectrum.unsqueeze(-1) * self.xi / self.noise)
+        gain = torch.log1p(self.spectrum.unsqueeze(-1) * self.xi.unsqueeze(-2) / self.noise)
         return 0.5 * gain.sum((-1, -2))
 
 
@@ -198,11 +200,12 @@ class ProjectedICMPredictor:
             self.shift, self.divisor = in_affine[0], in_affine[1] * length
 
     def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """``(mean, quad)``: ``batch x q x n`` and ``batch x q x k`` at ``X: batch x q x d``."""
+        """``(mean, quad)``: ``batch x q x n`` and ``batch x q x k`` at ``X: batch x q x d``
+        (any ``batch x d`` shape: the results then have ``batch x n`` and ``batch x k``)."""
         flat = X.reshape(-1, X.shape[-1])
         Xs = (flat if self.shift is None else flat - self.shift) / self.divisor
         G = self.kernel.profile(Xs) @ self.features  # N x r: F(x) / s
         mean = torch.addmm(self.mean_shift, G, self.mean_map)
-        s = (self.prior - (G * G) @ self.weights).clamp_min(0.0)
+        s = torch.addmm(self.prior, G * G, self.weights, alpha=-1.0).clamp_min(0.0)
         quad = s @ self.proj
         return mean.reshape(*X.shape[:-1], -1), quad.reshape(*X.shape[:-1], -1)

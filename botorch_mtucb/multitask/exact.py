@@ -22,6 +22,7 @@ from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver
 from botorch_mtucb.multitask.solvers.exact import (
     DenseSolver,
+    ICMSolver,
     extend_solver,
     icm_factor_key,
     icm_solver,
@@ -120,8 +121,11 @@ class ExactMultiTaskGP(MultiTaskGPBase):
     def _build_solver(self) -> MultiTaskSolver:
         kernel, X, resid, noise = self._solver_inputs(*self._base_train_data())
         icm = kernel.icm_components()
-        if icm is not None and noise.dim() == 0:  # the eigen identity needs one η
+        eta = self._icm_noise(noise)
+        if icm is not None and eta is not None:  # the eigen identity needs one η per member
             k, B = icm
+            if eta.dim() > 0:  # one η (and B) per member of batched training data
+                return ICMSolver(k, B, X, resid, eta)
             # the factorisation of a fit's last likelihood evaluation, if at these values
             stored = take_icm_factors(self, icm_factor_key(kernel, X, noise))
             return icm_solver(k, B, X, resid, noise, stored=stored)

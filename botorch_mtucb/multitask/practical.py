@@ -101,13 +101,15 @@ def practical_multitask_gp(
         bounds: ``2 x d`` box of the domain (lower row, upper row, lower < upper), for
             ``Normalize``; ``None`` for no input transform.
         independent: One Matérn-5/2 per task and B = I instead of the learned ICM B.
-        fit: Fit the hyperparameters with ``fit_gpytorch_mll`` (skipped when N < 2, where
-            the marginal likelihood cannot identify them), through
-            :func:`~botorch_mtucb.multitask.practical_fit.fit_practical_model`: the same
-            objective as ``ExactMarginalLogLikelihood`` evaluated by the lean ICM closure, and
-            an L-BFGS-B memory equal to the number of hyperparameters (the same optimum in
-            fewer evaluations). ``False`` returns the model at its initial hyperparameters
-            (e.g. to load a ``state_dict``).
+        fit: Fit the hyperparameters by maximum marginal likelihood (skipped when N < 2,
+            where the marginal likelihood cannot identify them), through
+            :func:`~botorch_mtucb.multitask.practical_fit.fit_practical_model`: the objective
+            of ``ExactMarginalLogLikelihood``, in closed form with scipy's L-BFGS-B below
+            :data:`~botorch_mtucb.multitask.fit_closure.CLOSED_FORM_MAX_POINTS` points and by
+            ``fit_gpytorch_mll`` with the lean ICM closure above (or when the closed form
+            does not converge), with an L-BFGS-B memory equal to the number of
+            hyperparameters (the same optimum in fewer evaluations). ``False`` returns the
+            model at its initial hyperparameters (e.g. to load a ``state_dict``).
         train_Yvar: Known ``N x n`` noise variances (then η is not learned).
         fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll``, keys in
             :data:`~botorch_mtucb.multitask.practical_fit.FIT_KWARGS` (``optimizer_kwargs``

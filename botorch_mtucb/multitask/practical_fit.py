@@ -9,13 +9,19 @@ by maximising the normalised marginal log likelihood
 
 with BoTorch's ``fit_gpytorch_mll`` (L-BFGS-B). Most of the cost of one evaluation through
 GPyTorch is generic machinery (lazy kernel tensors, multitask distributions, broadcasting)
-around a few small dense operations. Three levers, none of which changes the objective:
+around a few small dense operations. Four levers, none of which changes the objective:
 
+* below :data:`~botorch_mtucb.multitask.fit_closure.CLOSED_FORM_MAX_POINTS` observations,
+  the closed-form objective of :mod:`~botorch_mtucb.multitask.fit_closure` (value and
+  gradient written out on the flat hyperparameter vector, no autograd), driven by scipy's
+  L-BFGS-B with BoTorch's bounds and start; ``fit_gpytorch_mll`` takes over when it does not
+  cover the model or does not converge;
 * :func:`practical_mll_closure`: the same objective as GPyTorch's
   ``ExactMarginalLogLikelihood`` written directly on the kernel matrices
   (:func:`practical_mll`): for one ICM term through
-  :class:`~botorch_mtucb.linalg.ICMInvQuadLogdet` (two small ``eigh``), otherwise a dense
-  Cholesky factor of Σ. Value and gradient equal GPyTorch's.
+  :func:`~botorch_mtucb.linalg.icm_inv_quad_logdet` (two small ``eigh`` or ``n`` Choleskys
+  of ``ξ_i K + ηI``, whichever is cheaper; the factorisation is kept for the posterior),
+  otherwise a dense Cholesky factor of Σ. Value and gradient equal GPyTorch's.
 * warm starts (:func:`copy_hyperparameters`, ``warm_start`` of :func:`fit_practical_model`):
   L-BFGS-B starts from a previous fit's hyperparameters instead of the fixed initial values;
   the optimiser, its tolerances and the fallback of ``fit_gpytorch_mll`` are BoTorch's, so
@@ -47,8 +53,11 @@ from linear_operator import to_dense
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from botorch_mtucb.linalg.icm_likelihood import ICMInvQuadLogdet
+from botorch_mtucb.linalg.icm_cholesky import icm_factor_cache
+from botorch_mtucb.linalg.icm_likelihood import icm_inv_quad_logdet
 from botorch_mtucb.multitask.base import MultiTaskGPBase
+from botorch_mtucb.multitask.fit_closure import fit_icm_lbfgsb, icm_fit_objective
+from botorch_mtucb.multitask.solvers.exact import icm_factor_key
 
 __all__ = [
     "FIT_KWARGS",
@@ -129,9 +138,11 @@ def practical_mll(mll: ExactMarginalLogLikelihood, train_X: Tensor | None = None
         Σ = \sum_j K_j ⊗ B_j + ηI,
 
     interleaved order (index ``point·n + task``). One ICM term (all k_j one object) is evaluated
-    by :class:`~botorch_mtucb.linalg.ICMInvQuadLogdet` (``eigh`` of the ``N x N`` and ``n x n``
-    matrices, closed-form backward); other kernels by a Cholesky factor of the ``Nn x Nn``
-    matrix Σ (``psd_safe_cholesky``, as GPyTorch).
+    by :func:`~botorch_mtucb.linalg.icm_inv_quad_logdet` (``eigh`` of the ``N x N`` matrix or
+    ``n`` Cholesky factors of ``ξ_i K + ηI``, whichever is cheaper; closed-form backward), and
+    its factorisation is kept in the model's :func:`~botorch_mtucb.linalg.icm_factor_cache`
+    so that the posterior at the same hyperparameters reuses it; other kernels by a Cholesky
+    factor of the ``Nn x Nn`` matrix Σ (``psd_safe_cholesky``, as GPyTorch).
 
     Args:
         mll: ``ExactMarginalLogLikelihood(model.likelihood, model)`` of an
@@ -167,7 +178,9 @@ def practical_mll(mll: ExactMarginalLogLikelihood, train_X: Tensor | None = None
     if all(k is kernel for k, _ in comps):
         B = sum(B for _, B in comps)
         K = to_dense(kernel.forward(x, x))
-        quad, logdet = ICMInvQuadLogdet.apply(K, B, eta, r)
+        cache = icm_factor_cache(model)
+        cache.begin(icm_factor_key(model.covar_module, x, eta))
+        quad, logdet = icm_inv_quad_logdet(K, B, eta, r, check_eta=False, cache=cache)
     else:
         S = sum(torch.kron(to_dense(k.forward(x, x)), B) for k, B in comps)
         S = S + eta * torch.eye(S.shape[-1], dtype=S.dtype, device=S.device)
@@ -255,21 +268,49 @@ def lbfgs_memory(num_parameters: int) -> int:
     return int(min(100, max(10, num_parameters)))
 
 
+def _fit_closed_form(mll: ExactMarginalLogLikelihood, kwargs: dict[str, Any]) -> bool:
+    """Fit ``mll`` by L-BFGS-B on :class:`~botorch_mtucb.multitask.fit_closure.ICMFitObjective`
+    (the same objective, start, bounds and options as ``fit_gpytorch_mll``'s scipy path);
+    ``False`` (parameters untouched) when it does not cover the model or ``kwargs`` (anything
+    beyond ``optimizer_kwargs={"options": ...}``), or when L-BFGS-B fails."""
+    optimizer_kwargs = kwargs.get("optimizer_kwargs", {})
+    if set(kwargs) - {"optimizer_kwargs"} or set(optimizer_kwargs) - {"options"}:
+        return False
+    mll.train()
+    objective = icm_fit_objective(mll)
+    if objective is None:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit_icm_lbfgsb(objective, optimizer_kwargs.get("options"))
+
+
 def fit_practical_model(
     model: MultiTaskGPBase,
     warm_start: torch.nn.Module | None = None,
     lean: bool = True,
     fit_kwargs: dict[str, Any] | None = None,
 ) -> MultiTaskGPBase:
-    """Fit ``model``'s hyperparameters by ``fit_gpytorch_mll`` (in place), optionally warm.
+    """Fit ``model``'s hyperparameters (in place, L-BFGS-B as ``fit_gpytorch_mll``), optionally
+    warm.
+
+    With ``lean`` and no ``fit_kwargs`` beyond ``optimizer_kwargs={"options": ...}``, a model
+    that :func:`~botorch_mtucb.multitask.fit_closure.icm_fit_objective` covers (the practical
+    ICM model below :data:`~botorch_mtucb.multitask.fit_closure.CLOSED_FORM_MAX_POINTS`
+    points) is fitted by scipy's L-BFGS-B on the closed-form objective (the same negative
+    marginal log likelihood, start, bounds and options as ``fit_gpytorch_mll``'s scipy path);
+    if that does not converge (or stop at ``maxiter``), the fit falls back to
+    ``fit_gpytorch_mll`` with its retries. Every other model is fitted by
+    ``fit_gpytorch_mll``.
 
     Args:
         model: A model built with ``practical_multitask_gp(..., fit=False)`` (or any
             multi-task GP); left in eval mode.
         warm_start: A fitted model of the same structure whose hyperparameters start the
             optimisation (:func:`copy_hyperparameters`); ``None`` starts from ``model``'s own.
-        lean: Use :func:`practical_mll_closure` (same objective, less overhead) when it
-            covers the model.
+        lean: Use the closed-form objective or, where it does not apply,
+            :func:`practical_mll_closure` (same objective, less overhead) when it covers the
+            model; ``False``: ``fit_gpytorch_mll`` with BoTorch's own closure.
         fit_kwargs: Extra keyword arguments for ``fit_gpytorch_mll`` (keys in
             :data:`FIT_KWARGS`); without ``optimizer_kwargs`` the L-BFGS-B memory is
             :func:`lbfgs_memory`.
@@ -291,11 +332,14 @@ def fit_practical_model(
     if model.train_inputs[0].shape[-2] >= 2:
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         kwargs = check_fit_kwargs(fit_kwargs)
-        if lean and "closure" not in kwargs:
-            kwargs["closure"] = practical_mll_closure(mll)
         if "optimizer_kwargs" not in kwargs:
             size = sum(p.numel() for p in model.parameters() if p.requires_grad)
             kwargs["optimizer_kwargs"] = {"options": {"maxcor": lbfgs_memory(size)}}
+        if lean and _fit_closed_form(mll, kwargs):
+            model.eval()
+            return model
+        if lean and "closure" not in kwargs:
+            kwargs["closure"] = practical_mll_closure(mll)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit_gpytorch_mll(mll, **kwargs)

@@ -12,14 +12,13 @@ read on the host without touching the device:
 * a counter of GPyTorch ``Module.initialize`` calls: GPyTorch's setters (``noise``,
   ``lengthscale``, ``outputscale``, ...) write through ``.data``, which no version counter
   sees, and all of them go through ``initialize``, which this module wraps once to count the
-  calls;
-* on devices where reading a value costs no synchronisation (the CPU,
-  :data:`FREE_READ_DEVICES`), also the values of every parameter and buffer, compared in one
-  flattened comparison per dtype, which sees any other in-place write through ``.data``.
-  Elsewhere such a write (one that bypasses ``initialize``) is seen at the next ``train()`` /
-  ``eval()``, which clear the cache.
+  calls.
 
-The list of state tensors (with flat views and detached aliases that keep their storages
+A write through ``.data`` that bypasses ``initialize`` (``p.data.fill_(...)``) is seen at the
+next ``train()`` / ``eval()``, which clear the cache, as GPyTorch's own prediction caches.
+No value is compared, so the key costs no device work and no host synchronisation.
+
+The list of state tensors (with detached aliases that keep their storages
 alive, so that a swapped storage cannot come back at the same address) is reused until some
 module (re)assigns a parameter, buffer or submodule (PyTorch's global registration hooks bump
 :data:`_STATE_EPOCH`), a tensor's storage is swapped or the model is moved (``_apply``), so a
@@ -60,10 +59,6 @@ _STATE_EPOCH = [0]
 #: Bumped by every GPyTorch ``Module.initialize`` call (the setters' writes through ``.data``).
 _INITIALIZE_EPOCH = [0]
 
-#: Device types on which reading a value on the host costs no synchronisation: the cache key
-#: also compares the state's values there.
-FREE_READ_DEVICES = frozenset({"cpu"})
-
 def _bump_state_epoch(*args: Any) -> None:
     _STATE_EPOCH[0] += 1
 
@@ -94,20 +89,6 @@ if not getattr(GPyTorchModule.initialize, "counts_initialize", False):
     GPyTorchModule.initialize = _counting_initialize(GPyTorchModule.initialize)
 
 
-def _same_versions(old: tuple | None, new: tuple | None) -> bool:
-    """Whether two version parts of cache keys agree (``None``: keyed by values instead)."""
-    if old is None or new is None:
-        return old is new
-    return old[0] == new[0] and old[2] == new[2]
-
-
-def _flat_view(v: Tensor) -> Tensor | Callable[[], Tensor]:
-    """A flat detached view of ``v`` sharing its storage, or (not contiguous) a reader."""
-    if v.is_contiguous():
-        return v.detach().view(-1)
-    return lambda: v.detach().reshape(-1)
-
-
 def _plain_affine(tf: AffineInputTransform, d: int) -> bool:
     """Whether ``tf`` applies ``(x − offset)/coefficient`` to all ``d`` inputs in eval mode."""
     return (
@@ -132,34 +113,24 @@ class SolverCacheMixin:
         """What the solver depends on: the training data and every parameter and buffer.
 
         Read on the host (module docstring): the training tensors by identity, storage and
-        version counter; the state tensors by version counter, storage and the count of
-        GPyTorch ``initialize`` calls; on :data:`FREE_READ_DEVICES` also by value, flattened
-        into one tensor per dtype. The list of state tensors is kept with flat views (sharing
-        storage, so they see in-place writes) and detached aliases (holding the storages, so a
-        swapped one cannot come back at the same address); a swapped storage makes the list be
-        collected again.
+        version counter; the state tensors by version counter and storage, and the count of
+        GPyTorch ``initialize`` calls. The list of state tensors is kept with detached
+        aliases (holding the storages, so a swapped one cannot come back at the same address)
+        and their storage addresses; a swapped storage makes the list be collected again.
         """
         X, Y = self.train_inputs[0], self.train_targets
         data = (X, X._version, X.data_ptr(), X.shape, Y, Y._version, Y.data_ptr(), Y.shape)
         listed = self.__dict__.get("_state_tensors")
-        if listed is None or listed[0] != _STATE_EPOCH[0] or listed[4] != [
+        if listed is None or listed[0] != _STATE_EPOCH[0] or listed[3] != [
             v.data_ptr() for v in listed[1]
         ]:  # a module's state was (re)assigned, or a tensor's storage was swapped
             tensors = [*self.parameters(), *self.buffers()]
-            groups: dict[torch.dtype, list] = {}  # one cat per dtype (a mixed cat is slow)
-            for v in tensors:
-                groups.setdefault(v.dtype, []).append(_flat_view(v))
             listed = (_STATE_EPOCH[0], tensors, [v.detach() for v in tensors],
-                      list(groups.values()), [v.data_ptr() for v in tensors])
+                      [v.data_ptr() for v in tensors])
             self.__dict__["_state_tensors"] = listed
-        if X.device.type not in FREE_READ_DEVICES:
-            versions = (  # the aliases keep the key's storages alive: no address is reused
-                _INITIALIZE_EPOCH[0], listed[2],
-                tuple((v.data_ptr(), v._version, v.shape, v.stride()) for v in listed[1]),
-            )
-            return data, versions, ()
-        return data, None, tuple(  # the values see every write: no versions needed
-            torch.cat([v if torch.is_tensor(v) else v() for v in group]) for group in listed[3]
+        # the aliases keep the key's storages alive: no address is reused while it is held
+        return data, (_INITIALIZE_EPOCH[0], listed[2], listed[3]), tuple(
+            v._version for v in listed[1]
         )
 
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Self:
@@ -178,18 +149,15 @@ class SolverCacheMixin:
     def _cache_valid(self, key: tuple) -> bool:
         if self._solver_cache is None:
             return False
-        (old_data, old_versions, old_flats), _ = self._solver_cache
+        (old_data, old_state, old_versions), _ = self._solver_cache
         return (
             old_data[0] is key[0][0]  # the training tensors themselves (held: ids not reused)
             and old_data[4] is key[0][4]
             and old_data[1:4] == key[0][1:4]
             and old_data[5:] == key[0][5:]
-            and _same_versions(old_versions, key[1])
-            and len(old_flats) == len(key[2])
-            and all(
-                a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
-                for a, b in zip(old_flats, key[2], strict=True)
-            )
+            and old_state[0] == key[1][0]
+            and old_state[2] == key[1][2]
+            and old_versions == key[2]
         )
 
     @abstractmethod

@@ -152,3 +152,31 @@ def test_fast_path_equals_general_path_and_follows_the_model(kind):
     acqf.set_X_pending(Xt[0])  # conditioned model: the general path, still equal
     torch.testing.assert_close(acqf(Xt).detach(), general(acqf.model, Xt).detach(),
                                atol=1e-12, rtol=1e-12)
+
+
+def test_fast_path_skips_the_model_checks_only_where_they_are_no_ops(monkeypatch):
+    """Candidates in the model's dtype on an eval-mode model go to the frozen predictor
+    directly; float32 candidates and a model in train mode go through
+    ``projected_task_posterior`` (its conversions and ``eval()``); all agree."""
+    X, Y = _train_data()
+    model = _icm_standardized(X, Y).eval()
+    s = _scalarization("chebyshev", torch.tensor([0.35, 0.65], dtype=DT))
+    acqf = ScalarizedMultiTaskUCB(model, s, beta=1.3)
+    Xt = torch.rand(7, 1, 2, generator=torch.Generator().manual_seed(5), dtype=DT)
+    routed = []
+    original = type(model).projected_task_posterior
+    monkeypatch.setattr(type(model), "projected_task_posterior",
+                        lambda self, *a: routed.append(1) or original(self, *a))
+    direct = acqf(Xt)
+    assert routed == []
+    mean, var = original(model, Xt, acqf._projection)
+    ref = s.directional_ucb_from_variances(mean[..., 0, :], var[..., 0, :], 1.3)
+    torch.testing.assert_close(direct, ref, atol=1e-13, rtol=0)
+    low = acqf(Xt.float())
+    assert routed == [1] and low.dtype == DT
+    torch.testing.assert_close(low, acqf(Xt.float().double()), atol=1e-12, rtol=0)
+    model.train()
+    again = acqf(Xt)
+    assert routed == [1, 1] and not model.training
+    torch.testing.assert_close(again, direct, atol=0, rtol=0)
+    assert acqf(torch.empty(0, 1, 2, dtype=DT)).shape == (0,)

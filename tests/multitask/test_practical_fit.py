@@ -109,13 +109,19 @@ def test_closure_refuses_unsupported_models() -> None:
         practical_mll(mll)
 
 
-def test_lean_fit_reaches_the_default_fit() -> None:
-    """Same objective, same optimiser: the lean fit's MLL equals BoTorch's default fit's."""
-    X, Y, bounds = _data(5, 15, 2, 3)
-    lean = fit_practical_model(practical_multitask_gp(X, Y, bounds, fit=False))
-    ref = practical_multitask_gp(X, Y, bounds)
+@pytest.mark.parametrize("seed", [5, 6])
+def test_lean_fit_reaches_the_default_fit(seed: int) -> None:
+    """Same objective, same optimiser: the default fit (closed-form objective), the fit
+    through the lean autograd closure and BoTorch's default fit reach the same MLL."""
+    X, Y, bounds = _data(seed, 15, 2, 3)
+    closed = fit_practical_model(practical_multitask_gp(X, Y, bounds, fit=False))
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    closure = practical_mll_closure(ExactMarginalLogLikelihood(model.likelihood, model))
+    lean = fit_practical_model(model, fit_kwargs={"closure": closure})
+    ref = fit_practical_model(practical_multitask_gp(X, Y, bounds, fit=False), lean=False)
+    assert abs(_mll_value(closed) - _mll_value(ref)) < 1e-6
     assert abs(_mll_value(lean) - _mll_value(ref)) < 1e-6
-    assert not lean.training
+    assert not closed.training and not lean.training
 
 
 @pytest.mark.slow
@@ -197,11 +203,23 @@ def test_lbfgs_memory_is_passed_and_bounded(monkeypatch) -> None:
         seen.append(kwargs)
         return mll.eval()
 
+    closed = []
+
+    def closed_spy(objective, options=None):
+        closed.append(options)
+        return True
+
     monkeypatch.setattr(practical_fit, "fit_gpytorch_mll", spy)
+    monkeypatch.setattr(practical_fit, "fit_icm_lbfgsb", closed_spy)
     X, Y, bounds = _data(9, 10, 3, 4)
     model = practical_multitask_gp(X, Y, bounds, fit=False)
-    fit_practical_model(model)
+    fit_practical_model(model)  # the closed-form fit gets the same options
     size = sum(p.numel() for p in model.parameters())  # 3 + 16 + 4 + 4 + 1
-    assert size == 28 and seen[0]["optimizer_kwargs"] == {"options": {"maxcor": 28}}
+    assert size == 28 and closed == [{"maxcor": 28}] and seen == []
     fit_practical_model(model, fit_kwargs={"optimizer_kwargs": {"options": {"maxiter": 5}}})
-    assert seen[1]["optimizer_kwargs"] == {"options": {"maxiter": 5}}
+    assert closed[1] == {"maxiter": 5}
+    fit_practical_model(model, lean=False)  # BoTorch's path
+    assert seen[0]["optimizer_kwargs"] == {"options": {"maxcor": 28}}
+    fit_practical_model(model, lean=False,
+                        fit_kwargs={"optimizer_kwargs": {"options": {"maxiter": 5}}})
+    assert seen[1]["optimizer_kwargs"] == {"options": {"maxiter": 5}} and len(closed) == 2

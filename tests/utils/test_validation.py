@@ -102,3 +102,30 @@ def test_check_finite_and_psd_matrix() -> None:
         check_psd_matrix(torch.tensor([[1.0, 0.5], [0.0, 1.0]]), "B")
     with pytest.raises(ValueError, match="must be 3 x 3"):
         check_psd_matrix(torch.eye(2), "B", size=3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_check_finite_refuses_any_non_finite_entry_at_once_on_the_cpu(dtype, bad) -> None:
+    for flat_index in (0, 5, 11):
+        X = torch.rand(3, 4, dtype=dtype, requires_grad=True)
+        with torch.no_grad():
+            X.view(-1)[flat_index] = bad
+        with pytest.raises(ValueError, match=r"^`train_Y` contains NaN or infinite values\.$"):
+            check_finite(X, "train_Y")
+
+
+def test_check_finite_reads_one_scalar_and_passes_overflowing_finite_sums() -> None:
+    from tests.sync_counter import SyncCounter
+
+    X = torch.rand(50, 3, dtype=torch.float64)
+    with SyncCounter() as sc:
+        check_finite(X, "X")
+    assert sc.count() == 1, sc.report()
+    big = torch.full((8,), 3e38, dtype=torch.float32)  # finite entries, the sum overflows
+    check_finite(big, "big")
+    big[3] = float("inf")
+    with pytest.raises(ValueError, match="`big` contains NaN"):
+        check_finite(big, "big")
+    check_finite(torch.zeros(0, 2, dtype=torch.float64), "empty")
+    check_finite(torch.tensor([1, 2]), "ints")  # not floating: nothing to check

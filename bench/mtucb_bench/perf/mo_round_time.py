@@ -1,4 +1,4 @@
-"""MT-UCB's wall time per round, refits included, against qLogNParEGO (issue 16, target 1).
+"""MT-UCB's wall time per round, refits included, against qLogNParEGO.
 
 Two parts, one process, one thread (``torch.set_num_threads(1)``):
 

@@ -1,4 +1,4 @@
-"""The fitted round and its memory from N = 20 to 10,000 observations, against BoTorch (issue 25).
+"""The fitted round and its memory from N = 20 to 10,000 observations, against BoTorch.
 
 One round, from N noisy observations to the next point, for each method, on DTLZ2
 (``botorch.test_functions.multi_objective.DTLZ2``, d = 6, n objectives, negated for

@@ -37,6 +37,7 @@ from botorch_mtucb.acquisition.scalarization.base import (
     _safe_sqrt,
     _scaled,
 )
+from botorch_mtucb.protocols import ProjectedTaskPosteriorModel
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["ChebyshevScalarization", "predicted_anchors"]
@@ -317,16 +318,16 @@ def predicted_anchors(
     b = bounds.to(Y)
     engine = SobolEngine(b.shape[-1], scramble=True, seed=seed)
     R = b[0] + (b[1] - b[0]) * engine.draw(raw_samples).to(Y)  # raw x d
+    value = _PayoffTableValue(model, W)
     with torch.no_grad():
-        values = model.posterior(R.unsqueeze(-2)).mean.squeeze(-2) @ W.T  # raw x n
+        values = value.means(R.unsqueeze(-2)).squeeze(-2) @ W.T  # raw x n
     k = min(int(num_restarts), R.shape[0])
     starts = R[values.topk(k, dim=0).indices]  # k x n x d: objective i's best raw points
     cands, _ = gen_candidates_scipy(
-        starts, _PayoffTableValue(model, W), lower_bounds=b[0], upper_bounds=b[1],
-        options={"maxiter": 200},
+        starts, value, lower_bounds=b[0], upper_bounds=b[1], options={"maxiter": 200},
     )
     with torch.no_grad():
-        mu = model.posterior(cands.detach().reshape(-1, 1, b.shape[-1])).mean
+        mu = value.means(cands.detach().reshape(-1, 1, b.shape[-1]))
         mu = mu.reshape(k, n, n)  # restart, objective i's point, outputs
         best = (mu * W).sum(-1).argmax(dim=0)  # per objective, its best restart
         return mu[best, torch.arange(n)]
@@ -339,7 +340,19 @@ class _PayoffTableValue(AcquisitionFunction):
     def __init__(self, model: Model, W: Tensor) -> None:
         super().__init__(model)
         self.W = W
+        # a model that gives projected moments skips the n x n blocks: means only (one
+        # direction, built once: its predictors are cached by the direction's identity)
+        self._direction = (
+            W.new_ones(W.shape[-1], 1) if isinstance(model, ProjectedTaskPosteriorModel)
+            else None
+        )
+
+    def means(self, X: Tensor) -> Tensor:
+        """Posterior means ``batch x q x n`` at ``batch x q x d``."""
+        if self._direction is not None:
+            return self.model.projected_task_posterior(X, self._direction)[0]
+        return self.model.posterior(X).mean
 
     def forward(self, X: Tensor) -> Tensor:
-        mu = self.model.posterior(X.reshape(-1, 1, X.shape[-1])).mean  # points one by one
+        mu = self.means(X.reshape(-1, 1, X.shape[-1]))  # points one by one
         return (mu.reshape(*X.shape[:-1], -1) * self.W).sum(dim=(-1, -2))

@@ -1,0 +1,267 @@
+"""The closed-form ICM fit objective and the L-BFGS-B fit on it."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from botorch.fit import fit_gpytorch_mll
+from botorch.optim.closures import get_loss_closure_with_grads
+from botorch.optim.utils import get_parameters_and_bounds
+from gpytorch.kernels import MaternKernel, RBFKernel
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from gpytorch.priors import GammaPrior, NormalPrior
+
+from botorch_mtucb.kernels import ICMKernel
+from botorch_mtucb.models import ExactMultiTaskGP
+from botorch_mtucb.multitask import fit_closure
+from botorch_mtucb.multitask.fit_closure import (
+    CLOSED_FORM_MAX_POINTS,
+    fit_icm_lbfgsb,
+    icm_fit_objective,
+)
+from botorch_mtucb.multitask.practical import practical_multitask_gp
+from botorch_mtucb.multitask.practical_fit import fit_practical_model
+
+DT = torch.float64
+
+
+def _data(seed: int, N: int, d: int, n: int):
+    """Correlated smooth objectives on the box [-1, 2]^d."""
+    g = torch.Generator().manual_seed(seed)
+    bounds = torch.tensor([[-1.0] * d, [2.0] * d], dtype=DT)
+    X = -1.0 + 3.0 * torch.rand(N, d, generator=g, dtype=DT)
+    W = torch.randn(d, 2, generator=g, dtype=DT)
+    Y = torch.sin(X @ W) @ torch.randn(2, n, generator=g, dtype=DT) + 2.0
+    return X, Y + 0.05 * torch.randn(N, n, generator=g, dtype=DT), bounds
+
+
+def _perturb(model, seed: int) -> None:
+    """Random valid raw hyperparameters (the unenforced lengthscale stays above its bound)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            z = torch.randn(p.shape, generator=g, dtype=p.dtype)
+            p.mul_(torch.exp(0.5 * z)) if "lengthscale" in name else p.add_(0.7 * z)
+
+
+def _reference(mll):
+    """BoTorch's own closure: −ExactMarginalLogLikelihood and its autograd gradient."""
+    params = {k: p for k, p in get_parameters_and_bounds(mll)[0].items() if p.requires_grad}
+    value, grads = get_loss_closure_with_grads(mll, parameters=params)()
+    grad = torch.cat([g.reshape(-1) for g in grads]).cpu().numpy()
+    return float(value.detach()), grad, list(params)
+
+
+def _zero_mean_model(X, Y, nu: float, ard: bool) -> ExactMultiTaskGP:
+    d, n = X.shape[-1], Y.shape[-1]
+    k = MaternKernel(nu=nu, ard_num_dims=d if ard else None, lengthscale_prior=GammaPrior(3, 6))
+    model = ExactMultiTaskGP(X, Y, covar_module=ICMKernel(k, num_tasks=n, rank=n),
+                             learn_noise=True, noise=0.05)
+    return model.to(DT)
+
+
+MODELS = {
+    "practical": lambda X, Y, b: practical_multitask_gp(X, Y, b, fit=False),
+    "gamma": lambda X, Y, b: practical_multitask_gp(X, Y, b, fit=False, lengthscale_prior="gamma"),
+    "matern32-iso-zero-mean": lambda X, Y, b: _zero_mean_model(X, Y, 1.5, False),
+    "matern52-ard-zero-mean": lambda X, Y, b: _zero_mean_model(X, Y, 2.5, True),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_objective_equals_exact_marginal_log_likelihood(kind: str, seed: int) -> None:
+    """Value and gradient equal BoTorch's closure of ExactMarginalLogLikelihood (autograd
+    through GPyTorch) at random hyperparameters, in BoTorch's parameter order."""
+    n, d = 2 + seed % 2, 1 + seed
+    X, Y, bounds = _data(seed, 9 + 4 * seed, d, n)
+    model = MODELS[kind](X, Y, bounds)
+    _perturb(model, seed)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    mll.train()
+    objective = icm_fit_objective(mll)
+    assert objective is not None
+    value, grad = objective(objective.x0)
+    ref_value, ref_grad, names = _reference(mll)
+    assert objective.names == names
+    assert isinstance(value, float) and grad.dtype == np.float64 and grad.shape == ref_grad.shape
+    assert abs(value - ref_value) < 1e-10 * max(1.0, abs(ref_value))
+    np.testing.assert_allclose(grad, ref_grad, atol=1e-9, rtol=1e-8)
+    assert objective.num_evaluations == 1
+
+
+def test_objective_away_from_the_start_and_frozen_parameters() -> None:
+    """At another vector than x0 (softplus above its threshold included), and with a frozen
+    parameter left out of θ, the objective still equals the reference."""
+    X, Y, bounds = _data(5, 14, 3, 2)
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    model.covar_module.covar_factor.requires_grad_(False)
+    _perturb(model, 5)
+    with torch.no_grad():
+        model.covar_module.raw_var[0] = 21.5  # softplus is the identity above 20
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    mll.train()
+    objective = icm_fit_objective(mll)
+    assert all("covar_factor" not in name for name in objective.names)
+    x = objective.x0 + 0.1 * np.random.default_rng(0).standard_normal(len(objective.x0))
+    x = np.maximum(x, objective.bounds[:, 0])
+    value, grad = objective(x)
+    objective.write(x)
+    ref_value, ref_grad, _ = _reference(mll)
+    assert abs(value - ref_value) < 1e-10
+    np.testing.assert_allclose(grad, ref_grad, atol=1e-9, rtol=1e-8)
+
+
+def test_gradient_matches_finite_differences() -> None:
+    """An independent check of the closed-form gradient (central differences)."""
+    X, Y, bounds = _data(6, 12, 2, 2)
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    _perturb(model, 6)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    objective = icm_fit_objective(mll)
+    x0 = objective.x0
+    _, grad = objective(x0)
+    h = 1e-6
+    fd = np.array([
+        (objective(x0 + h * e)[0] - objective(x0 - h * e)[0]) / (2 * h) for e in np.eye(len(x0))
+    ])
+    np.testing.assert_allclose(grad, fd, atol=1e-6, rtol=1e-5)
+
+
+def test_unsupported_models_are_refused() -> None:
+    X, Y, bounds = _data(7, 10, 2, 2)
+    cases = {
+        "independent": practical_multitask_gp(X, Y, bounds, independent=True, fit=False),
+        "known noise": practical_multitask_gp(X, Y, bounds, train_Yvar=torch.full_like(Y, 0.01),
+                                              fit=False),
+        "fixed B": ExactMultiTaskGP(X, Y, covar_module=ICMKernel(MaternKernel(), 2,
+                                    task_covar=torch.eye(2)), learn_noise=True),
+        "rbf": ExactMultiTaskGP(X, Y, covar_module=ICMKernel(RBFKernel(), 2, rank=2),
+                                learn_noise=True),
+        "matern12": ExactMultiTaskGP(X, Y, covar_module=ICMKernel(MaternKernel(nu=0.5), 2),
+                                     learn_noise=True),
+        "task prior": ExactMultiTaskGP(X, Y, covar_module=ICMKernel(
+            MaternKernel(), 2, rank=2, task_covar_prior=GammaPrior(2.0, 1.0)), learn_noise=True),
+    }
+    normal = practical_multitask_gp(X, Y, bounds, fit=False)
+    normal.covar_module.data_covar_module.register_prior(
+        "lengthscale_prior", NormalPrior(0.5, 1.0), "lengthscale")
+    cases["normal prior"] = normal
+    for name, model in cases.items():
+        model = model.to(DT)
+        mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        assert icm_fit_objective(mll) is None, name
+
+
+def test_large_data_is_left_to_the_likelihood_routes() -> None:
+    X, Y, bounds = _data(8, CLOSED_FORM_MAX_POINTS, 1, 2)
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    assert icm_fit_objective(ExactMarginalLogLikelihood(model.likelihood, model)) is None
+
+
+def test_fit_reaches_the_botorch_fit() -> None:
+    """Same objective, start, bounds and optimiser: the same optimum as fit_gpytorch_mll with
+    BoTorch's own closure, and a stationary point of ExactMarginalLogLikelihood."""
+    X, Y, bounds = _data(9, 18, 2, 3)
+    ours = practical_multitask_gp(X, Y, bounds, fit=False)
+    ref = copy.deepcopy(ours)
+    mll = ExactMarginalLogLikelihood(ours.likelihood, ours)
+    mll.train()
+    objective = icm_fit_objective(mll)
+    assert fit_icm_lbfgsb(objective, {"maxcor": 20})
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(ref.likelihood, ref),
+                     optimizer_kwargs={"options": {"maxcor": 20}})
+    ours.train()
+    value, grad, _ = _reference(mll)
+    ref_mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+    ref.train()
+    ref_value, _, _ = _reference(ref_mll)
+    assert abs(value - ref_value) < 1e-6
+    free = (objective.bounds[:, 0] < np.concatenate(
+        [p.detach().reshape(-1).numpy() for p in objective._params]) - 1e-8)
+    assert np.abs(grad[free]).max() < 1e-3  # projected gradient of the bound-constrained fit
+    for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
+        if "covar_factor" not in name:  # F is identified only up to an orthogonal factor
+            torch.testing.assert_close(p, q, atol=5e-3, rtol=5e-2, msg=name)
+
+
+def test_fit_stops_at_maxiter_and_is_accepted() -> None:
+    X, Y, bounds = _data(10, 12, 2, 2)
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    objective = icm_fit_objective(mll)
+    before = objective(objective.x0)[0]
+    assert fit_icm_lbfgsb(objective, {"maxiter": 2})
+    mll.train()
+    assert _reference(mll)[0] < before
+
+
+def test_failed_fit_leaves_parameters_and_falls_back(monkeypatch) -> None:
+    """A raising or failing L-BFGS-B leaves the model untouched; fit_practical_model then
+    fits through fit_gpytorch_mll (its retries) and still reaches the optimum."""
+    X, Y, bounds = _data(11, 12, 2, 2)
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    start = [p.detach().clone() for p in model.parameters()]
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(fit_closure, "minimize", boom)
+    assert not fit_icm_lbfgsb(icm_fit_objective(mll))
+    for p, q in zip(model.parameters(), start, strict=True):
+        assert torch.equal(p, q)
+
+    class Failed:
+        success, fun, message = False, 0.0, "ABNORMAL_TERMINATION_IN_LNSRCH"
+        x = np.zeros(0)
+
+    monkeypatch.setattr(fit_closure, "minimize", lambda *a, **k: Failed())
+    assert not fit_icm_lbfgsb(icm_fit_objective(mll))
+    calls = []
+    original = fit_closure.ICMFitObjective.__call__
+    monkeypatch.setattr(fit_closure.ICMFitObjective, "__call__",
+                        lambda self, x: calls.append(1) or original(self, x))
+    fitted = fit_practical_model(model)  # falls back to fit_gpytorch_mll
+    assert not fitted.training
+    monkeypatch.undo()
+    ref = fit_practical_model(practical_multitask_gp(X, Y, bounds, fit=False))
+    value = _reference(ExactMarginalLogLikelihood(fitted.likelihood, fitted.train()))[0]
+    ref_value = _reference(ExactMarginalLogLikelihood(ref.likelihood, ref.train()))[0]
+    assert abs(value - ref_value) < 1e-6
+    assert calls == []  # the failing minimiser never evaluated the objective
+
+
+def test_posterior_reuses_the_fits_last_eigendecomposition(monkeypatch) -> None:
+    X, Y, bounds = _data(12, 25, 2, 2)
+    model = practical_multitask_gp(X, Y, bounds)  # closed-form fit
+    fresh = copy.deepcopy(model)
+    calls = []
+    eigh = torch.linalg.eigh
+    monkeypatch.setattr(torch.linalg, "eigh", lambda A: calls.append(A.shape[-1]) or eigh(A))
+    Xs = torch.rand(4, 2, dtype=DT, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        post = model.posterior(Xs)
+        assert 25 not in calls
+        ref = fresh.posterior(Xs)
+    assert 25 in calls
+    torch.testing.assert_close(post.mean, ref.mean, atol=1e-9, rtol=0)
+    torch.testing.assert_close(post.variance, ref.variance, atol=1e-9, rtol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_objective_and_fit_on_cuda_equal_cpu() -> None:
+    X, Y, bounds = _data(13, 16, 2, 2)
+    models = [practical_multitask_gp(X.to(dev), Y.to(dev), bounds.to(dev), fit=False)
+              for dev in ("cpu", "cuda")]
+    objectives = [icm_fit_objective(ExactMarginalLogLikelihood(m.likelihood, m))
+                  for m in models]
+    (v0, g0), (v1, g1) = (o(objectives[0].x0) for o in objectives)
+    assert abs(v0 - v1) < 1e-10
+    np.testing.assert_allclose(g0, g1, atol=1e-9, rtol=1e-8)
+    fitted = [fit_practical_model(m) for m in models]
+    values = [_reference(ExactMarginalLogLikelihood(m.likelihood, m.train()))[0] for m in fitted]
+    assert abs(values[0] - values[1]) < 1e-6
