@@ -50,6 +50,7 @@ def test_readme_run_bo_loop_example_runs():
     h = ns["history"]
     assert ns["X"].shape == (2, 2) and ns["Y"].shape == (2, 2)
     assert h.initial_X.shape == (5, 2) and len(h.rounds) == 2
+    assert ns["X_front"].dim() == 2 and ns["X_front"].shape[-1] == 2
 
 
 def test_readme_commands_are_the_ones_ci_runs():

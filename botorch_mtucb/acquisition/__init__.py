@@ -15,6 +15,8 @@
   :mod:`~botorch_mtucb.acquisition.trust_region` — the per-round maximisers (a box, a finite
   arm set, a box without repeats, a TuRBO trust region).
 * :mod:`~botorch_mtucb.acquisition.protocols` — what the loop may ask of an acquisition.
+* :func:`recommend_pareto_set` — the evaluated points whose posterior means are non-dominated
+  (the model's Pareto set under noise); :mod:`~botorch_mtucb.acquisition.recommend`.
 
 The acquisitions import no model class: they ask a model for what they need through
 :mod:`botorch_mtucb.protocols`.
@@ -31,6 +33,7 @@ from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.pending import gp_bucb_inflation, hallucinate_mean
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition, ScalarizedAcquisition
+from botorch_mtucb.acquisition.recommend import ParetoSetRecommendation, recommend_pareto_set
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     LinearScalarization,
@@ -48,6 +51,7 @@ __all__ = [
     "ConstantBeta",
     "HeavyTailedUCB",
     "LinearScalarization",
+    "ParetoSetRecommendation",
     "Scalarization",
     "ScalarizationSampler",
     "ScalarizedAcquisition",
@@ -59,5 +63,6 @@ __all__ = [
     "hallucinate_mean",
     "log_det_information",
     "predicted_anchors",
+    "recommend_pareto_set",
     "sample_scalarization_weights",
 ]

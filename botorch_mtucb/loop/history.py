@@ -14,11 +14,14 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 import torch
 from botorch.models.model import Model
 from torch import Tensor
+
+from botorch_mtucb.acquisition.recommend import ParetoSetRecommendation, recommend_pareto_set
 
 __all__ = ["LoopHistory", "RoundRecord"]
 
@@ -135,6 +138,9 @@ class LoopHistory:
             run without ``generator``.
         generator_state: State of the run's ``generator`` after the last recorded round
             (``torch.Generator.get_state()``), ``None`` without one.
+        minimize: Indices of the minimised objectives (``run_bo_loop``'s ``minimize``),
+            ``None`` when every objective is maximised; the default of
+            :meth:`recommended_pareto_set`.
 
     Example:
         >>> h = LoopHistory(initial_X=torch.zeros(2, 1), initial_Y=torch.zeros(2, 2))
@@ -158,6 +164,7 @@ class LoopHistory:
     seed: int | None = None
     rng_seed: int | None = None
     generator_state: Tensor | None = None
+    minimize: tuple[int, ...] | None = None
 
     @property
     def X(self) -> Tensor:
@@ -214,6 +221,66 @@ class LoopHistory:
         r = self.cumulative_regret()
         return r / torch.arange(1, r.numel() + 1, dtype=r.dtype)
 
+    def recommended_pareto_set(
+        self,
+        model: Model | None = None,
+        minimize: tuple[int, ...] | list[int] | None = None,
+        ref_point: Tensor | None = None,
+        return_details: bool = False,
+    ) -> Tensor | ParetoSetRecommendation:
+        """The evaluated points whose posterior means are non-dominated: the run's answer.
+
+        :func:`~botorch_mtucb.acquisition.recommend.recommend_pareto_set` on
+        :attr:`observed_X` (initial design and rounds, failed evaluations left out) with the
+        run's final model; under noise it drops the points that are on the observations'
+        front only through their noise.
+
+        Args:
+            model: The model whose means decide (default: :attr:`model`, the run's final
+                model; a loaded history has none, pass one fitted on :attr:`observed_X`,
+                :attr:`observed_Y`).
+            minimize: Indices of the objectives to minimise, as ``run_bo_loop``'s
+                (default: :attr:`minimize`).
+            ref_point: Optional ``n`` reference point (original units); points whose mean
+                does not weakly dominate it are not recommended.
+            return_details: Return the points, their means and their row indices in
+                :attr:`observed_X` (a ``ParetoSetRecommendation``).
+
+        Returns:
+            ``K x d`` recommended points, or a ``ParetoSetRecommendation``.
+
+        Example:
+            >>> from botorch.models import SingleTaskGP
+            >>> X = torch.linspace(0, 1, 5, dtype=torch.float64).unsqueeze(-1)
+            >>> Y = torch.cat([X, 1 - X], dim=-1)
+            >>> h = LoopHistory(initial_X=X, initial_Y=Y, model=SingleTaskGP(X, Y))
+            >>> h.recommended_pareto_set().shape   # K x d
+            torch.Size([5, 1])
+            >>> h.recommended_pareto_set(minimize=[1], return_details=True).indices
+            tensor([4])
+        """
+        model = self.model if model is None else model
+        if model is None:
+            raise ValueError(
+                "`model` is needed: this history holds no model (e.g. one read back by "
+                "LoopHistory.load); pass a model fitted on its observed_X, observed_Y."
+            )
+        minimize = self.minimize if minimize is None else minimize
+        X = self.observed_X
+        n = self.initial_Y.shape[-1]
+        mask = None
+        if minimize is not None:
+            indices = list(minimize)
+            if any(isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < n
+                   for i in indices):
+                raise ValueError(
+                    f"`minimize` must hold objective indices in [0, {n}), got {minimize!r}."
+                )
+            mask = torch.zeros(n, dtype=torch.bool)
+            mask[[int(i) for i in indices]] = True
+        return recommend_pareto_set(model, X, minimize=mask, ref_point=ref_point,
+                                    return_details=return_details)
+
     def to_dicts(self) -> list[dict[str, Any]]:
         """The rounds as JSON-able dicts."""
         return [r.to_dict() for r in self.rounds]
@@ -235,6 +302,7 @@ class LoopHistory:
             "generator_state": None if state is None else base64.b64encode(
                 state.cpu().numpy().tobytes()
             ).decode("ascii"),
+            "minimize": None if self.minimize is None else list(self.minimize),
         }
 
     @classmethod
@@ -267,6 +335,7 @@ class LoopHistory:
             seed=blob.get("seed"),
             rng_seed=blob.get("rng_seed"),
             generator_state=state,
+            minimize=None if blob.get("minimize") is None else tuple(blob["minimize"]),
         )
 
     def save(self, path: str | os.PathLike) -> None:

@@ -479,6 +479,7 @@ def _start(
     sampler for its n, fit the first model."""
     out = _initial_history(observe, setup, history, on_failure)
     out.seed, out.rng_seed = setup.seed, rng_seed
+    out.minimize = minimize
     out.generator_state = None if generator is None else generator.get_state()
     try:
         X, Y = out.observed_X, out.observed_Y
