@@ -35,6 +35,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from botorch.test_functions.multi_objective import DTLZ2
@@ -46,6 +47,7 @@ from botorch_mtucb.multitask import fit_closure
 from botorch_mtucb.multitask.practical import practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import fit_practical_model, practical_mll_closure
 from botorch_mtucb.utils.validation import check_test_tensor
+from mtucb_bench.perf.provenance import write_summary
 
 DT = torch.float64
 
@@ -304,6 +306,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--skip-fit", action="store_true")
     parser.add_argument("--skip-acq", action="store_true")
+    parser.add_argument("--out", type=Path, default=None, help="summary JSON (none: print only)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     result: dict = {}
@@ -312,6 +315,8 @@ def main(argv: list[str] | None = None) -> dict:
             result["fit"] = bench_fit(args.sizes, args.reps)
         if not args.skip_acq:
             result["acquisition"] = bench_acquisition(args.acq_size, args.reps)
+    if args.out is not None:
+        print(f"wrote {write_summary(args.out, {'reps': args.reps, **result})}")
     return result
 
 
