@@ -2,8 +2,9 @@
 
 * :class:`ScalarizedMultiTaskUCB` — MT-KB / MT-BKB selection rule (paper 000, eq. (2) and the
   directional bound of App. B.1) with :class:`LinearScalarization` /
-  :class:`ChebyshevScalarization` and λ ~ P_λ (:func:`sample_scalarization_weights`,
-  :class:`ScalarizationSampler`); :mod:`~botorch_mtucb.acquisition.scalarization`.
+  :class:`ChebyshevScalarization` / :class:`HypervolumeScalarization` and λ ~ P_λ
+  (:func:`sample_scalarization_weights`, :class:`ScalarizationSampler`);
+  :mod:`~botorch_mtucb.acquisition.scalarization`.
 * :class:`ScalarizedThompsonSampling` — s_λ of a Matheron posterior sample path (scalarized
   Thompson sampling).
 * :class:`HeavyTailedUCB` — TGP-UCB / ATA-GP-UCB (paper 001, Algorithms 1–2).
@@ -36,6 +37,7 @@ from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition, Scal
 from botorch_mtucb.acquisition.recommend import ParetoSetRecommendation, recommend_pareto_set
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
+    HypervolumeScalarization,
     LinearScalarization,
     Scalarization,
     ScalarizationSampler,
@@ -50,6 +52,7 @@ __all__ = [
     "ConfidenceWidthAcquisition",
     "ConstantBeta",
     "HeavyTailedUCB",
+    "HypervolumeScalarization",
     "LinearScalarization",
     "ParetoSetRecommendation",
     "Scalarization",

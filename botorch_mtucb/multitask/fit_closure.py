@@ -56,16 +56,17 @@ from threadpoolctl import ThreadpoolController
 from torch import Tensor
 
 from botorch_mtucb.kernels.icm import ICMKernel
-from botorch_mtucb.linalg.icm_cholesky import icm_factor_cache
+from botorch_mtucb.linalg.icm_cholesky import icm_factor_cache, icm_likelihood_method
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.solvers.exact import icm_factor_key
 
 __all__ = ["CLOSED_FORM_MAX_POINTS", "ICMFitObjective", "fit_icm_lbfgsb", "icm_fit_objective"]
 
 #: :func:`icm_fit_objective` covers models with fewer training points than this: its
-#: ``t x t`` work is one ``eigh`` and about eight ``t x t`` buffers; larger ``t`` are left to
-#: the likelihood's Cholesky route (``icm_likelihood_method``) and its memory bound.
-CLOSED_FORM_MAX_POINTS = 300
+#: ``t x t`` work is one ``eigh`` of ``K`` or ``n`` Cholesky factors of ``ξ_i K + ηI``
+#: (:func:`~botorch_mtucb.linalg.icm_likelihood_method`'s choice) and about ``8 + n`` ``t x t``
+#: buffers; larger ``t`` are left to the autograd closure and the likelihood's memory bound.
+CLOSED_FORM_MAX_POINTS = 2000
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
@@ -260,12 +261,16 @@ class ICMFitObjective:
         >>> value, grad = objective(objective.x0)  # float, numpy array of len(x0)
     """
 
-    def __init__(self, mll: ExactMarginalLogLikelihood) -> None:
+    def __init__(self, mll: ExactMarginalLogLikelihood, method: str | None = None) -> None:
         """
         Args:
             mll: The exact marginal likelihood of the model (checked by
                 :func:`icm_fit_objective`; use that function).
+            method: ``"eigh"`` or ``"cholesky"`` for the ``t x t`` work; ``None``:
+                :func:`~botorch_mtucb.linalg.icm_likelihood_method` of ``(n, t)``.
         """
+        if method not in (None, "eigh", "cholesky"):
+            raise ValueError(f"`method` must be None, 'eigh' or 'cholesky', got {method!r}.")
         model = mll.model
         kern = model.covar_module
         k = kern.data_covar_module
@@ -279,13 +284,14 @@ class ICMFitObjective:
         wd = torch.float64
         self._model, self._x = model, x
         self._xc = (x - x.mean(-2, keepdim=True)).to(wd)
-        self._last: tuple[np.ndarray, Tensor, Tensor] | None = None
+        self._last: tuple[np.ndarray, tuple[Tensor, ...]] | None = None
         self._Y = model.train_targets.detach().to(wd)
         self._nu = float(k.nu)
         self._zero_mean = bool(model._zero_mean)
         N, n = self._Y.shape
         self._n = n
         self._Nn = N * n
+        self._method = icm_likelihood_method(n, N) if method is None else method
         raw = {"noise": mll.likelihood.raw_noise}
         if not self._zero_mean:
             means = model.mean_module.base_means
@@ -373,8 +379,8 @@ class ICMFitObjective:
         var = maps["v"].value(raw["v"])
         c = np.zeros(n) if self._zero_mean else np.array([raw[f"c{i}"] for i in range(n)])
         host = np.concatenate([ell.reshape(-1), eta.reshape(-1), c, var, raw["F"].reshape(-1)])
-        packed, a, W = self._device(torch.from_numpy(host).to(self._xc))
-        self._last = (np.array(x, dtype=np.float64), a, W)
+        packed, factors = self._device(torch.from_numpy(host).to(self._xc))
+        self._last = (np.array(x, dtype=np.float64), factors)
         out = packed.cpu().numpy()
         sl = self._out_slices
         g_eta = half * out[sl["eta"]]
@@ -397,11 +403,13 @@ class ICMFitObjective:
             grad[sl_in["c0"].start : sl_in["c0"].start + n] = half * out[sl["c"]]
         return float(value), grad[self._pos]
 
-    def _device(self, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def _device(self, h: Tensor) -> tuple[Tensor, tuple[Tensor, ...]]:
         """The ``N``- and ``B``-sized part of one evaluation, packed (× 2Nn): ``rᵀΣ⁻¹r``,
         ``log det Σ``, ``∂/∂η``, ``∂/∂c`` (n), ``∂/∂F`` (n·r), ``∂/∂diag(B)`` (n) and the
         lengthscale term ``Σ_p z_p² m_p − Σ_p z_p (Mz)_p`` (d), from ``h = [ℓ, η, c, v, F]``
-        (constrained values); and ``eigh(K)`` (eigenvalues clamped at 0, eigenvectors)."""
+        (constrained values); and the factors of ``K`` for the posterior: ``eigh(K)``
+        (eigenvalues clamped at 0, eigenvectors) or ``(ξ, U, L)`` with the ``n`` Cholesky
+        factors ``L_i`` of ``ξ_i K + ηI`` (:attr:`_method`)."""
         n, d1, r = self._n, self._shapes["ell"][-1], self._shapes["F"][-1]
         ell, eta = h[:d1], h[d1]
         c, var = h[d1 + 1 : d1 + 1 + n], h[d1 + 1 + n : d1 + 1 + 2 * n]
@@ -410,6 +418,22 @@ class ICMFitObjective:
         xi = xi.clamp_min_(0.0)
         z = self._xc / ell
         zz = z * z
+        K, S = self._matern(z, zz)
+        R = self._Y - c
+        if self._method == "cholesky":
+            head, gK, gB, alpha, factors = _cholesky_terms(K, xi, U, eta, R)
+        else:
+            head, gK, gB, alpha, factors = _eigh_terms(K, xi, U, eta, R)
+        M = gK.mul_(S)
+        term = zz.T @ M.sum(-1) - (z * (M @ z)).sum(0)
+        packed = torch.cat([
+            head, -2.0 * (U @ alpha.sum(0)), (2.0 * gB @ F).reshape(-1),
+            torch.diagonal(gB), term,
+        ])
+        return packed, factors
+
+    def _matern(self, z: Tensor, zz: Tensor) -> tuple[Tensor, Tensor]:
+        """The Matérn matrix ``K`` of the scaled inputs ``z`` and ``S = −∂k/∂r²``."""
         sq = zz.sum(-1)
         r2 = torch.addmm(sq[:, None] + sq, z, z.T, alpha=-2.0).clamp_min_(1e-30)
         if self._nu == 2.5:
@@ -417,34 +441,16 @@ class ICMFitObjective:
             ex = sr.neg().exp_()
             one = sr.add_(1.0)
             K = torch.add(one, r2, alpha=5.0 / 3.0).mul_(ex)
-            S = one.mul_(ex).mul_(5.0 / 6.0)  # −∂k/∂r²
-        else:
-            sr = r2.sqrt().mul_(math.sqrt(3.0))
-            ex = sr.neg().exp_()
-            K = sr.add_(1.0).mul_(ex)
-            S = ex.mul_(1.5)
-        a, W = torch.linalg.eigh(K)
-        a = a.clamp_min_(0.0)
-        lam = torch.addr(eta.expand(len(a), n), a, xi)
-        Rt = W.T @ (self._Y - c) @ U
-        inv = lam.reciprocal()
-        Z = Rt * inv
-        WZ = W @ Z
-        gK = (W * (inv @ xi)) @ W.T - (WZ * xi) @ WZ.T  # 2Nn ∂L/∂K
-        M = gK * S
-        term = zz.T @ M.sum(-1) - (z * (M @ z)).sum(0)
-        gB = U @ (torch.diag(a @ inv) - Z.T @ (a[:, None] * Z)) @ U.T  # 2Nn ∂L/∂B
-        parts = [(Rt * Z).sum(), lam.log().sum(), inv.sum() - (Z * Z).sum()]
-        packed = torch.cat([
-            torch.stack(parts), -2.0 * (U @ WZ.sum(0)), (2.0 * gB @ F).reshape(-1),
-            torch.diagonal(gB), term,
-        ])
-        return packed, a, W
+            return K, one.mul_(ex).mul_(5.0 / 6.0)
+        sr = r2.sqrt().mul_(math.sqrt(3.0))
+        ex = sr.neg().exp_()
+        K = sr.add_(1.0).mul_(ex)
+        return K, ex.mul_(1.5)
 
     def write(self, x: np.ndarray) -> None:
         """Write the flat vector ``x`` into the model's parameters (in place, no gradient).
 
-        When the last evaluation was at ``x``, its ``eigh(K)`` is handed to the model's
+        When the last evaluation was at ``x``, its factors of ``K`` are handed to the model's
         :func:`~botorch_mtucb.linalg.icm_factor_cache` under the key of the written
         hyperparameters, so that the posterior does not factorise ``K`` again.
         """
@@ -461,7 +467,49 @@ class ICMFitObjective:
                 noise = model.likelihood.noise.detach().reshape(())
             cache = icm_factor_cache(model)
             cache.begin(icm_factor_key(model.covar_module, self._x, noise))
-            cache.store("eigh", last[1:])
+            cache.store(self._method, last[1])
+
+
+def _eigh_terms(
+    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, R: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor]]:
+    """The ICM terms from ``K = W diag(a) Wᵀ`` (module docstring): ``[rᵀΣ⁻¹r, log det Σ,
+    tr Σ⁻¹ − ‖Σ⁻¹r‖²]``, ``2Nn ∂L/∂K``, ``2Nn ∂L/∂B``, ``α = Σ⁻¹r`` in B's eigenbasis
+    (``t x n``) and the factors ``(a, W)``."""
+    a, W = torch.linalg.eigh(K)
+    a = a.clamp_min_(0.0)
+    lam = torch.addr(eta.expand(len(a), len(xi)), a, xi)
+    Rt = W.T @ R @ U
+    inv = lam.reciprocal()
+    Z = Rt * inv
+    WZ = W @ Z
+    gK = (W * (inv @ xi)) @ W.T - (WZ * xi) @ WZ.T
+    gB = U @ (torch.diag(a @ inv) - Z.T @ (a[:, None] * Z)) @ U.T
+    head = torch.stack([(Rt * Z).sum(), lam.log().sum(), inv.sum() - (Z * Z).sum()])
+    return head, gK, gB, WZ, (a, W)
+
+
+def _cholesky_terms(
+    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, R: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor, Tensor]]:
+    """The terms of :func:`_eigh_terms` from the ``n`` blocks ``ξ_i K + ηI = L_i L_iᵀ`` of
+    Σ in B's eigenbasis (``M_i`` their inverses, ``α_i = M_i (RU)_i``):
+    ``rᵀΣ⁻¹r = Σ_i (RU)_iᵀα_i``, ``log det Σ = Σ_i log det L_i²``, ``2Nn ∂L/∂K = Σ_i ξ_i M_i −
+    α diag(ξ) αᵀ``, ``2Nn ∂L/∂B = U (diag(tr(K M_i)) − αᵀKα) Uᵀ``, ``tr Σ⁻¹ = Σ_i tr M_i``;
+    the factors are ``(ξ, U, L)``."""
+    t = K.shape[-1]
+    eye = torch.eye(t, dtype=K.dtype, device=K.device)
+    L = torch.linalg.cholesky(xi[:, None, None] * K + eta * eye)  # n x t x t
+    Minv = torch.cholesky_inverse(L)  # n x t x t
+    Rt = R @ U  # t x n
+    alpha = (Minv @ Rt.T.unsqueeze(-1)).squeeze(-1).T  # t x n
+    gK = torch.einsum("i,ipq->pq", xi, Minv) - (alpha * xi) @ alpha.T
+    tr_KM = (Minv * K).sum((-2, -1))
+    gB = U @ (torch.diag(tr_KM) - alpha.T @ K @ alpha) @ U.T
+    logdet = 2.0 * torch.diagonal(L, dim1=-2, dim2=-1).log().sum()
+    tr_M = torch.diagonal(Minv, dim1=-2, dim2=-1).sum()
+    head = torch.stack([(Rt * alpha).sum(), logdet, tr_M - (alpha * alpha).sum()])
+    return head, gK, gB, alpha, (xi, U, L)
 
 
 def icm_fit_objective(mll: ExactMarginalLogLikelihood) -> ICMFitObjective | None:

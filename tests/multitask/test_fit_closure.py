@@ -15,10 +15,12 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, NormalPrior
 
 from botorch_mtucb.kernels import ICMKernel
+from botorch_mtucb.linalg import icm_likelihood_method
 from botorch_mtucb.models import ExactMultiTaskGP
 from botorch_mtucb.multitask import fit_closure
 from botorch_mtucb.multitask.fit_closure import (
     CLOSED_FORM_MAX_POINTS,
+    ICMFitObjective,
     fit_icm_lbfgsb,
     icm_fit_objective,
 )
@@ -91,6 +93,62 @@ def test_objective_equals_exact_marginal_log_likelihood(kind: str, seed: int) ->
     assert abs(value - ref_value) < 1e-10 * max(1.0, abs(ref_value))
     np.testing.assert_allclose(grad, ref_grad, atol=1e-9, rtol=1e-8)
     assert objective.num_evaluations == 1
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cholesky_route_equals_exact_marginal_log_likelihood(kind: str, seed: int) -> None:
+    """The n-Cholesky route of the same objective: value and gradient equal BoTorch's."""
+    n, d = 2 + seed, 2
+    X, Y, bounds = _data(20 + seed, 15, d, n)
+    model = MODELS[kind](X, Y, bounds)
+    _perturb(model, seed)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    mll.train()
+    objective = ICMFitObjective(mll, method="cholesky")
+    value, grad = objective(objective.x0)
+    ref_value, ref_grad, _ = _reference(mll)
+    assert abs(value - ref_value) < 1e-10 * max(1.0, abs(ref_value))
+    np.testing.assert_allclose(grad, ref_grad, atol=1e-9, rtol=1e-8)
+    eigh_value, eigh_grad = ICMFitObjective(mll, method="eigh")(objective.x0)
+    assert abs(value - eigh_value) < 1e-11 * max(1.0, abs(value))
+    np.testing.assert_allclose(grad, eigh_grad, atol=1e-10, rtol=1e-9)
+    with pytest.raises(ValueError, match="`method` must be None, 'eigh' or 'cholesky'"):
+        ICMFitObjective(mll, method="lu")
+
+
+def test_larger_data_takes_the_cholesky_route_and_the_posterior_reuses_it(monkeypatch) -> None:
+    """Where the rule says "cholesky" (n = 2, t = 150) the fit factorises ξ_i K + ηI and the
+    posterior takes those factors: no t x t factorisation after the fit."""
+    X, Y, bounds = _data(13, 150, 3, 2)
+    assert icm_likelihood_method(2, 150) == "cholesky"
+    model = practical_multitask_gp(X, Y, bounds, fit=False)
+    objective = icm_fit_objective(ExactMarginalLogLikelihood(model.likelihood, model))
+    assert objective is not None and objective._method == "cholesky"
+    model = practical_multitask_gp(X, Y, bounds)
+    fresh = copy.deepcopy(model)
+    calls = []
+    for name in ("eigh", "cholesky", "cholesky_ex"):
+        original = getattr(torch.linalg, name)
+        monkeypatch.setattr(torch.linalg, name, _recording(original, calls))
+    Xs = torch.rand(4, 3, dtype=DT, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        post = model.posterior(Xs)
+        assert 150 not in calls
+        ref = fresh.posterior(Xs)
+    assert 150 in calls
+    torch.testing.assert_close(post.mean, ref.mean, atol=1e-9, rtol=0)
+    torch.testing.assert_close(post.variance, ref.variance, atol=1e-9, rtol=0)
+
+
+def _recording(function, calls: list):
+    """``function`` that first records the size of its matrix argument."""
+
+    def recorded(A, *args, **kwargs):
+        calls.append(A.shape[-1])
+        return function(A, *args, **kwargs)
+
+    return recorded
 
 
 def test_objective_away_from_the_start_and_frozen_parameters() -> None:

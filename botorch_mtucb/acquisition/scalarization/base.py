@@ -3,8 +3,9 @@
 A scalarization maps n objective values to one number that is maximised; it is monotone
 (better in every objective ⇒ larger s_λ) and L_λ-Lipschitz in the ℓ2-norm, the two properties
 the regret bounds of paper 000 use. :class:`Scalarization` is the base class of
-:class:`~botorch_mtucb.acquisition.scalarization.linear.LinearScalarization` and
-:class:`~botorch_mtucb.acquisition.scalarization.chebyshev.ChebyshevScalarization`.
+:class:`~botorch_mtucb.acquisition.scalarization.linear.LinearScalarization`,
+:class:`~botorch_mtucb.acquisition.scalarization.chebyshev.ChebyshevScalarization` and
+:class:`~botorch_mtucb.acquisition.scalarization.hypervolume.HypervolumeScalarization`.
 
 Sign convention (one rule everywhere): **every scalarization is maximised, and so is every
 objective** unless it is listed in ``minimize``. An objective ``i`` listed in ``minimize`` is
@@ -19,7 +20,9 @@ the linear one), and each gives the directional upper confidence bound of
 its own directions W (:meth:`Scalarization.directions`, :func:`project_covariance`).
 
 Weights lie on the simplex Λ = {λ ≥ 0, ‖λ‖₁ = 1} (the paper asks λ ≻ 0; zero weights are
-accepted but make s_λ only weakly monotone in the corresponding objective).
+accepted but make s_λ only weakly monotone in the corresponding objective). The hypervolume
+scalarization takes λ on the positive unit sphere and keeps its direction on the simplex as
+``weights``.
 """
 
 from __future__ import annotations
@@ -192,7 +195,9 @@ class Scalarization(ABC):
             beta: Confidence radius β (0-dim tensor, or a number).
 
         Returns:
-            ``batch`` upper bounds.
+            ``batch`` upper bounds (or, where a subclass documents it, values with the same
+            maximisers: the hypervolume scalarization returns the n-th root of its bound
+            before the clamp at zero).
         """
 
     def directional_ucb(self, mean: Tensor, task_covar: Tensor, beta: Tensor) -> Tensor:
@@ -204,7 +209,7 @@ class Scalarization(ABC):
             beta: Confidence radius β (0-dim tensor).
 
         Returns:
-            ``batch`` upper bounds.
+            ``batch`` upper bounds (as :meth:`directional_ucb_from_variances`).
         """
         return self.directional_ucb_from_variances(
             mean, project_covariance(task_covar, self.directions(mean)), beta
@@ -267,7 +272,8 @@ def check_scalarization(scalarization: object, num_outputs: int) -> None:
     """
     if not isinstance(scalarization, Scalarization):
         raise ValueError(
-            "`scalarization` must be a LinearScalarization or ChebyshevScalarization, got "
+            "`scalarization` must be a Scalarization (LinearScalarization, "
+            "ChebyshevScalarization or HypervolumeScalarization), got "
             f"{type(scalarization).__name__}."
         )
     if scalarization.num_objectives != num_outputs:

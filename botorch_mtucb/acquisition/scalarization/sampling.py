@@ -2,8 +2,10 @@
 
 With u ~ U[0, 1]ⁿ, the Chebyshev law of paper 000 §5 (after Paria et al., 2019) is
 λ = α / ‖α‖₁ with α_i = ‖u‖₁ / u_i, and the linear law of App. E is λ = u / ‖u‖₁; both lie on
-the simplex. :class:`ScalarizationSampler` turns one draw into a scalarization s_{λ_t}, the
-step "sample λ_t ~ P_λ" of MT-KB (paper 000, Algorithm 1).
+the simplex. The hypervolume law (Zhang & Golovin, 2020) is uniform on the positive part of
+the unit sphere, λ = |g| / ‖g‖₂ with g ~ N(0, Iₙ). :class:`ScalarizationSampler` turns one
+draw into a scalarization s_{λ_t}, the step "sample λ_t ~ P_λ" of MT-KB (paper 000,
+Algorithm 1).
 """
 
 from __future__ import annotations
@@ -21,15 +23,18 @@ from botorch_mtucb.acquisition.scalarization.chebyshev import (
     ChebyshevScalarization,
     predicted_anchors,
 )
+from botorch_mtucb.acquisition.scalarization.hypervolume import HypervolumeScalarization
 from botorch_mtucb.acquisition.scalarization.linear import LinearScalarization
 
 __all__ = ["ScalarizationSampler", "sample_scalarization_weights"]
+
+_KINDS = ("chebyshev", "linear", "hypervolume")
 
 
 def sample_scalarization_weights(
     n: int,
     num_samples: int,
-    kind: Literal["chebyshev", "linear"] = "chebyshev",
+    kind: Literal["chebyshev", "linear", "hypervolume"] = "chebyshev",
     generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
@@ -39,18 +44,23 @@ def sample_scalarization_weights(
     With u ~ U[0, 1]ⁿ (drawn as 1 − U[0, 1), so no u_i is exactly 0):
 
     * ``"chebyshev"``: α_i = ‖u‖₁ / u_i and λ = α / ‖α‖₁ (Paria et al., 2019);
-    * ``"linear"``: λ = u / ‖u‖₁.
+    * ``"linear"``: λ = u / ‖u‖₁;
+    * ``"hypervolume"``: λ = |g| / ‖g‖₂, g ~ N(0, Iₙ) (|g_i| floored at the dtype's smallest
+      normal number, so no λ_i is 0): uniform on the positive part of the unit sphere, the
+      law of :class:`~botorch_mtucb.acquisition.scalarization.hypervolume.HypervolumeScalarization`
+      (Zhang & Golovin, 2020). These rows lie on the sphere, not on the simplex.
 
     Args:
         n: Number of objectives (≥ 1).
         num_samples: Number of weight vectors (≥ 1).
-        kind: ``"chebyshev"`` or ``"linear"``.
+        kind: ``"chebyshev"``, ``"linear"`` or ``"hypervolume"``.
         generator: Optional ``torch.Generator`` for reproducible draws (on ``device``).
         dtype: Floating dtype of the result.
         device: Device of the result.
 
     Returns:
-        ``num_samples x n`` tensor whose rows lie on the simplex.
+        ``num_samples x n`` tensor whose rows lie on the simplex (``"hypervolume"``: on the
+        positive unit sphere).
 
     Example:
         >>> W = sample_scalarization_weights(3, 5, generator=torch.Generator().manual_seed(0))
@@ -58,14 +68,21 @@ def sample_scalarization_weights(
         torch.Size([5, 3])
         >>> torch.allclose(W.sum(dim=-1), torch.ones(5, dtype=torch.float64))
         True
+        >>> L = sample_scalarization_weights(3, 5, "hypervolume")
+        >>> torch.allclose(L.norm(dim=-1), torch.ones(5, dtype=torch.float64))
+        True
     """
     if not isinstance(n, Integral) or isinstance(n, bool) or n < 1:
         raise ValueError(f"`n` must be a positive integer, got {n!r}.")
     if not isinstance(num_samples, Integral) or isinstance(num_samples, bool) or num_samples < 1:
         raise ValueError(f"`num_samples` must be a positive integer, got {num_samples!r}.")
     n, num_samples = int(n), int(num_samples)
-    if kind not in ("chebyshev", "linear"):
-        raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
+    if kind not in _KINDS:
+        raise ValueError(f"`kind` must be 'chebyshev', 'linear' or 'hypervolume', got {kind!r}.")
+    if kind == "hypervolume":
+        g = torch.randn(num_samples, n, generator=generator, dtype=dtype, device=device)
+        g = g.abs().clamp_min(torch.finfo(dtype).tiny)
+        return g / torch.linalg.vector_norm(g, dim=-1, keepdim=True)
     u = 1.0 - torch.rand(num_samples, n, generator=generator, dtype=dtype, device=device)
     if kind == "chebyshev":
         u = u.sum(dim=-1, keepdim=True) / u
@@ -77,13 +94,17 @@ class ScalarizationSampler:
 
     This is the per-round step "sample weight vector λ_t ~ P_λ" of MT-KB (paper 000,
     Algorithm 1): λ_t from :func:`sample_scalarization_weights`, then s_{λ_t} is a
-    :class:`~botorch_mtucb.acquisition.LinearScalarization` or a
-    :class:`~botorch_mtucb.acquisition.ChebyshevScalarization` with a fixed reference point, or
-    the scale-free one of :meth:`ChebyshevScalarization.from_data` built from the round's
-    observations (``ref_point="data"``). :func:`botorch_mtucb.loop.run_bo_loop` calls it once
-    per round. With ``ref_point="data"`` the front defaults to the loop's: ``"predicted"``
-    (the observed and the model-predicted non-dominated points), so a sampler built by hand,
-    ``minimize`` or not, proposes what the loop's default sampler does.
+    :class:`~botorch_mtucb.acquisition.LinearScalarization`, or a
+    :class:`~botorch_mtucb.acquisition.ChebyshevScalarization` or
+    :class:`~botorch_mtucb.acquisition.scalarization.hypervolume.HypervolumeScalarization`
+    with a fixed reference point, or the scale-free one of their ``from_data`` built from the
+    round's observations (``ref_point="data"``). With ``kind="hypervolume"`` and a fixed
+    reference point z, each draw is exactly Zhang & Golovin's
+    s_λ(y) = min_i max(0, (y_i − z_i)/λ_i)ⁿ, λ uniform on the positive unit sphere.
+    :func:`botorch_mtucb.loop.run_bo_loop` calls it once per round. With ``ref_point="data"``
+    the front defaults to the loop's: ``"predicted"`` (the observed and the model-predicted
+    non-dominated points), so a sampler built by hand, ``minimize`` or not, proposes what the
+    loop's default sampler does.
 
     Example:
         >>> sampler = ScalarizationSampler(2, kind="chebyshev", ref_point=[0.0, 0.0])
@@ -96,12 +117,15 @@ class ScalarizationSampler:
         tensor([-0.1000, -0.1000], dtype=torch.float64)
         >>> ScalarizationSampler(2, ref_point="data").front   # the loop's default
         'predicted'
+        >>> hv = ScalarizationSampler(2, kind="hypervolume", ref_point=[0.0, 0.0])
+        >>> hv(torch.Generator().manual_seed(0))(torch.tensor([1.0, 1.0])) >= 1.0  # min_i 1/λ_i ≥ 1
+        tensor(True)
     """
 
     def __init__(
         self,
         num_objectives: int,
-        kind: Literal["chebyshev", "linear"] = "chebyshev",
+        kind: Literal["chebyshev", "linear", "hypervolume"] = "chebyshev",
         ref_point: Tensor | Sequence[float] | Literal["data"] | None = None,
         minimize: Sequence[bool] | Tensor | None = None,
         augmentation: float | None = None,
@@ -110,13 +134,15 @@ class ScalarizationSampler:
         """
         Args:
             num_objectives: Number of objectives ``n``.
-            kind: ``"chebyshev"`` (needs ``ref_point``) or ``"linear"``.
-            ref_point: ``n`` Chebyshev reference point z (original units), or ``"data"``: the
-                scale-free s_λ of :meth:`ChebyshevScalarization.from_data` built each round
-                from the observations passed to :meth:`__call__` (what
-                :func:`~botorch_mtucb.loop.run_bo_loop` does).
+            kind: ``"chebyshev"`` (needs ``ref_point``), ``"linear"`` or ``"hypervolume"``
+                (needs ``ref_point``; λ uniform on the positive unit sphere).
+            ref_point: ``n`` reference point z (original units) of the Chebyshev or
+                hypervolume scalarization, or ``"data"``: the scale-free s_λ of their
+                ``from_data`` built each round from the observations passed to
+                :meth:`__call__` (what :func:`~botorch_mtucb.loop.run_bo_loop` does).
             minimize: Optional ``n`` booleans marking objectives to minimise.
-            augmentation: Chebyshev ρ ≥ 0 (default: 0.05 with ``"data"``, else 0, paper 000).
+            augmentation: Chebyshev ρ ≥ 0 (default: 0.05 with ``"data"``, else 0, paper 000);
+                the hypervolume scalarization has none (``None`` or 0 only).
             front: With ``ref_point="data"``, the estimated Pareto front that places the
                 reference point and sets the ranges: ``"predicted"`` (the default with
                 ``ref_point="data"``, as in :func:`~botorch_mtucb.loop.run_bo_loop`) — the
@@ -130,11 +156,18 @@ class ScalarizationSampler:
                 dominates all others (then the observed nadir is that point and s_λ's
                 maximiser is that point for every λ).
         """
-        if kind not in ("chebyshev", "linear"):
-            raise ValueError(f"`kind` must be 'chebyshev' or 'linear', got {kind!r}.")
-        if kind == "chebyshev" and ref_point is None:
+        if kind not in _KINDS:
             raise ValueError(
-                "`ref_point` is required for the Chebyshev scalarization (a point, or 'data')."
+                f"`kind` must be 'chebyshev', 'linear' or 'hypervolume', got {kind!r}."
+            )
+        if kind != "linear" and ref_point is None:
+            raise ValueError(
+                f"`ref_point` is required for the {kind} scalarization (a point, or 'data')."
+            )
+        if kind == "hypervolume" and augmentation not in (None, 0, 0.0):
+            raise ValueError(
+                "`augmentation` is a Chebyshev option; the hypervolume scalarization has none, "
+                f"got {augmentation!r}."
             )
         if (
             isinstance(num_objectives, bool)
@@ -148,9 +181,10 @@ class ScalarizationSampler:
         self.num_objectives = num_objectives
         self.kind = kind
         self.uses_data = isinstance(ref_point, str)
-        if self.uses_data and (ref_point != "data" or kind != "chebyshev"):
+        if self.uses_data and (ref_point != "data" or kind == "linear"):
             raise ValueError(
-                f"`ref_point` as a string must be 'data' (Chebyshev only), got {ref_point!r}."
+                "`ref_point` as a string must be 'data' (Chebyshev or hypervolume), got "
+                f"{ref_point!r}."
             )
         self.ref_point = None
         if ref_point is not None and not self.uses_data:
@@ -160,8 +194,10 @@ class ScalarizationSampler:
                     f"`ref_point` must have {num_objectives} entries, got "
                     f"{self.ref_point.numel()}."
                 )
-        self.augmentation = (0.05 if self.uses_data else 0.0) if augmentation is None else (
-            float(augmentation)
+        self.augmentation = (
+            (0.05 if self.uses_data and kind == "chebyshev" else 0.0)
+            if augmentation is None
+            else float(augmentation)
         )
         self.minimize = minimize
         if front is None:
@@ -169,7 +205,9 @@ class ScalarizationSampler:
         if front not in ("observed", "predicted"):
             raise ValueError(f"`front` must be 'observed' or 'predicted', got {front!r}.")
         if front == "predicted" and not self.uses_data:
-            raise ValueError("`front='predicted'` needs `ref_point='data'` (Chebyshev).")
+            raise ValueError(
+                "`front='predicted'` needs `ref_point='data'` (Chebyshev or hypervolume)."
+            )
         self.front = front
         #: Whether :meth:`__call__` needs ``predicted`` (the round's :meth:`anchors`).
         self.uses_model = front == "predicted"
@@ -199,7 +237,8 @@ class ScalarizationSampler:
         """s_λ for given weights λ with this sampler's settings.
 
         Args:
-            weights: ``n`` weights λ on the simplex.
+            weights: ``n`` weights λ on the simplex (``kind="hypervolume"``: on the positive
+                unit sphere).
             Y: ``N x n`` observations (needed with ``ref_point="data"``).
             predicted: ``n x n`` payoff table of the round (:meth:`anchors`; needed with
                 ``front="predicted"``).
@@ -218,9 +257,13 @@ class ScalarizationSampler:
                     "round's `anchors(model, bounds, Y)`)."
                 )
             extra = {"predicted": predicted, "span": "front"} if self.uses_model else {}
+            if self.kind == "hypervolume":
+                return HypervolumeScalarization.from_data(weights, Y, self.minimize, **extra)
             return ChebyshevScalarization.from_data(
                 weights, Y, self.minimize, augmentation=self.augmentation, **extra
             )
+        if self.kind == "hypervolume":
+            return HypervolumeScalarization(weights, self.ref_point, self.minimize)
         if self.kind == "chebyshev":
             return ChebyshevScalarization(weights, self.ref_point, self.minimize,
                                           self.augmentation)
