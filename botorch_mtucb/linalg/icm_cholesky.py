@@ -15,12 +15,17 @@ With ``R`` the residual reshaped ``t x n``, ``R̃ = R U``, ``L_i = chol(ξ_i K +
     d(rᵀΣ⁻¹r)/dη = −‖A‖²,            d(log det Σ)/dη = Σ_i tr M_i,     d(rᵀΣ⁻¹r)/dr = 2 vec(A).
 
 The ``t x t`` gradient matrix Σ_i ξ_i M_i is accumulated in the forward pass, one block at a
-time in a single work buffer (``L_i`` is overwritten by ``M_i`` in place), so the pass holds
-three ``t x t`` buffers (``K``, the work buffer and the accumulator) whatever ``n``; the
-backward combines the accumulator with the rank-``n`` parts. The cost is ``n`` Cholesky
-factors and ``n`` inverses from them, against one ``t x t`` eigendecomposition and one
-``t x t`` product for :class:`~botorch_mtucb.linalg.ICMInvQuadLogdet`;
-:func:`icm_likelihood_method` picks the cheaper of the two.
+time; the backward combines the accumulator with the rank-``n`` parts. Each block is built,
+factorised (``L_i`` overwrites ξ_i K + ηI) and inverted (``M_i`` overwrites ``L_i``) in place
+in one buffer: a C-contiguous symmetric matrix is, transposed, the same matrix in the
+column-major layout LAPACK overwrites, so the factorisation and the inverse work on that view
+without copying. The accumulator is the buffer of the first block and one more buffer serves
+the others: the pass holds ``K`` and at most two ``t x t`` buffers whatever ``n`` (one for
+``n = 1``), and on the CPU allocates no other ``t x t`` temporary (other backends may copy
+inside their inverse). The cost is ``n`` Cholesky factors and ``n`` inverses from them,
+against one ``t x t`` eigendecomposition and one ``t x t`` product for
+:class:`~botorch_mtucb.linalg.ICMInvQuadLogdet`; :func:`icm_likelihood_method` picks the
+cheaper of the two.
 
 :class:`ICMFactorCache` keeps the factorisation of the last evaluation with a key, so that a
 posterior built at the same hyperparameters and data reuses it instead of factorising again
@@ -82,14 +87,18 @@ class ICMFactorCache:
 
     A likelihood evaluation given the cache (``cache=`` of
     :func:`~botorch_mtucb.linalg.icm_inv_quad_logdet`) stores its factors for unbatched
-    inputs: ``("cholesky", (xi, U, L))`` with ``L: n x t x t`` the factors of ``ξ_i K + ηI``
-    (kept only with ``keep_cholesky``, they are ``n`` extra ``t x t`` buffers), or
-    ``("eigh", (a, W))`` with ``K = W diag(a) Wᵀ`` (held by the backward pass anyway). The
-    caller names what the factors depend on with :meth:`begin`; :meth:`take` hands them out
-    once, for an equal key.
+    inputs: ``("cholesky", (xi, U, L))`` with ``L: n x t x t`` the factors of ``ξ_i K + ηI``,
+    or ``("eigh", (a, W))`` with ``K = W diag(a) Wᵀ`` (held by the backward pass anyway). The
+    Cholesky route overwrites each factor by its inverse, so with ``keep_cholesky`` every
+    evaluation given the cache factorises into ``n`` extra ``t x t`` buffers that outlive it
+    (a copy of each is inverted); without it the Cholesky route stores nothing and a posterior
+    factorises ``K`` again (``n`` Cholesky factors, the cost of the forward pass without its
+    inverses). The caller names what the factors depend on with :meth:`begin`; :meth:`take`
+    hands them out once, for an equal key.
 
     Args:
-        keep_cholesky: Store the ``n`` Cholesky factors of the Cholesky route.
+        keep_cholesky: Store the ``n`` Cholesky factors of the Cholesky route (``n`` extra
+            ``t x t`` buffers per evaluation).
 
     Example:
         >>> import torch
@@ -194,15 +203,80 @@ def _vdot(X: Tensor, Y: Tensor) -> Tensor:
     return (x @ y)[..., 0, 0]
 
 
-def _factor_block(work: Tensor, K: Tensor, xi_i: Tensor, eta: Tensor, out: Tensor) -> None:
-    """``out ← chol(ξ_i K + ηI)`` through ``work`` (``out`` may be ``work``); raises if not PD."""
-    torch.mul(K, xi_i[..., None, None], out=work)
-    work.diagonal(dim1=-2, dim2=-1).add_(eta[..., None])
-    _, info = torch.linalg.cholesky_ex(work, out=(out, torch.empty(0, dtype=torch.int32)))
+def _not_pd() -> ICMNotPositiveDefiniteError:
+    return ICMNotPositiveDefiniteError(
+        "A block ξ_i K + ηI of the ICM covariance is not positive definite."
+    )
+
+
+def _factor_(S: Tensor) -> None:
+    """``S ← chol(S)`` in place (lower factor, zeros above); raises if not positive definite.
+
+    ``S`` (``batch x t x t``, C-contiguous, symmetric) transposed is the same matrix in
+    column-major order, the layout LAPACK works on in place: its upper factor ``Lᵀ`` is the
+    lower factor of ``S``.
+    """
+    F = S.mT
+    _, info = torch.linalg.cholesky_ex(F, upper=True, out=(F, S.new_empty(0, dtype=torch.int32)))
     if bool((info != 0).any()):  # one host synchronisation per block
-        raise ICMNotPositiveDefiniteError(
-            "A block ξ_i K + ηI of the ICM covariance is not positive definite."
-        )
+        raise _not_pd()
+
+
+def _invert_(L: Tensor) -> None:
+    """``L ← (L Lᵀ)⁻¹`` in place (both triangles) for a factor of :func:`_factor_`."""
+    F = L.mT
+    torch.cholesky_inverse(F, upper=True, out=F)
+
+
+def _solve(L: Tensor, rhs: Tensor) -> Tensor:
+    """``(L Lᵀ)⁻¹ rhs`` for a factor of :func:`_factor_` (``rhs``: ``batch x t x k``)."""
+    y = torch.linalg.solve_triangular(L, rhs, upper=False)
+    return torch.linalg.solve_triangular(L.mT, y, upper=True)
+
+
+def _blocks(K: Tensor, xi: Tensor, eta: Tensor, Rt: Tensor, need_inv: bool, need_D: bool,
+            keep: bool) -> tuple[Tensor, ...]:
+    """The ``n`` blocks ``ξ_i K + ηI``, factorised and inverted in place, one at a time.
+
+    Returns ``alpha: batch x t x n`` (rotated coordinates), ``log det Σ``, the accumulator
+    ``D = Σ_i ξ_i M_i`` (``need_D``), ``tr M_i`` and ``tr(K M_i)`` (``batch x n``,
+    ``need_inv``) and the factors ``L: n x t x t`` (``keep``; ``None`` otherwise). ``D`` is the
+    work buffer of the first block and one more buffer serves the others; with ``keep`` each
+    factor is computed in its own buffer and a copy of it is inverted.
+    """
+    t, n = K.shape[-1], xi.shape[-1]
+    bk = torch.broadcast_shapes(K.shape[:-2], xi.shape[:-1], eta.shape)
+    Kb = K.expand(*bk, t, t)
+    D = K.new_empty(*bk, t, t) if need_D else None
+    Ls = K.new_empty(n, t, t) if keep else None
+    work = None
+    alphas, tr_m, tr_km, logdet = [], [], [], K.new_zeros(bk)
+    for i in range(n):
+        xi_i = xi[..., i, None, None]
+        if D is not None and i == 0:
+            M = D
+        else:
+            M = work = K.new_empty(*bk, t, t) if work is None else work
+        L = M if Ls is None else Ls[i]
+        torch.mul(Kb, xi_i, out=L)
+        L.diagonal(dim1=-2, dim2=-1).add_(eta[..., None])
+        _factor_(L)
+        logdet = logdet + 2.0 * L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        alphas.append(_solve(L, Rt[..., i : i + 1]))
+        if not need_inv:
+            continue
+        if M is not L:
+            M.copy_(L)
+        _invert_(M)  # M_i = (ξ_i K + ηI)⁻¹
+        tr_m.append(M.diagonal(dim1=-2, dim2=-1).sum(-1))
+        tr_km.append(_vdot(K, M))  # tr(K M_i), exact also for ξ_i → 0
+        if M is D:
+            D.mul_(xi_i)
+        elif D is not None:
+            D.addcmul_(M, xi_i)
+    del work
+    return (torch.cat(alphas, dim=-1), logdet, D, torch.stack(tr_m, -1) if tr_m else None,
+            torch.stack(tr_km, -1) if tr_km else None, Ls)
 
 
 class ICMCholeskyInvQuadLogdet(torch.autograd.Function):
@@ -212,9 +286,10 @@ class ICMCholeskyInvQuadLogdet(torch.autograd.Function):
     :class:`~botorch_mtucb.linalg.ICMInvQuadLogdet` (float64 inside, results cast back):
     ``K: batch x t x t``, ``B: batch x n x n``, ``eta: batch``, ``r: batch x (t·n)``, plus an
     optional :class:`ICMFactorCache` (unbatched inputs only). Eigenvalues of ``B`` are clamped
-    at 0; ``K`` is used as given (only its lower triangle is read). Holds three ``t x t``
-    buffers (``K`` in float64, one work buffer, the log-det gradient accumulator when ``K``
-    requires a gradient), plus the ``n`` factors when a cache keeps them.
+    at 0; ``K`` is used as given and taken to be symmetric (the factorisations read its lower
+    triangle). Holds, beyond ``K`` in float64, the log-det gradient accumulator when ``K``
+    requires a gradient and one work buffer (none for ``n = 1`` with the accumulator), plus
+    the ``n`` factors when a cache keeps them; the backward allocates the ``K`` gradient.
 
     Raises:
         ICMNotPositiveDefiniteError: If a block ``ξ_i K + ηI`` has no Cholesky factor
@@ -245,40 +320,18 @@ class ICMCholeskyInvQuadLogdet(torch.autograd.Function):
         B64 = 0.5 * (B.to(wd) + B.to(wd).mT)
         xi, U = torch.linalg.eigh(B64)
         xi = xi.clamp_min(0.0)
-        bk = torch.broadcast_shapes(K.shape[:-2], B.shape[:-2], eta.shape)
         need = ctx.needs_input_grad
         need_inv = need[0] or need[1] or need[2]
         keep = cache is not None and cache.keep_cholesky and K.dim() == 2 and B.dim() == 2 \
             and eta.dim() == 0
         Rt = r.to(wd).reshape(*r.shape[:-1], t, n) @ U  # batch x t x n
-        work = K64.new_empty(*bk, t, t)
-        Ls = K64.new_empty(n, t, t) if keep else None
-        D = K64.new_zeros(*bk, t, t) if need[0] else None
-        alphas, logdet = [], K64.new_zeros(bk)
-        tr_m, tr_km = [], []
-        for i in range(n):
-            L = work if Ls is None else Ls[i]
-            _factor_block(work, K64, xi[..., i], eta64, L)
-            logdet = logdet + 2.0 * L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-            alphas.append(torch.cholesky_solve(Rt[..., i : i + 1], L))
-            if need_inv:
-                M = torch.cholesky_inverse(L, out=work)  # M_i = (ξ_i K + ηI)⁻¹, in place
-                tr_m.append(M.diagonal(dim1=-2, dim2=-1).sum(-1))
-                tr_km.append(_vdot(K64, M))  # tr(K M_i), exact also for ξ_i → 0
-                if D is not None:
-                    D.addcmul_(M, xi[..., i, None, None])
-        del work
-        alpha = torch.cat(alphas, dim=-1)  # batch x t x n, rotated coordinates
+        alpha, logdet, D, tr_m, tr_km, Ls = _blocks(K64, xi, eta64, Rt, need_inv, need[0], keep)
         inv_quad = (Rt * alpha).sum((-2, -1))
         A = alpha @ U.mT  # Σ⁻¹r reshaped t x n
         KA = K64 @ A if need[1] else None
         if keep:
             cache.store("cholesky", (xi, U, Ls))
-        ctx.save_for_backward(
-            D, U, A, KA, B64,
-            torch.stack(tr_m, -1) if tr_m else None,
-            torch.stack(tr_km, -1) if tr_km else None,
-        )
+        ctx.save_for_backward(D, U, A, KA, B64, tr_m, tr_km)
         ctx.shapes = (K.shape, B.shape, eta.shape, r.shape)
         ctx.dtypes = (K.dtype, B.dtype, eta.dtype, r.dtype)
         return inv_quad.to(out_dtype), logdet.to(out_dtype)
@@ -295,10 +348,13 @@ class ICMCholeskyInvQuadLogdet(torch.autograd.Function):
         gK = gB = geta = gr = None
         if need[0]:
             P = gq * (A @ B64)  # batch x t x n
-            if D.dim() == 2 and P.dim() == 2:  # unbatched: one buffer for the result
-                gK = (gl * D).addmm_(P, A.mT, alpha=-1.0)
+            gK = gl * D  # the one t x t buffer of the result
+            if P.shape[:-2] == A.shape[:-2] == gK.shape[:-2]:
+                t, n = A.shape[-2:]
+                gK.view(-1, t, t).baddbmm_(P.reshape(-1, t, n), A.reshape(-1, t, n).mT,
+                                           alpha=-1.0)
             else:
-                gK = gl * D - _sum_to(P @ A.mT, D.shape)
+                gK = gK - _sum_to(P @ A.mT, gK.shape)
             gK = _sum_to(gK, K_shape)
         if need[1]:
             diag = torch.diag_embed(gl[..., 0] * tr_km)

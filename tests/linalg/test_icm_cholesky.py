@@ -10,6 +10,7 @@ from botorch_mtucb.linalg import (
     ICMInvQuadLogdet,
     ICMKroneckerLinearOperator,
     ICMNotPositiveDefiniteError,
+    icm_cholesky,
     icm_factor_cache,
     icm_inv_quad_logdet,
     icm_likelihood_method,
@@ -228,3 +229,55 @@ def test_owner_cache_registry():
     cache.store("eigh", (K[0], K))
     assert take_icm_factors(owner, (K,))[0] == "eigh"
     assert take_icm_factors(Owner(), (K,)) is None
+
+
+def _large_allocations(fn, nbytes):
+    """Sizes of the CPU allocations of at least ``nbytes`` made by ``fn`` (torch's allocator,
+    internal temporaries included) and the peak of their live total."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                profile_memory=True) as prof:
+        fn()
+    sizes, live, peak = [], 0, 0
+    for e in sorted(prof.profiler.kineto_results.events(), key=lambda e: e.start_ns()):
+        if e.name() == "[memory]" and abs(e.nbytes()) >= nbytes:
+            live += e.nbytes()
+            peak = max(peak, live)
+            if e.nbytes() > 0:
+                sizes.append(e.nbytes())
+    return sizes, peak
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_blocks_are_factorised_and_inverted_in_place(monkeypatch, n, keep, batch):
+    """Forward + backward allocate the accumulator, one work buffer (n ≥ 2), the K gradient
+    and, for a cache keeping the factors, their n x t x t buffer: no other t x t buffer."""
+    t = 300
+    g = torch.Generator().manual_seed(30 + n)
+    K, B, eta, r = (x.requires_grad_(True) for x in _inputs(t, n, g, bK=batch))
+    txt = t * t * 8 * (batch[0] if batch else 1)  # one t x t buffer per batch member
+    cache = ICMFactorCache(keep_cholesky=keep)
+    keep = keep and not batch  # the cache keeps the factors of unbatched inputs only
+
+    def step():
+        quad, logdet = ICMCholeskyInvQuadLogdet.apply(K, B, eta, r, cache)
+        torch.autograd.backward((quad, logdet), (torch.ones_like(quad), torch.ones_like(logdet)))
+
+    step()  # warm up
+    K.grad = None
+    sizes, peak = _large_allocations(step, txt)
+    expected = [n * txt] * keep + [txt] * (3 if n > 1 else 2)
+    assert sorted(sizes) == sorted(expected)
+    assert peak == (n * keep + 2) * txt  # two buffers live in the forward or the backward
+    ref = _dense(K.detach(), B.detach(), eta.detach(), r.detach())
+    quad, logdet = ICMCholeskyInvQuadLogdet.apply(K, B, eta, r)
+    assert torch.allclose(quad, ref[0]) and torch.allclose(logdet, ref[1])
+
+    def copying_factor(S):  # what a factorisation into a new buffer would allocate
+        S.copy_(torch.linalg.cholesky(S))
+
+    monkeypatch.setattr(icm_cholesky, "_factor_", copying_factor)
+    K.grad = None
+    copy_sizes, _ = _large_allocations(step, txt)
+    assert len(copy_sizes) > len(expected)  # the count sees such a copy

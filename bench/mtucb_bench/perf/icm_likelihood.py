@@ -17,12 +17,14 @@ Then a whole ``fit_gpytorch_mll`` of ``ExactMultiTaskGP`` at ``--fit-size`` with
 the new path from the same initial hyperparameters. Ratios are against ``ours`` in the same
 process. Single-threaded by default.
 
-``--routes-only`` times only the two routes of ``icm_inv_quad_logdet`` (``method="eigh"``
-against ``method="cholesky"``, forward + backward with gradients for K, B, η) over
-``--route-t`` x ``--route-n``, prints the crossover (smallest t from which Cholesky wins, per
-n) next to the rule of ``icm_likelihood_method``, and for ``--bare-t`` (n = 2) compares the
-Cholesky route with n bare ``torch.linalg.cholesky`` calls of the same size and counts the
-peak resident memory of one call beyond its inputs, in t x t float64 buffers (Linux).
+``--routes-only`` times only the two routes of ``icm_inv_quad_logdet`` (``method="eigh"`` against
+``method="cholesky"``, forward + backward with gradients for K, B, η) over ``--route-t`` x
+``--route-n``, prints the crossover (smallest t from which Cholesky wins, per n) next to the rule
+of ``icm_likelihood_method``, and for ``--bare-t`` (n = 2) compares the Cholesky route with n bare
+``torch.linalg.cholesky`` calls of the same size (interleaved, best process CPU time of
+``--bare-repeats``) and counts the peak resident memory of one call beyond its inputs, in t x t
+float64 buffers (Linux); ``--no-bare-eigh`` skips the eigen route there (minutes at t = 10⁴). The
+thread count applies to torch and, through threadpoolctl, to any other BLAS loaded.
 
 Run: ``python -m mtucb_bench.perf.icm_likelihood [--out docs/results/perf/icm_likelihood.json]``
 ``python -m mtucb_bench.perf.icm_likelihood --routes-only [--bare-t 3000 5000]``
@@ -41,6 +43,7 @@ import torch
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import KroneckerMultiTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from threadpoolctl import threadpool_limits
 
 from botorch_mtucb.linalg import icm_inv_quad_logdet, icm_likelihood_method, use_icm_likelihood
 from botorch_mtucb.models import ExactMultiTaskGP
@@ -116,6 +119,14 @@ def route_time(inputs, method: str, repeats: int) -> float:
     return best_time(partial(route_step, *inputs, method), repeats)
 
 
+def cpu_time(fn) -> float:
+    """Process CPU time of one call of ``fn`` (robust to other processes on a shared machine;
+    equal to the wall time of a single-threaded call on an idle one)."""
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
 def _status_kib(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -168,18 +179,26 @@ def routes(args) -> dict:
         n = 2
         K, B, eta, r = route_inputs(n, t)
         S = 0.7 * K + 0.05 * torch.eye(t, dtype=DT)
-        row = {"n": n, "t": t, "route_s": route_time((K, B, eta, r), "cholesky", 1),
-               "bare_s": n * best_time(partial(torch.linalg.cholesky, S), 2),
-               "eigh_route_s": route_time((K, B, eta, r), "eigh", 1)}
+        row = {"n": n, "t": t}
+        route_step(K, B, eta, r, "cholesky")  # warm-up
+        for _ in range(args.bare_repeats):  # interleaved, best process CPU time of each
+            times = {"route_s": cpu_time(partial(route_step, K, B, eta, r, "cholesky")),
+                     "bare_s": n * cpu_time(partial(torch.linalg.cholesky, S))}
+            for key, value in times.items():
+                row[key] = min(row.get(key, math.inf), value)
         row["route_over_bare"] = row["route_s"] / row["bare_s"]
         row["peak_txt_buffers"] = peak_buffers(K, B, eta, r)
-        row["peak_txt_buffers_eigh"] = peak_buffers(K, B, eta, r, "eigh")
+        eigh = ""
+        if args.bare_eigh:
+            row["eigh_route_s"] = cpu_time(partial(route_step, K, B, eta, r, "eigh"))
+            row["peak_txt_buffers_eigh"] = peak_buffers(K, B, eta, r, "eigh")
+            eigh = (f"; eigh route {row['eigh_route_s']:.2f} s, peak "
+                    f"{row['peak_txt_buffers_eigh']:.2f} t x t")
         bare.append(row)
-        print(f"n=2 t={t}: Cholesky route {row['route_s']:.2f} s, eigh route "
-              f"{row['eigh_route_s']:.2f} s, {n} bare Choleskys {row['bare_s']:.2f} s, ratio "
-              f"{row['route_over_bare']:.2f}; peak extra memory {row['peak_txt_buffers']:.2f} "
-              f"(eigh route {row['peak_txt_buffers_eigh']:.2f}) t x t buffers beyond K, which "
-              "the caller holds", flush=True)
+        print(f"n=2 t={t}: Cholesky route {row['route_s']:.3f} s, {n} bare Choleskys "
+              f"{row['bare_s']:.3f} s, ratio {row['route_over_bare']:.2f}; peak extra memory "
+              f"{row['peak_txt_buffers']:.2f} t x t buffers beyond K, which the caller holds"
+              f"{eigh}", flush=True)
     return {"rows": rows, "crossover": crossover, "bare": bare}
 
 
@@ -201,8 +220,17 @@ def main() -> None:
     parser.add_argument("--route-n", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--bare-t", type=int, nargs="*", default=[],
                         help="t of the n = 2 comparison with bare Choleskys (e.g. 3000 5000)")
+    parser.add_argument("--bare-repeats", type=int, default=2,
+                        help="interleaved repeats of the bare-Cholesky comparison")
+    parser.add_argument("--bare-eigh", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the eigen route in the bare-Cholesky comparison")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    with threadpool_limits(limits=args.threads):  # SciPy's BLAS (the LAPACK blocks) too
+        run(args)
+
+
+def run(args) -> None:
     route_summary = routes(args)
     if args.routes_only:
         write_summary(args.out, {"args": {k: str(v) for k, v in vars(args).items()},
