@@ -27,6 +27,7 @@ from botorch_mtucb.linalg import (
 from botorch_mtucb.models import ExactMultiTaskGP
 from botorch_mtucb.multitask.practical import practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import practical_mll_closure
+from botorch_mtucb.multitask.solvers import exact as exact_solvers
 from botorch_mtucb.multitask.solvers.exact import ICMCholeskySolver, ICMSolver
 
 DT = torch.float64
@@ -260,6 +261,8 @@ def test_posterior_reuses_the_last_fit_factorisation(t, n, route, monkeypatch):
     """After a fit through ``practical_mll_closure`` the posterior factorises nothing t x t and
     equals the posterior of a model that factorises from scratch."""
     X, Y = _data(t, n, seed=3)
+    # the posterior takes a fit's Cholesky factors above this size (eigh's predictor below)
+    monkeypatch.setattr(exact_solvers, "POSTERIOR_EIGH_MAX_POINTS", 100)
     bounds = torch.tensor([[-1.0, -1.0], [2.0, 2.0]], dtype=DT)
     model = practical_multitask_gp(X, Y, bounds, fit=False)
     mll = ExactMarginalLogLikelihood(model.likelihood, model)

@@ -26,6 +26,7 @@ from botorch_mtucb.multitask.fit_closure import (
 )
 from botorch_mtucb.multitask.practical import practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import fit_practical_model
+from botorch_mtucb.multitask.solvers import exact as exact_solvers
 
 DT = torch.float64
 
@@ -122,6 +123,8 @@ def test_larger_data_takes_the_cholesky_route_and_the_posterior_reuses_it(monkey
     posterior takes those factors: no t x t factorisation after the fit."""
     X, Y, bounds = _data(13, 150, 3, 2)
     assert icm_likelihood_method(2, 150) == "cholesky"
+    # the posterior takes the fit's Cholesky factors above this size (eigh's predictor below)
+    monkeypatch.setattr(exact_solvers, "POSTERIOR_EIGH_MAX_POINTS", 100)
     model = practical_multitask_gp(X, Y, bounds, fit=False)
     objective = icm_fit_objective(ExactMarginalLogLikelihood(model.likelihood, model))
     assert objective is not None and objective._method == "cholesky"

@@ -55,11 +55,13 @@ from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, cross_kernel, dense
 
 __all__ = [
+    "POSTERIOR_EIGH_MAX_POINTS",
     "DenseSolver",
     "ICMCholeskySolver",
     "ICMSolver",
     "extend_solver",
     "icm_factor_key",
+    "icm_posterior_method",
     "icm_solver",
 ]
 
@@ -526,12 +528,13 @@ def icm_solver(
     noise: Tensor,
     stored: tuple[str, tuple[Tensor, ...]] | None = None,
 ) -> ICMSolver | ICMCholeskySolver:
-    """The ICM solver for Γ = k·B: stored factors when given, else by problem size.
+    """The ICM solver for Γ = k·B: by :func:`icm_posterior_method`, from stored factors
+    of that route when given.
 
     ``stored`` (``(method, factors)`` from :meth:`~botorch_mtucb.linalg.ICMFactorCache.take`)
-    builds the solver of its route from the factors without factorising again; otherwise
-    :class:`ICMCholeskySolver` where :func:`~botorch_mtucb.linalg.icm_likelihood_method` says
-    ``"cholesky"`` (few tasks, many points) and :class:`ICMSolver` elsewhere.
+    builds the solver without factorising again when its route is the one
+    :func:`icm_posterior_method` chooses; otherwise the chosen solver is built from scratch:
+    :class:`ICMCholeskySolver` (``"cholesky"``) or :class:`ICMSolver` (``"eigh"``).
 
     Args:
         data_kernel: Scalar kernel ``k``.
@@ -545,17 +548,44 @@ def icm_solver(
         >>> k, B = kernel.icm_components()
         >>> solver = icm_solver(k, B, train_X, train_resid, torch.tensor(0.1).double())
     """
+    method = icm_posterior_method(train_resid.shape[-1], train_X.shape[-2])
     dtype = train_X.dtype
-    if stored is not None and all(f.dtype == dtype for f in stored[1]):
-        method, factors = stored
+    if stored is not None and stored[0] == method and all(f.dtype == dtype for f in stored[1]):
+        factors = stored[1]
         if method == "cholesky":
             return ICMCholeskySolver(data_kernel, task_covar, train_X, train_resid, noise,
                                      factors=factors)
         return ICMSolver(data_kernel, task_covar, train_X, train_resid, noise, eigen=factors)
-    method = icm_likelihood_method(train_resid.shape[-1], train_X.shape[-2])
     cls = ICMCholeskySolver if method == "cholesky" else ICMSolver
     return cls(data_kernel, task_covar, train_X, train_resid, noise)
 
+
+#: Largest number of training points at which the posterior uses :class:`ICMSolver` even
+#: where the likelihood takes Choleskys (:func:`icm_posterior_method`).
+POSTERIOR_EIGH_MAX_POINTS = 1000
+
+
+def icm_posterior_method(num_tasks: int, num_points: int) -> str:
+    """The ICM posterior's route: ``"eigh"`` (:class:`ICMSolver`) or ``"cholesky"``.
+
+    The eigen solver answers each test point with one product by ``W`` (its frozen predictor
+    on the acquisition's hot path), the Cholesky solver with ``n`` triangular solves; an
+    acquisition maximisation makes hundreds of such calls, which repay the one ``t x t``
+    ``eigh`` up to :data:`POSTERIOR_EIGH_MAX_POINTS` points. Above that, and never where
+    :func:`~botorch_mtucb.linalg.icm_likelihood_method` itself says ``"eigh"`` (many
+    tasks), the ``n`` Cholesky factors, which a fit hands over, are kept.
+
+    Args:
+        num_tasks: ``n``.
+        num_points: ``t``.
+
+    Example:
+        >>> icm_posterior_method(2, 300), icm_posterior_method(2, 5000)
+        ('eigh', 'cholesky')
+    """
+    if num_points <= POSTERIOR_EIGH_MAX_POINTS:
+        return "eigh"
+    return icm_likelihood_method(num_tasks, num_points)
 
 def extend_solver(
     solver: MultiTaskSolver, new_X: Tensor, train_X: Tensor, train_resid: Tensor

@@ -6,11 +6,14 @@ from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from botorch_mtucb.kernels import ICMKernel
 from botorch_mtucb.linalg import ICMFactorCache, icm_inv_quad_logdet
+from botorch_mtucb.multitask.solvers import exact as exact_solvers
 from botorch_mtucb.multitask.solvers.exact import (
+    POSTERIOR_EIGH_MAX_POINTS,
     DenseSolver,
     ICMCholeskySolver,
     ICMSolver,
     extend_solver,
+    icm_posterior_method,
     icm_solver,
 )
 
@@ -71,16 +74,38 @@ def test_extend_matches_scratch():
         assert torch.allclose(new.information_gain(), scratch.information_gain())
 
 
-def test_icm_solver_choice_by_size():
+def test_icm_solver_choice_by_size(monkeypatch):
+    assert icm_posterior_method(2, POSTERIOR_EIGH_MAX_POINTS) == "eigh"
+    assert icm_posterior_method(2, POSTERIOR_EIGH_MAX_POINTS + 1) == "cholesky"
+    assert icm_posterior_method(8, 10 * POSTERIOR_EIGH_MAX_POINTS) == "eigh"
     k, B, X, Y, _ = _setup(2, 120)
+    assert isinstance(icm_solver(k, B, X, Y, ETA), ICMSolver)
+    monkeypatch.setattr(exact_solvers, "POSTERIOR_EIGH_MAX_POINTS", 100)
     assert isinstance(icm_solver(k, B, X, Y, ETA), ICMCholeskySolver)
     assert isinstance(icm_solver(k, B, X[:20], Y[:20], ETA), ICMSolver)
     k, B, X, Y, _ = _setup(8, 120)
     assert isinstance(icm_solver(k, B, X, Y, ETA), ICMSolver)
 
 
+def test_stored_factors_of_the_other_route_are_not_used(monkeypatch):
+    """Cholesky factors of a fit at a size where the posterior takes eigh: an ICMSolver."""
+    k, B, X, Y, _ = _setup(2, 120)
+    xi, U = torch.linalg.eigh(B)
+    eye = torch.eye(120, dtype=DT)
+    L = torch.linalg.cholesky(xi[:, None, None] * k(X, X).to_dense() + ETA * eye)
+    solver = icm_solver(k, B, X, Y, ETA, stored=("cholesky", (xi, U, L)))
+    assert isinstance(solver, ICMSolver)
+    monkeypatch.setattr(exact_solvers, "POSTERIOR_EIGH_MAX_POINTS", 100)
+    solver = icm_solver(k, B, X, Y, ETA, stored=("cholesky", (xi, U, L)))
+    assert isinstance(solver, ICMCholeskySolver) and solver.factor.L is L
+
+
 @pytest.mark.parametrize("method", ["cholesky", "eigh"])
 def test_stored_factors_build_the_same_solver_without_factorising(method, monkeypatch):
+    # the posterior's route at t = 25 is `method` (the threshold moved for the test)
+    limit = 10 if method == "cholesky" else POSTERIOR_EIGH_MAX_POINTS
+    monkeypatch.setattr(exact_solvers, "POSTERIOR_EIGH_MAX_POINTS", limit)
+    monkeypatch.setattr(exact_solvers, "icm_likelihood_method", lambda n, t: method)
     k, B, X, Y, g = _setup(3, 25, seed=5)
     with torch.no_grad():
         K = k(X).to_dense()
