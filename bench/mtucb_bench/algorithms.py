@@ -27,6 +27,14 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
                    augmented, ρ = 0.05, z and the ranges from the observed non-dominated
                    points and the model's payoff table; on finite arms the observed
                    points only, as the loop without a box), β = 1.
+``MT-UCB-HV``      ``MT-UCB`` (same model, refit schedule, maximiser and β) with the
+                   scale-free hypervolume scalarization of Zhang & Golovin
+                   (``ScalarizationSampler(..., kind="hypervolume", ref_point="data")``:
+                   :meth:`~botorch_mtucb.acquisition.HypervolumeScalarization.from_data`, z and
+                   the ranges as ``MT-UCB``'s, no augmentation), λ_t uniform on the positive
+                   unit sphere drawn per round from its own stream, seeded by the trial seed
+                   and the number of observations (the runner's λ_t follows the run's
+                   Chebyshev or linear law, which is not the hypervolume law).
 ``MT-TS``          ``MT-UCB`` (same model, refit schedule, sampler and maximiser) with
                    :class:`~botorch_mtucb.acquisition.thompson.ScalarizedThompsonSampling`:
                    s_λ of one Matheron posterior path drawn per round, seeded by the trial
@@ -51,9 +59,10 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
 * the papers' entries (``MT-KB``, ``MT-BKB``, ``IT-*``, ``MT-UCB-paper``) and the baselines on
   the papers' problems keep fixed hyperparameters: ``update="condition"`` (exact
   conditioning on each new observation, or the Nyström model's own resampling);
-* ``MT-UCB`` / ``IT-UCB``: ``update="condition"`` with ``refit_every=RefitSchedule()`` (the
-  documented default of :func:`~botorch_mtucb.loop.run_bo_loop`: a refit after every round
-  while N ≤ 20, then whenever N has grown 10 % since the last fit), warm-started refits;
+* ``MT-UCB`` / ``MT-UCB-HV`` / ``IT-UCB``: ``update="condition"`` with
+  ``refit_every=RefitSchedule()`` (the documented default of
+  :func:`~botorch_mtucb.loop.run_bo_loop`: a refit after every round while N ≤ 20, then
+  whenever N has grown 10 % since the last fit), warm-started refits;
 * ``MT-UCB-refit`` / ``IT-UCB-refit`` and, on the suite's problems (:class:`SuiteProblem`),
   ``MOBO``, ``qLogNParEGO`` and ``qLogNEHVI``: ``update="refit"``, every hyperparameter
   refitted by ``fit_gpytorch_mll`` from its initial values on all data after every round
@@ -81,8 +90,10 @@ from torch.quasirandom import SobolEngine
 from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB, TheoremThreeBeta, TheoremTwoBeta
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
+    HypervolumeScalarization,
     Scalarization,
     ScalarizationSampler,
+    sample_scalarization_weights,
 )
 from botorch_mtucb.acquisition.thompson import ScalarizedThompsonSampling
 from botorch_mtucb.kernels import ICMKernel
@@ -180,15 +191,54 @@ def _nystrom(independent: bool, radius: str) -> _Builder:
 #: Practical width of MT-UCB / IT-UCB (the ScalarizedMultiTaskUCB default; see its docstring).
 PRACTICAL_BETA = 1.0
 
+#: Multiplier of the trial seed in the seed of MT-UCB-HV's per-round λ stream.
+_HV_STREAM = 2_000_003
+
+
+def hypervolume_weights(n: int, seed: int, num_observations: int) -> Tensor:
+    """MT-UCB-HV's λ_t: one draw uniform on the positive unit sphere (``n``), from the stream
+    keyed by the trial seed and the number of observations N (reproducible per round)."""
+    g = torch.Generator().manual_seed(_HV_STREAM * seed + num_observations)
+    return sample_scalarization_weights(n, 1, "hypervolume", generator=g)[0]
+
+
+def _scale_free(model: Model, scal: Scalarization | None, bounds: Tensor | None, seed: int,
+                hypervolume: bool) -> Scalarization | None:
+    """The round's scale-free s_λ from the data and the model's payoff table (the loop's
+    default sampler; on finite arms, ``bounds=None``, the observed front only).
+
+    A Chebyshev s_λ keeps its λ and becomes ``ChebyshevScalarization.from_data`` (augmented),
+    a hypervolume one ``HypervolumeScalarization.from_data``; a linear s_λ is kept as is.
+    ``hypervolume``: always the hypervolume s_λ, λ from :func:`hypervolume_weights`.
+    """
+    _, Y = training_data(model)
+    if hypervolume:
+        kind, lam = "hypervolume", hypervolume_weights(Y.shape[-1], seed, Y.shape[0]).to(Y)
+    elif isinstance(scal, HypervolumeScalarization):
+        kind, lam = "hypervolume", scal.sphere_weights
+    elif isinstance(scal, ChebyshevScalarization):
+        kind, lam = "chebyshev", scal.weights
+    else:
+        return scal
+    front = "observed" if bounds is None else "predicted"  # finite arms: observed
+    data = ScalarizationSampler(Y.shape[-1], kind, ref_point="data",
+                                minimize=None if scal is None else scal.minimize, front=front)
+    predicted = None
+    if bounds is not None:
+        predicted = data.anchors(model, bounds, Y, seed=seed + Y.shape[0])
+    return data.scalarize(lam, Y, predicted)
+
 
 def _practical(independent: bool, every_round: bool = False,
-               trust_region: bool = False, thompson: bool = False) -> _Builder:
+               trust_region: bool = False, thompson: bool = False,
+               hypervolume: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
     ``trust_region``: the maximiser is TuRBO's isotropic trust region, ``MT-UCB-TR``;
     ``thompson``: s_λ of one Matheron posterior path instead of the UCB, seeded per round,
-    ``MT-TS``)."""
+    ``MT-TS``; ``hypervolume``: the scale-free hypervolume s_λ with λ uniform on the
+    positive unit sphere, ``MT-UCB-HV``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -199,15 +249,7 @@ def _practical(independent: bool, every_round: bool = False,
             model_factory = WarmStartPracticalFactory(bounds, independent)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-            if isinstance(scal, ChebyshevScalarization):
-                _, Y = training_data(model)
-                front = "observed" if bounds is None else "predicted"  # finite arms: observed
-                data = ScalarizationSampler(Y.shape[-1], "chebyshev", ref_point="data",
-                                            minimize=scal.minimize, front=front)
-                predicted = None
-                if bounds is not None:
-                    predicted = data.anchors(model, bounds, Y, seed=cfg.seed + Y.shape[0])
-                scal = data.scalarize(scal.weights, Y, predicted)
+            scal = _scale_free(model, scal, bounds, cfg.seed, hypervolume)
             if thompson:  # a fresh path each round, reproducible per (trial seed, N)
                 n_obs = training_data(model)[1].shape[0]
                 return ScalarizedThompsonSampling(model, scal, seed=1_000_003 * cfg.seed + n_obs)
@@ -276,6 +318,10 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
     AlgorithmSpec("MT-UCB", "multi_task",
                   "practical: fitted ICM (Matern-5/2), scale-free augmented Chebyshev, beta=1",
                   _practical(False), practical=True, tunable_width=True),
+    AlgorithmSpec("MT-UCB-HV", "multi_task",
+                  "MT-UCB with the scale-free hypervolume scalarization (Zhang & Golovin; "
+                  "lambda uniform on the positive unit sphere)",
+                  _practical(False, hypervolume=True), practical=True, tunable_width=True),
     AlgorithmSpec("MT-TS", "multi_task",
                   "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
                   "round) instead of the UCB", _practical(False, thompson=True), practical=True),

@@ -23,6 +23,12 @@ Two upper confidence bounds on s_λ(f(x)), both from the same confidence radius 
   - Chebyshev s_λ: take w = e_i for each i: f_i ≤ μ_i + β σ_i, σ_i² = Γ_ii; s_λ is monotone,
     so s_λ(f) ≤ min_i λ_i (μ_i + β σ_i − z_i)   (≤ s_λ(μ) + max_i λ_i β ‖Γ‖^{1/2}, since
     min_i(a_i + c_i) ≤ min_i a_i + max_i c_i and σ_i² ≤ ‖Γ‖).
+  - Hypervolume s_λ (:class:`~botorch_mtucb.acquisition.HypervolumeScalarization`, Zhang &
+    Golovin, 2020): the same axes w = e_i; s_λ is monotone, so
+    s_λ(f) ≤ min_i max(0, (μ̃_i + β σ_i − z̃_i)/a_i)ⁿ, a = r∘λ, tildes: sign-corrected. The
+    acquisition value is the n-th root of that bound before the clamp at zero,
+    min_i (μ̃_i + β σ_i − z̃_i)/a_i: a monotone transform with the same maximisers that keeps
+    a gradient where the bound is zero.
 
   Each directional value is ≤ the spectral one, so it is also ≤ s_λ(f(x)) + 2 L_λ β ‖Γ‖^{1/2}
   on the event; the one-step regret bound in the proof of Theorem 2 (Appendix C.2) therefore
@@ -99,7 +105,13 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
     * ``bound="spectral"``: u(x) = s_λ(μ(x)) + L_λ β ‖Γ(x, x)‖^{1/2} (paper 000, eq. (2));
     * ``bound="directional"`` (default): u(x) = λᵀμ(x) + β √(λᵀΓ(x, x)λ) for the linear s_λ,
       min_i λ_i (μ_i(x) + β √Γ_ii(x, x) − z_i) for the Chebyshev one (paper 000, App. B.1;
-      never larger than the spectral bound, same guarantee).
+      never larger than the spectral bound, same guarantee), and for the hypervolume one
+      min_i (μ_i(x) + β √Γ_ii(x, x) − z_i)/(r_i λ_i), the n-th root of its bound
+      min_i max(0, ·)ⁿ on s_λ(f(x)) before the clamp (same maximisers).
+
+    The spectral bound takes L_λ from the scalarization (``scalarization.lipschitz``); that of
+    the hypervolume s_λ is finite only with an outcome bound ``upper`` (as
+    :meth:`~botorch_mtucb.acquisition.HypervolumeScalarization.from_data` sets it).
 
     μ(x) ∈ Rⁿ is the posterior mean and Γ(x, x) the n × n posterior task covariance at x (see
     the module docstring for the models that provide them). Works with t-batches
@@ -133,8 +145,8 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         Args:
             model: A multi-output BoTorch model with ``n = model.num_outputs ≥ 2`` whose
                 posterior carries the joint task covariance (see the module docstring).
-            scalarization: s_λ with ``n`` weights (:class:`LinearScalarization` or
-                :class:`ChebyshevScalarization`).
+            scalarization: s_λ with ``n`` weights (:class:`LinearScalarization`,
+                :class:`ChebyshevScalarization` or :class:`HypervolumeScalarization`).
             beta: Confidence radius β ≥ 0, the factor on the posterior width: a number, a 0-dim
                 tensor, or a :class:`BetaSchedule` evaluated once here on ``model`` (β_{t−1} of
                 the round). β = 0 scores the posterior mean alone; a larger β explores more.

@@ -54,6 +54,12 @@ class ScalarizedThompsonSampling(AcquisitionFunction):
     inside ``torch.random.fork_rng()`` after ``torch.manual_seed(seed)``, leaving the global
     random state untouched); without it they use the global random state.
 
+    The value is the exact s_λ of each path. For a
+    :class:`~botorch_mtucb.acquisition.HypervolumeScalarization`,
+    s_λ(y) = min_i max(0, (ỹ_i − z̃_i)/(r_i λ_i))ⁿ is zero, and flat (no gradient), wherever a
+    path lies below the reference point z in some objective; the average over ``k`` paths is
+    flat where all of them do.
+
     Batches from pending points are not supported (a path sample does not shrink at pending
     points): ``X_pending`` is refused.
 
@@ -80,8 +86,8 @@ class ScalarizedThompsonSampling(AcquisitionFunction):
         Args:
             model: A multi-output BoTorch model with ``n = model.num_outputs ≥ 2`` and no
                 batch shape, supported by ``botorch.sampling.pathwise.draw_matheron_paths``.
-            scalarization: s_λ with ``n`` weights (:class:`LinearScalarization` or
-                :class:`ChebyshevScalarization`).
+            scalarization: s_λ with ``n`` weights (:class:`LinearScalarization`,
+                :class:`ChebyshevScalarization` or :class:`HypervolumeScalarization`).
             num_paths: Number ``k ≥ 1`` of paths averaged (``1``: Thompson sampling).
             seed: Seed of the path draw (``None``: the global random state).
             X_pending: Must be ``None``: pending points are not supported.

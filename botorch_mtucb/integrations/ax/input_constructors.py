@@ -12,7 +12,7 @@ registers:
 * :func:`~botorch_mtucb.integrations.ax.construct_inputs_scalarized_mtucb` for
   :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`: a fresh λ ~ P_λ per trial
   (paper 000, §5), the directions of Ax's objective as the scalarization's ``minimize``, the
-  Chebyshev reference point from the user's thresholds or the data;
+  Chebyshev or hypervolume reference point from the user's thresholds or the data;
 * :func:`~botorch_mtucb.integrations.ax.construct_inputs_heavy_tailed_ucb` for
   :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`: β from the model or given, a minimised
   objective as ``maximize=False``.
@@ -42,6 +42,7 @@ from botorch_mtucb.acquisition import (
     BetaSchedule,
     ChebyshevScalarization,
     HeavyTailedUCB,
+    HypervolumeScalarization,
     LinearScalarization,
     Scalarization,
     ScalarizationSampler,
@@ -65,6 +66,12 @@ __all__ = [
     "construct_inputs_scalarized_mtucb",
     "register_input_constructors",
 ]
+
+#: The scalarizations with a reference point z, built with z fixed (thresholds).
+_FIXED_REFERENCE: dict[str, type[ChebyshevScalarization] | type[HypervolumeScalarization]] = {
+    "chebyshev": ChebyshevScalarization,
+    "hypervolume": HypervolumeScalarization,
+}
 
 
 def _refuse_constraints(
@@ -153,7 +160,8 @@ def _reference_point(
     training_data: SupervisedDataset | dict[str, SupervisedDataset] | None,
     n: int,
 ) -> Tensor:
-    """Chebyshev z (``n``) in the model's outcome units from thresholds or the data's nadir.
+    """Reference point z (``n``, Chebyshev or hypervolume) in the model's outcome units from
+    thresholds or the data's nadir.
 
     ``ref_point`` (one maximisation-aligned threshold per objective row) is used when the rows
     map to outputs (``info.row_to_output``) and all are finite; otherwise z is the nadir of the
@@ -168,8 +176,8 @@ def _reference_point(
     stacked = stacked_training_data(training_data)
     if stacked is None:
         raise ValueError(
-            "The Chebyshev scalarization needs a reference point: pass `training_data` (Ax "
-            "always does) or objective thresholds with `objective_weights`."
+            "The Chebyshev and hypervolume scalarizations need a reference point: pass "
+            "`training_data` (Ax always does) or objective thresholds with `objective_weights`."
         )
     return data_reference_point(stacked[1], info, REF_POINT_SCALE)
 
@@ -185,7 +193,7 @@ def construct_inputs_scalarized_mtucb(
     constraints_tuple: Any = None,
     objective: Any = None,
     beta: float | Tensor | BetaSchedule | None = None,
-    scalarization: Literal["chebyshev", "linear"] = "chebyshev",
+    scalarization: Literal["chebyshev", "linear", "hypervolume"] = "chebyshev",
     bound: Literal["spectral", "directional"] = "directional",
     seed: int | None = None,
     reference: Literal["data", "thresholds"] = "data",
@@ -199,13 +207,16 @@ def construct_inputs_scalarized_mtucb(
     (paper 000, §5) from the stream
     :func:`~botorch_mtucb.integrations.ax.objective.trial_generator` ``(seed, t)``,
     t = observed rows + pending points, and builds s_λ with the directions of Ax's objective
-    as ``minimize``. The Chebyshev reference point z:
+    as ``minimize``. The reference point z of the Chebyshev and the hypervolume
+    scalarization (Zhang & Golovin's s_λ(y) = min_i max(0, (y_i − z_i)/λ_i)ⁿ, λ uniform on
+    the positive unit sphere):
 
     * ``reference="thresholds"``: ``ref_point`` mapped to outputs by ``objective_weights``
       (plain s_λ), else the observed front's nadir pushed back by 10 % of its range;
     * ``reference="data"`` (default): ``user_ref_point`` when finite for every objective
-      (plain s_λ), else the scale-free augmented
-      :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data`
+      (plain s_λ), else the scale-free
+      :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` (augmented) or
+      :meth:`~botorch_mtucb.acquisition.HypervolumeScalarization.from_data`
       (:meth:`~botorch_mtucb.acquisition.ScalarizationSampler.scalarize`), whose nadir and
       ranges come from the observed non-dominated points and, with ``front="predicted"``,
       the model's payoff table on the search box.
@@ -229,7 +240,7 @@ def construct_inputs_scalarized_mtucb(
         objective: MC objective: refused.
         beta: β: a number or a :class:`~botorch_mtucb.acquisition.BetaSchedule` (evaluated on
             ``model`` before any pending point); ``None``: the acquisition's default.
-        scalarization: ``"chebyshev"`` or ``"linear"``.
+        scalarization: ``"chebyshev"``, ``"linear"`` or ``"hypervolume"``.
         bound: ``"spectral"`` (paper 000, eq. (2)) or ``"directional"``.
         seed: Seed of the λ stream (``None``: torch's global generator mixed with t).
         reference: ``"data"`` or ``"thresholds"`` (see above).
@@ -265,8 +276,11 @@ def construct_inputs_scalarized_mtucb(
         torch.Size([5])
     """
     _refuse_constraints("ScalarizedMultiTaskUCB", constraints, constraints_tuple, objective)
-    if scalarization not in ("chebyshev", "linear"):
-        raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
+    if scalarization not in _FIXED_REFERENCE and scalarization != "linear":
+        raise ValueError(
+            "`scalarization` must be 'chebyshev', 'linear' or 'hypervolume', got "
+            f"{scalarization!r}."
+        )
     n = model.num_outputs
     info = objective_info(n, objective_weights, posterior_transform)
     try:
@@ -286,13 +300,15 @@ def construct_inputs_scalarized_mtucb(
         s = LinearScalarization(lam, minimize=info.minimize)
     elif reference == "thresholds":
         z = _reference_point(info, ref_point, training_data, n).to(lam)
-        s = ChebyshevScalarization(lam, z, minimize=info.minimize)
+        s = _FIXED_REFERENCE[scalarization](lam, z, minimize=info.minimize)
     elif _complete(user_ref_point, info):
         z = _reference_point(info, user_ref_point, training_data, n).to(lam)
-        s = ChebyshevScalarization(lam, z, minimize=info.minimize)
+        s = _FIXED_REFERENCE[scalarization](lam, z, minimize=info.minimize)
     else:
         anchor_seed = None if seed is None else int(seed) + t
-        s = _scale_free_scalarization(model, stacked, lam, info, front, bounds, anchor_seed)
+        s = _scale_free_scalarization(
+            model, stacked, lam, info, front, bounds, anchor_seed, scalarization
+        )
     if isinstance(beta, BetaSchedule):
         beta = beta(model)  # on the real data only, before any hallucination
     out = {"model": model, "scalarization": s, "bound": bound, "X_pending": pending}
@@ -309,16 +325,19 @@ def _scale_free_scalarization(
     front: str,
     bounds: list[tuple[float, float]] | Tensor | None,
     seed: int | None,
+    kind: Literal["chebyshev", "hypervolume"] = "chebyshev",
 ) -> Scalarization:
-    """The augmented ``ChebyshevScalarization.from_data`` for weights ``lam`` (``n``).
+    """The scale-free ``from_data`` scalarization of ``kind`` for weights ``lam`` (``n``).
 
-    Its nadir and ranges come from the observed ``Y: N x n`` of ``stacked`` and, with
+    ``"chebyshev"``: the augmented ``ChebyshevScalarization.from_data``; ``"hypervolume"``:
+    ``HypervolumeScalarization.from_data`` (``lam`` on the positive unit sphere). Its nadir
+    and ranges come from the observed ``Y: N x n`` of ``stacked`` and, with
     ``front="predicted"`` and a search box (``bounds`` or the model's ``Normalize`` box), the
     model's payoff table on that box (anchors optimised with ``seed``).
     """
     if stacked is None:
         raise ValueError(
-            "The scale-free Chebyshev scalarization (reference='data') needs the training "
+            f"The scale-free {kind} scalarization (reference='data') needs the training "
             "data of every objective at the same inputs; set objective thresholds for "
             "every objective or use reference='thresholds'."
         )
@@ -329,7 +348,7 @@ def _scale_free_scalarization(
     if front == "predicted":
         d = stacked[0].shape[-1]
         box = _search_box(model, d) if bounds is None else _given_box(bounds, d)
-    data = ScalarizationSampler(lam.shape[-1], "chebyshev", ref_point="data",
+    data = ScalarizationSampler(lam.shape[-1], kind, ref_point="data",
                                 minimize=info.minimize,
                                 front="observed" if box is None else "predicted")
     predicted = None if box is None else data.anchors(model, box.to(stacked[0]), Y, seed=seed)

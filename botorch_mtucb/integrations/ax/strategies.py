@@ -184,8 +184,11 @@ def _check_mtucb_options(
             raise ValueError(
                 f"`beta` must be a finite number >= 0, a BetaSchedule or None, got {beta!r}."
             )
-    if scalarization not in ("chebyshev", "linear"):
-        raise ValueError(f"`scalarization` must be 'chebyshev' or 'linear', got {scalarization!r}.")
+    if scalarization not in ("chebyshev", "linear", "hypervolume"):
+        raise ValueError(
+            "`scalarization` must be 'chebyshev', 'linear' or 'hypervolume', got "
+            f"{scalarization!r}."
+        )
     if bound not in ("spectral", "directional"):
         raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
     if model not in _MULTITASK_MODELS:
@@ -198,7 +201,7 @@ def mtucb_generation_strategy(
     *,
     num_initial_trials: int | None = None,
     beta: float | BetaSchedule | None = None,
-    scalarization: Literal["chebyshev", "linear"] = "chebyshev",
+    scalarization: Literal["chebyshev", "linear", "hypervolume"] = "chebyshev",
     bound: Literal["spectral", "directional"] = "directional",
     seed: int | None = None,
     model_options: dict[str, Any] | None = None,
@@ -229,9 +232,11 @@ def mtucb_generation_strategy(
       ``torch.random.fork_rng``: a seeded strategy proposes the same points whatever ran
       before, and after ``Client.save_to_json_file`` / ``Client.load_from_json_file`` (up to
       the rounding of Ax's stored data to 10 significant digits).
-    * Chebyshev reference point z: the user's objective thresholds when set for every
-      objective (plain s_λ); otherwise, with ``reference="data"``, the scale-free augmented
-      :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` built from the
+    * Reference point z of the Chebyshev or hypervolume scalarization: the user's objective
+      thresholds when set for every objective (plain s_λ); otherwise, with
+      ``reference="data"``, the scale-free
+      :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` (augmented) or
+      :meth:`~botorch_mtucb.acquisition.HypervolumeScalarization.from_data`, built from the
       observed non-dominated points and the model's payoff table on the search box.
     * Trials still running are pending points: the acquisition conditions the model on
       hallucinated observations there (GP-BUCB). One arm per trial (:class:`UCBAcquisition`).
@@ -248,7 +253,10 @@ def mtucb_generation_strategy(
             :class:`~botorch_mtucb.acquisition.BetaSchedule` evaluated on each fitted model.
             Default ``None``: :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`'s
             default width (β = 1).
-        scalarization: ``"chebyshev"`` or ``"linear"``.
+        scalarization: ``"chebyshev"`` (default), ``"linear"`` or ``"hypervolume"`` (Zhang &
+            Golovin's s_λ(y) = min_i max(0, (y_i − z_i)/λ_i)ⁿ, λ uniform on the positive unit
+            sphere: the expected best s_λ of the evaluated points is the hypervolume they
+            dominate above z up to a constant factor).
         bound: ``"directional"`` (default, never looser) or ``"spectral"`` (paper 000,
             eq. (2)).
         seed: Seeds the Sobol points and, per trial, the λ stream, the model fit and the
@@ -261,10 +269,12 @@ def mtucb_generation_strategy(
         model: ``"practical"`` (:class:`AxPracticalMultiTaskGP`: Matérn-5/2 ICM with a
             learned B, constant mean, learned noise) or ``"paper"``
             (:class:`AxExactMultiTaskGP`: the paper's estimator, η = 0.1 fixed, zero mean).
-        reference: Chebyshev reference point when the user set no threshold for some
-            objective: ``"data"`` (default) builds
+        reference: Chebyshev or hypervolume reference point when the user set no threshold
+            for some objective: ``"data"`` (default) builds
             :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data` from the
-            observations (z = non-dominated nadir − 10 % of the range, augmented, ρ = 0.05);
+            observations (z = non-dominated nadir − 10 % of the range, augmented, ρ = 0.05),
+            or :meth:`~botorch_mtucb.acquisition.HypervolumeScalarization.from_data` (the same
+            z, each objective divided by its range, no augmentation);
             ``"thresholds"`` takes Ax's thresholds (missing ones inferred by Ax from the
             model-predicted front) with the plain s_λ.
 
