@@ -45,6 +45,7 @@ from mtucb_bench.heavy_tailed_problems import (
     stock_problem,
     synthetic_heavy_tailed_problem,
 )
+from mtucb_bench.many_objective_problems import MANY_SUITE, make_many_problem
 from mtucb_bench.mo_suite_problems import MO_SUITE, make_suite_problem
 from mtucb_bench.multi_task_problems import (
     branin_problem,
@@ -253,6 +254,15 @@ EXPERIMENTS.update({
         SUITE_FAST, 3, random_instance=name == "corr-rff", design="sobol",
     )
     for name in MO_SUITE
+})
+EXPERIMENTS.update({  # many-objective suite (issue 26): qLogNEHVI only where a round fits
+    f"many-{name}": _mt(
+        f"many-{name}", "issue 26 many-objective suite",
+        lambda s, o, _name=name: make_many_problem(_name, seed=s),
+        ("MT-UCB", "MT-UCB-HV", "qLogNParEGO", "Sobol"), 40, 10, ("MT-UCB", "Sobol"), 3,
+        random_instance=False, design="sobol",
+    )
+    for name in MANY_SUITE
 })
 
 
