@@ -54,9 +54,7 @@ from collections.abc import Sequence
 
 import torch
 from botorch.exceptions.errors import UnsupportedError
-from botorch.sampling.pathwise.posterior_samplers import DrawMatheronPaths, MatheronPath
-from botorch.sampling.pathwise.prior_samplers import draw_kernel_feature_paths
-from botorch.sampling.pathwise.update_strategies import gaussian_update
+from botorch.sampling.pathwise.posterior_samplers import MatheronPath
 from botorch.sampling.pathwise.utils import get_input_transform, get_output_transform
 from gpytorch.kernels import Kernel
 from torch import Size, Tensor
@@ -72,8 +70,8 @@ from botorch_mtucb.sampling.paths import (
 )
 from botorch_mtucb.sampling.pathwise import (
     DEFAULT_NUM_FEATURES,
-    check_samplers,
     prior_path,
+    register_matheron_paths,
     task_components,
 )
 
@@ -207,25 +205,5 @@ def draw_nystrom_batch_paths(
     return BatchMembersPath(paths, model._batch, num_outputs=model.num_outputs)
 
 
-@DrawMatheronPaths.register(NystromMultiTaskGP)
-def _draw_matheron_paths_nystrom(
-    model: NystromMultiTaskGP,
-    *,
-    sample_shape: Size,
-    prior_sampler: object = draw_kernel_feature_paths,
-    update_strategy: object = gaussian_update,
-) -> MatheronPath:
-    check_samplers(model, prior_sampler, update_strategy)
-    return draw_nystrom_multitask_paths(model, sample_shape)
-
-
-@DrawMatheronPaths.register(NystromMultiTaskBatch)
-def _draw_matheron_paths_nystrom_batch(
-    model: NystromMultiTaskBatch,
-    *,
-    sample_shape: Size,
-    prior_sampler: object = draw_kernel_feature_paths,
-    update_strategy: object = gaussian_update,
-) -> BatchMembersPath:
-    check_samplers(model, prior_sampler, update_strategy)
-    return draw_nystrom_batch_paths(model, sample_shape)
+register_matheron_paths(NystromMultiTaskGP, draw_nystrom_multitask_paths)
+register_matheron_paths(NystromMultiTaskBatch, draw_nystrom_batch_paths)

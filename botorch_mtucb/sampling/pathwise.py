@@ -57,7 +57,8 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from botorch.exceptions.errors import UnsupportedError
@@ -401,16 +402,25 @@ def check_samplers(model: Module, prior_sampler: object, update_strategy: object
         )
 
 
-@DrawMatheronPaths.register(ExactMultiTaskGP)
-def _draw_matheron_paths_exact_multitask(
-    model: ExactMultiTaskGP,
-    *,
-    sample_shape: Size,
-    prior_sampler: object = draw_kernel_feature_paths,
-    update_strategy: object = gaussian_update,
-) -> MatheronPath:
-    check_samplers(model, prior_sampler, update_strategy)
-    return draw_exact_multitask_paths(model, sample_shape)
+def register_matheron_paths(model_type: type, draw: Callable[[Any, Size], Module]) -> None:
+    """Register ``draw(model, sample_shape)`` as ``draw_matheron_paths`` of ``model_type``.
+
+    The registered dispatcher takes BoTorch's keyword arguments and refuses any other
+    ``prior_sampler`` / ``update_strategy`` than BoTorch's defaults (:func:`check_samplers`):
+    these models draw their own prior and update.
+    """
+
+    def dispatch(
+        model: Module,
+        *,
+        sample_shape: Size,
+        prior_sampler: object = draw_kernel_feature_paths,
+        update_strategy: object = gaussian_update,
+    ) -> Module:
+        check_samplers(model, prior_sampler, update_strategy)
+        return draw(model, sample_shape)
+
+    DrawMatheronPaths.register(model_type)(dispatch)
 
 
 @DrawMatheronPaths.register(MultiTaskGPBase)
@@ -421,37 +431,10 @@ def _draw_matheron_paths_multitask_base(model: MultiTaskGPBase, **kwargs: object
     )
 
 
-@DrawMatheronPaths.register(TruncatedGP)
-def _draw_matheron_paths_truncated(
-    model: TruncatedGP,
-    *,
-    sample_shape: Size,
-    prior_sampler: object = draw_kernel_feature_paths,
-    update_strategy: object = gaussian_update,
-) -> MatheronPath:
-    check_samplers(model, prior_sampler, update_strategy)
-    return draw_truncated_gp_paths(model, sample_shape)
-
-
-@DrawMatheronPaths.register(AdaptiveTruncationGP)
-def _draw_matheron_paths_adaptive(
-    model: AdaptiveTruncationGP,
-    *,
-    sample_shape: Size,
-    prior_sampler: object = draw_kernel_feature_paths,
-    update_strategy: object = gaussian_update,
-) -> FeatureSpacePath:
-    check_samplers(model, prior_sampler, update_strategy)
-    return draw_adaptive_truncation_paths(model, sample_shape)
-
-
-@DrawMatheronPaths.register(HeavyTailedBatch)
-def _draw_matheron_paths_heavy_tailed_batch(
-    model: HeavyTailedBatch,
-    *,
-    sample_shape: Size,
-    prior_sampler: object = draw_kernel_feature_paths,
-    update_strategy: object = gaussian_update,
-) -> BatchMembersPath:
-    check_samplers(model, prior_sampler, update_strategy)
-    return draw_heavy_tailed_batch_paths(model, sample_shape)
+for _model_type, _draw in (
+    (ExactMultiTaskGP, draw_exact_multitask_paths),
+    (TruncatedGP, draw_truncated_gp_paths),
+    (AdaptiveTruncationGP, draw_adaptive_truncation_paths),
+    (HeavyTailedBatch, draw_heavy_tailed_batch_paths),
+):
+    register_matheron_paths(_model_type, _draw)
