@@ -31,6 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import torch
+from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
 from botorch_mtucb.utils.validation import check_finite
@@ -281,3 +282,54 @@ def check_scalarization(scalarization: object, num_outputs: int) -> None:
             f"`scalarization` has {scalarization.num_objectives} weights but the model has "
             f"{num_outputs} outputs."
         )
+
+
+def _front_summary(
+    Y: Tensor,
+    n: int,
+    minimize: Sequence[bool] | Tensor | None,
+    predicted: Tensor | None,
+    span: str,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Signs, ranges r, nadir and ideal point (sign-corrected, float64) of the estimated front.
+
+    The front is the non-dominated observed points and, with ``predicted``, the non-dominated
+    points of the observed and predicted outcomes together; r is the range of all observed
+    outcomes (``span="all"``) or of that front where positive (``"front"``), 1 where zero.
+    """
+    if Y.dim() != 2 or Y.shape[-1] != n or Y.shape[0] == 0:
+        raise ValueError(
+            f"`Y` must be an N x n tensor with N >= 1 and n = {n} (one column per weight), "
+            f"got shape {tuple(Y.shape)}."
+        )
+    check_finite(Y, "Y")
+    if span not in ("all", "front"):
+        raise ValueError(f"`span` must be 'all' or 'front', got {span!r}.")
+    signs = torch.ones(n, dtype=torch.float64)
+    if minimize is not None:
+        signs = 1.0 - 2.0 * torch.as_tensor(minimize, dtype=torch.float64).reshape(-1)
+        if signs.numel() != n:
+            raise ValueError(
+                f"`minimize` must hold {n} booleans (one per objective), got {signs.numel()}."
+            )
+    Ys = Y.detach().to(torch.float64) * signs
+    front = Ys[is_non_dominated(Ys)]
+    best = Ys.max(dim=0).values
+    if predicted is not None:
+        if not torch.is_tensor(predicted) or predicted.dim() != 2 or (
+            predicted.shape[-1] != n or predicted.shape[0] == 0
+        ):
+            raise ValueError(
+                f"`predicted` must be an M x n tensor with M >= 1 and n = {n}, got "
+                f"{tuple(predicted.shape) if torch.is_tensor(predicted) else predicted!r}."
+            )
+        check_finite(predicted, "predicted")
+        both = torch.cat([Ys, predicted.detach().to(Ys) * signs])
+        front = torch.cat([front, both[is_non_dominated(both)]])
+        best = both.max(dim=0).values
+    r = Ys.max(dim=0).values - Ys.min(dim=0).values
+    if span == "front":
+        r_front = front.max(dim=0).values - front.min(dim=0).values
+        r = torch.where(r_front > 0, r_front, r)
+    r = torch.where(r > 0, r, torch.ones_like(r))  # one point: unit scale
+    return signs, r, front.min(dim=0).values, best

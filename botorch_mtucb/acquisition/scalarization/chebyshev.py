@@ -27,13 +27,13 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.generation.gen import gen_candidates_scipy
 from botorch.models.model import Model
-from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.acquisition.scalarization.base import (
     Scalarization,
     _as_vector,
+    _front_summary,
     _safe_sqrt,
     _scaled,
 )
@@ -150,45 +150,9 @@ class ChebyshevScalarization(Scalarization):
             tensor([0.9091, 0.0909])
         """
         w = _as_vector(weights, "weights")
-        if Y.dim() != 2 or Y.shape[-1] != w.numel() or Y.shape[0] == 0:
-            raise ValueError(
-                f"`Y` must be an N x n tensor with N >= 1 and n = {w.numel()} (one column per "
-                f"weight), got shape {tuple(Y.shape)}."
-            )
-        check_finite(Y, "Y")
+        signs, r, nadir, _ = _front_summary(Y, w.numel(), minimize, predicted, span)
         if not math.isfinite(float(margin)) or float(margin) < 0:
             raise ValueError(f"`margin` must be a finite number >= 0, got {margin!r}.")
-        Yd = Y.detach().to(torch.float64)
-        signs = torch.ones(w.numel(), dtype=torch.float64)
-        if minimize is not None:
-            signs = 1.0 - 2.0 * torch.as_tensor(minimize, dtype=torch.float64).reshape(-1)
-            if signs.numel() != w.numel():
-                raise ValueError(
-                    f"`minimize` must hold {w.numel()} booleans (one per objective), got "
-                    f"{signs.numel()}."
-                )
-        if span not in ("all", "front"):
-            raise ValueError(f"`span` must be 'all' or 'front', got {span!r}.")
-        Ys = Yd * signs
-        front = Ys[is_non_dominated(Ys)]
-        if predicted is not None:
-            if not torch.is_tensor(predicted) or predicted.dim() != 2 or (
-                predicted.shape[-1] != w.numel() or predicted.shape[0] == 0
-            ):
-                raise ValueError(
-                    f"`predicted` must be an M x n tensor with M >= 1 and n = {w.numel()}, got "
-                    f"{tuple(predicted.shape) if torch.is_tensor(predicted) else predicted!r}."
-                )
-            check_finite(predicted, "predicted")
-            both = torch.cat([Ys, predicted.detach().to(Yd) * signs])
-            front = torch.cat([front, both[is_non_dominated(both)]])
-        r_all = Ys.max(dim=0).values - Ys.min(dim=0).values
-        r = r_all
-        if span == "front":
-            r_front = front.max(dim=0).values - front.min(dim=0).values
-            r = torch.where(r_front > 0, r_front, r_all)
-        r = torch.where(r > 0, r, torch.ones_like(r))  # one point: unit scale
-        nadir = front.min(dim=0).values
         z = (nadir - float(margin) * r) * signs
         scaled = w.to(torch.float64) / r
         return cls(
