@@ -61,6 +61,7 @@ from torch.quasirandom import SobolEngine
 from botorch_mtucb.acquisition import ChebyshevScalarization, ScalarizedMultiTaskUCB
 from botorch_mtucb.models import practical_multitask_gp
 from mtucb_bench.perf.provenance import RESULTS, write_summary
+from mtucb_bench.perf.round_scaling import Settings
 
 DT = torch.float64
 D = 6
@@ -69,15 +70,6 @@ METHODS = (MTUCB, PAREGO)
 SIZES = (100, 1000, 3000)
 OUT = RESULTS / "perf" / "gpu_round.json"
 WARMUP_N = 20
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The acquisition maximisation shared by both methods, and qLogNParEGO's MC samples."""
-
-    num_restarts: int = 4
-    raw_samples: int = 256
-    mc_samples: int = 128
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,8 @@ import argparse
 import gc
 import itertools
 import json
-import math
-import signal
 import statistics
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -63,36 +58,12 @@ from botorch_mtucb.loop import RefitSchedule, run_bo_loop
 from botorch_mtucb.multitask.practical import WarmStartPracticalFactory, practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import copy_hyperparameters, fit_practical_model
 from mtucb_bench.perf.provenance import write_summary
+from mtucb_bench.perf.round_scaling import CapExceeded, time_cap
 
 DT = torch.float64
 D, N_OBJ, NOISE_SD = 6, 2, 0.01
 REF_POINT = (-1.1, -1.1)
 MODES = ("exact", "sparse")
-
-
-class CapExceeded(Exception):
-    """A timed block ran past its cap."""
-
-
-@contextmanager
-def time_cap(seconds: float) -> Iterator[None]:
-    """Raise :class:`CapExceeded` in the block after ``seconds`` of wall time (``SIGALRM``,
-    main thread only; elsewhere the block runs to its end)."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable or not math.isfinite(seconds):
-        yield
-        return
-
-    def _raise(signum, frame):
-        raise CapExceeded
-
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def problem() -> DTLZ2:
