@@ -178,9 +178,11 @@ def _prior(prior: Any, value: Tensor) -> _Prior | None:
     return _Prior(type(prior) is LogNormalPrior, *(_np(c) for c in consts))
 
 
-def _structure_ok(mll: Any) -> bool:
-    """Whether ``mll`` is the exact likelihood of an unbatched ICM model with a Matérn-3/2 or
-    -5/2 kernel, a learned ``B``, a constant or zero mean and a homoscedastic learned noise."""
+def _plain_exact_mll(mll: Any) -> bool:
+    """Whether ``mll`` is the ``ExactMarginalLogLikelihood`` of an unbatched multi-task GP with
+    a homoscedastic learned noise (``MultitaskGaussianLikelihood``, global noise only), one
+    training input, no trainable input transform and no added loss terms (and NaN outcomes
+    ignored): the models whose likelihood the lean objectives write out."""
     model = getattr(mll, "model", None)
     if type(mll) is not ExactMarginalLogLikelihood or not isinstance(model, MultiTaskGPBase):
         return False
@@ -198,8 +200,15 @@ def _structure_ok(mll: Any) -> bool:
     ):
         return False
     transform = getattr(model, "input_transform", None)
-    if transform is not None and any(p.requires_grad for p in transform.parameters()):
+    return transform is None or not any(p.requires_grad for p in transform.parameters())
+
+
+def _structure_ok(mll: Any) -> bool:
+    """Whether ``mll`` is the exact likelihood of an unbatched ICM model with a Matérn-3/2 or
+    -5/2 kernel, a learned ``B``, a constant or zero mean and a homoscedastic learned noise."""
+    if not _plain_exact_mll(mll):
         return False
+    model = mll.model
     kern = model.covar_module
     if (
         type(kern) is not ICMKernel

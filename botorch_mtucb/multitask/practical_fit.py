@@ -46,8 +46,6 @@ import torch
 from botorch.fit import fit_gpytorch_mll
 from botorch.optim.closures import ForwardBackwardClosure
 from botorch.optim.utils import get_parameters_and_bounds
-from gpytorch import settings
-from gpytorch.likelihoods import MultitaskGaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator import to_dense
 from linear_operator.utils.cholesky import psd_safe_cholesky
@@ -56,7 +54,11 @@ from torch import Tensor
 from botorch_mtucb.linalg.icm_cholesky import icm_factor_cache
 from botorch_mtucb.linalg.icm_likelihood import icm_inv_quad_logdet
 from botorch_mtucb.multitask.base import MultiTaskGPBase
-from botorch_mtucb.multitask.fit_closure import fit_icm_lbfgsb, icm_fit_objective
+from botorch_mtucb.multitask.fit_closure import (
+    _plain_exact_mll,
+    fit_icm_lbfgsb,
+    icm_fit_objective,
+)
 from botorch_mtucb.multitask.solvers.exact import icm_factor_key
 
 __all__ = [
@@ -102,30 +104,6 @@ def check_fit_kwargs(fit_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     return dict(fit_kwargs)
 
 
-def _supported(mll: ExactMarginalLogLikelihood) -> bool:
-    """Whether :func:`practical_mll` computes exactly what ``mll`` computes for its model."""
-    model = getattr(mll, "model", None)
-    if type(mll) is not ExactMarginalLogLikelihood or not isinstance(model, MultiTaskGPBase):
-        return False
-    lik = model.likelihood
-    if (
-        type(lik) is not MultitaskGaussianLikelihood
-        or lik.has_task_noise
-        or not lik.has_global_noise
-        or mll.likelihood is not lik
-    ):
-        return False
-    X = model.train_inputs[0]
-    if X.dim() != 2 or model.train_targets.dim() != 2 or len(model.train_inputs) != 1:
-        return False
-    if any(True for _ in model.added_loss_terms()):
-        return False
-    transform = getattr(model, "input_transform", None)
-    if transform is not None and any(p.requires_grad for p in transform.parameters()):
-        return False
-    return settings.observation_nan_policy.value() == "ignore"
-
-
 def practical_mll(mll: ExactMarginalLogLikelihood, train_X: Tensor | None = None) -> Tensor:
     r"""``mll(model(X), y)`` of a multi-task GP in train mode, without GPyTorch's machinery.
 
@@ -161,7 +139,7 @@ def practical_mll(mll: ExactMarginalLogLikelihood, train_X: Tensor | None = None
         >>> model = practical_multitask_gp(train_X, train_Y, bounds, fit=False).train()
         >>> value = practical_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     """
-    if not _supported(mll):
+    if not _plain_exact_mll(mll):
         raise ValueError(
             "`mll` must be ExactMarginalLogLikelihood of an unbatched multi-task GP with a "
             "homoscedastic learned noise (MultitaskGaussianLikelihood, global noise only), no "
@@ -212,7 +190,7 @@ def practical_mll_closure(mll: ExactMarginalLogLikelihood) -> ForwardBackwardClo
         >>> mll = ExactMarginalLogLikelihood(model.likelihood, model)
         >>> _ = fit_gpytorch_mll(mll, closure=practical_mll_closure(mll))
     """
-    if not _supported(mll):
+    if not _plain_exact_mll(mll):
         return None
     model = mll.model
     was_training = model.training
