@@ -252,13 +252,27 @@ class ICMFitObjective:
     ``botorch.optim.utils.get_parameters_and_bounds`` (the vector ``fit_gpytorch_mll``'s
     L-BFGS-B optimises). Build it with :func:`icm_fit_objective`, which checks the model.
 
+    **Profiled mean** (``profile_mean=True``). ``L`` is quadratic in the constants ``c`` (which
+    carry no prior), so for fixed other hyperparameters ``θ'`` its minimiser is the
+    generalised least-squares estimate, per direction ``u_i`` of ``B``'s eigenbasis
+    (Σ is block diagonal there, blocks ``M_i⁻¹ = ξ_i K + ηI``):
+
+        c̃*_i = 1ᵀM_i y_i / 1ᵀM_i 1,   y_i = Y u_i,   c* = U c̃*.
+
+    The objective then is the profile ``L(θ', c*(θ'))`` on ``θ'`` alone; its gradient is the
+    partial gradient at ``c*`` (``∂L/∂c = 0`` there), and ``min_θ' L(θ', c*(θ')) =
+    min_θ L(θ)``: the same maximum-likelihood estimate, on a smaller vector whose L-BFGS-B
+    path is shorter (the constants no longer zig-zag with the noise and ``B``).
+
     One evaluation does the ``N``-sized work (kernel matrix, ``eigh``, the products of the
     gradient) in float64 on the data's device and the hyperparameter-sized work (constraints,
     ``B`` and its ``eigh``, priors, chain rule) on the host, where ``θ`` lives: one transfer
     each way.
 
     Attributes:
-        names: Names of the optimised parameters (``get_parameters_and_bounds`` order).
+        names: Names of the optimised parameters (``get_parameters_and_bounds`` order;
+            without the constants when :attr:`profiled`).
+        profiled: Whether the constant mean is profiled out.
         x0: Their current values, flattened (float64 numpy array).
         bounds: ``len(x0) x 2`` L-BFGS-B bounds (float64 numpy, ±inf where unbounded).
         num_evaluations: Number of evaluations so far.
@@ -270,13 +284,22 @@ class ICMFitObjective:
         >>> value, grad = objective(objective.x0)  # float, numpy array of len(x0)
     """
 
-    def __init__(self, mll: ExactMarginalLogLikelihood, method: str | None = None) -> None:
+    def __init__(
+        self,
+        mll: ExactMarginalLogLikelihood,
+        method: str | None = None,
+        profile_mean: bool = False,
+    ) -> None:
         """
         Args:
             mll: The exact marginal likelihood of the model (checked by
                 :func:`icm_fit_objective`; use that function).
             method: ``"eigh"`` or ``"cholesky"`` for the ``t x t`` work; ``None``:
                 :func:`~botorch_mtucb.linalg.icm_likelihood_method` of ``(n, t)``.
+            profile_mean: Profile the per-task constants out (class docstring): ``θ``
+                then excludes them and :meth:`write` sets them to ``c*(θ)``. Applies when
+                the model has a constant mean whose every constant is optimised; ignored
+                otherwise (:attr:`profiled` tells).
         """
         if method not in (None, "eigh", "cholesky"):
             raise ValueError(f"`method` must be None, 'eigh' or 'cholesky', got {method!r}.")
@@ -319,6 +342,15 @@ class ICMFitObjective:
         ids = {id(p): key for key, p in raw.items()}
         keys = [ids.get(id(p)) for p in self._params]
         self._complete = all(key is not None for key in keys)
+        constants = {f"c{i}" for i in range(n)} if not self._zero_mean else set()
+        self.profiled = bool(profile_mean) and bool(constants) and constants <= set(keys)
+        if self.profiled:  # θ without the constants: c = c*(θ) in every evaluation
+            self._mean_params = [p for p, key in zip(self._params, keys, strict=True)
+                                 if key in constants]
+            kept = [i for i, key in enumerate(keys) if key not in constants]
+            self.names = [self.names[i] for i in kept]
+            self._params = [self._params[i] for i in kept]
+            keys = [keys[i] for i in kept]
         self._pos = np.concatenate(
             [np.arange(self._slices[key].start, self._slices[key].stop) for key in keys
              if key is not None] or [np.zeros(0, dtype=np.int64)]
@@ -330,7 +362,9 @@ class ICMFitObjective:
         }
         self._priors = self._read_priors(model)
         r = self._shapes["F"][-1]
-        sizes = {"head": 2, "eta": 1, "c": n, "F": n * r, "v": n, "ell": x.shape[-1]}
+        sizes = {
+            "head": 2, "eta": 1, "c": n, "F": n * r, "v": n, "ell": x.shape[-1], "cstar": n,
+        }
         self._out_slices, start = {}, 0
         for key, size in sizes.items():
             self._out_slices[key] = slice(start, start + size)
@@ -389,9 +423,9 @@ class ICMFitObjective:
         c = np.zeros(n) if self._zero_mean else np.array([raw[f"c{i}"] for i in range(n)])
         host = np.concatenate([ell.reshape(-1), eta.reshape(-1), c, var, raw["F"].reshape(-1)])
         packed, factors = self._device(torch.from_numpy(host).to(self._xc))
-        self._last = (np.array(x, dtype=np.float64), factors)
         out = packed.cpu().numpy()
         sl = self._out_slices
+        self._last = (np.array(x, dtype=np.float64), factors, out[sl["cstar"]].copy())
         g_eta = half * out[sl["eta"]]
         g_ell = (4.0 * half / ell.reshape(-1)) * out[sl["ell"]]
         g_ell = (g_ell.sum(keepdims=True) if ell.size == 1 else g_ell).reshape(ell.shape)
@@ -428,16 +462,16 @@ class ICMFitObjective:
         z = self._xc / ell
         zz = z * z
         K, S = self._matern(z, zz)
-        R = self._Y - c
+        Yt, ct = self._Y @ U, None if self.profiled else c @ U
         if self._method == "cholesky":
-            head, gK, gB, alpha, factors = _cholesky_terms(K, xi, U, eta, R)
+            head, gK, gB, alpha, ct, factors = _cholesky_terms(K, xi, U, eta, Yt, ct)
         else:
-            head, gK, gB, alpha, factors = _eigh_terms(K, xi, U, eta, R)
+            head, gK, gB, alpha, ct, factors = _eigh_terms(K, xi, U, eta, Yt, ct)
         M = gK.mul_(S)
         term = zz.T @ M.sum(-1) - (z * (M @ z)).sum(0)
         packed = torch.cat([
             head, -2.0 * (U @ alpha.sum(0)), (2.0 * gB @ F).reshape(-1),
-            torch.diagonal(gB), term,
+            torch.diagonal(gB), term, U @ ct,
         ])
         return packed, factors
 
@@ -469,7 +503,15 @@ class ICMFitObjective:
                 chunk = torch.as_tensor(x[start : start + p.numel()]).to(p)
                 p.copy_(chunk.view(p.shape))
                 start += p.numel()
-        last, self._last = self._last, None
+        last = self._last
+        if self.profiled and (last is None or not np.array_equal(last[0], x)):
+            self(x)  # c*(θ) of this θ (and its factors)
+            last = self._last
+        self._last = None
+        if self.profiled:
+            with torch.no_grad():
+                for p, value in zip(self._mean_params, last[2], strict=True):
+                    p.fill_(float(value))
         if last is not None and np.array_equal(last[0], x):
             model = self._model
             with torch.no_grad():
@@ -480,27 +522,32 @@ class ICMFitObjective:
 
 
 def _eigh_terms(
-    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, R: Tensor
-) -> tuple[Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor]]:
-    """The ICM terms from ``K = W diag(a) Wᵀ`` (module docstring): ``[rᵀΣ⁻¹r, log det Σ,
-    tr Σ⁻¹ − ‖Σ⁻¹r‖²]``, ``2Nn ∂L/∂K``, ``2Nn ∂L/∂B``, ``α = Σ⁻¹r`` in B's eigenbasis
-    (``t x n``) and the factors ``(a, W)``."""
+    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, Yt: Tensor, ct: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor]]:
+    """The ICM terms from ``K = W diag(a) Wᵀ`` (module docstring), with ``Yt = YU`` the
+    targets and ``ct = Uᵀc`` the constants in B's eigenbasis (``None``: profiled, ``c̃*``):
+    ``[rᵀΣ⁻¹r, log det Σ, tr Σ⁻¹ − ‖Σ⁻¹r‖²]``, ``2Nn ∂L/∂K``, ``2Nn ∂L/∂B``, ``α = Σ⁻¹r`` in
+    B's eigenbasis (``t x n``), ``ct`` and the factors ``(a, W)``."""
     a, W = torch.linalg.eigh(K)
     a = a.clamp_min_(0.0)
     lam = torch.addr(eta.expand(len(a), len(xi)), a, xi)
-    Rt = W.T @ R @ U
     inv = lam.reciprocal()
+    Yw, w1 = W.T @ Yt, W.sum(0)  # Wᵀ(YU), Wᵀ1
+    if ct is None:  # c̃*_i = 1ᵀM_i y_i / 1ᵀM_i 1 with M_i = W diag(inv_i) Wᵀ
+        iw = inv * w1[:, None]
+        ct = (iw * Yw).sum(0) / (iw * w1[:, None]).sum(0)
+    Rt = Yw - w1[:, None] * ct
     Z = Rt * inv
     WZ = W @ Z
     gK = (W * (inv @ xi)) @ W.T - (WZ * xi) @ WZ.T
     gB = U @ (torch.diag(a @ inv) - Z.T @ (a[:, None] * Z)) @ U.T
     head = torch.stack([(Rt * Z).sum(), lam.log().sum(), inv.sum() - (Z * Z).sum()])
-    return head, gK, gB, WZ, (a, W)
+    return head, gK, gB, WZ, ct, (a, W)
 
 
 def _cholesky_terms(
-    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, R: Tensor
-) -> tuple[Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor, Tensor]]:
+    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, Yt: Tensor, ct: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor, Tensor]]:
     """The terms of :func:`_eigh_terms` from the ``n`` blocks ``ξ_i K + ηI = L_i L_iᵀ`` of
     Σ in B's eigenbasis (``M_i`` their inverses, ``α_i = M_i (RU)_i``):
     ``rᵀΣ⁻¹r = Σ_i (RU)_iᵀα_i``, ``log det Σ = Σ_i log det L_i²``, ``2Nn ∂L/∂K = Σ_i ξ_i M_i −
@@ -510,7 +557,10 @@ def _cholesky_terms(
     eye = torch.eye(t, dtype=K.dtype, device=K.device)
     L = torch.linalg.cholesky(xi[:, None, None] * K + eta * eye)  # n x t x t
     Minv = torch.cholesky_inverse(L)  # n x t x t
-    Rt = R @ U  # t x n
+    if ct is None:  # c̃*_i = 1ᵀM_i y_i / 1ᵀM_i 1
+        m1 = Minv.sum(-1)  # n x t: M_i 1 (M_i symmetric)
+        ct = (m1 * Yt.T).sum(-1) / m1.sum(-1)
+    Rt = Yt - ct  # t x n: (Y − 1cᵀ)U
     alpha = (Minv @ Rt.T.unsqueeze(-1)).squeeze(-1).T  # t x n
     gK = torch.einsum("i,ipq->pq", xi, Minv) - (alpha * xi) @ alpha.T
     tr_KM = (Minv * K).sum((-2, -1))
@@ -518,10 +568,12 @@ def _cholesky_terms(
     logdet = 2.0 * torch.diagonal(L, dim1=-2, dim2=-1).log().sum()
     tr_M = torch.diagonal(Minv, dim1=-2, dim2=-1).sum()
     head = torch.stack([(Rt * alpha).sum(), logdet, tr_M - (alpha * alpha).sum()])
-    return head, gK, gB, alpha, (xi, U, L)
+    return head, gK, gB, alpha, ct, (xi, U, L)
 
 
-def icm_fit_objective(mll: ExactMarginalLogLikelihood) -> ICMFitObjective | None:
+def icm_fit_objective(
+    mll: ExactMarginalLogLikelihood, profile_mean: bool = False
+) -> ICMFitObjective | None:
     """:class:`ICMFitObjective` of ``mll``, or ``None`` when it does not cover the model.
 
     Covered: ``ExactMarginalLogLikelihood`` of an unbatched multi-task GP with fewer than
@@ -534,6 +586,7 @@ def icm_fit_objective(mll: ExactMarginalLogLikelihood) -> ICMFitObjective | None
 
     Args:
         mll: The marginal likelihood to be fitted.
+        profile_mean: Profile the constant mean out (:class:`ICMFitObjective`).
 
     Example:
         >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
@@ -542,7 +595,7 @@ def icm_fit_objective(mll: ExactMarginalLogLikelihood) -> ICMFitObjective | None
     """
     if not _structure_ok(mll) or mll.model.train_inputs[0].shape[-2] >= CLOSED_FORM_MAX_POINTS:
         return None
-    objective = ICMFitObjective(mll)
+    objective = ICMFitObjective(mll, profile_mean=profile_mean)
     return objective if objective.supported else None
 
 

@@ -14,8 +14,10 @@ around a few small dense operations. Four levers, none of which changes the obje
 * below :data:`~botorch_mtucb.multitask.fit_closure.CLOSED_FORM_MAX_POINTS` observations,
   the closed-form objective of :mod:`~botorch_mtucb.multitask.fit_closure` (value and
   gradient written out on the flat hyperparameter vector, no autograd), driven by scipy's
-  L-BFGS-B with BoTorch's bounds and start; ``fit_gpytorch_mll`` takes over when it does not
-  cover the model or does not converge;
+  L-BFGS-B with BoTorch's bounds and start, the per-task constant mean profiled out (its
+  generalised least-squares value at every evaluation: the same maximum of the likelihood on
+  a shorter L-BFGS-B path); ``fit_gpytorch_mll`` takes over when it does not cover the model
+  or does not converge;
 * :func:`practical_mll_closure`: the same objective as GPyTorch's
   ``ExactMarginalLogLikelihood`` written directly on the kernel matrices
   (:func:`practical_mll`): for one ICM term through
@@ -248,14 +250,15 @@ def lbfgs_memory(num_parameters: int) -> int:
 
 def _fit_closed_form(mll: ExactMarginalLogLikelihood, kwargs: dict[str, Any]) -> bool:
     """Fit ``mll`` by L-BFGS-B on :class:`~botorch_mtucb.multitask.fit_closure.ICMFitObjective`
-    (the same objective, start, bounds and options as ``fit_gpytorch_mll``'s scipy path);
+    with the constant mean profiled out (the same objective's maximum; otherwise the start,
+    bounds and options of ``fit_gpytorch_mll``'s scipy path);
     ``False`` (parameters untouched) when it does not cover the model or ``kwargs`` (anything
     beyond ``optimizer_kwargs={"options": ...}``), or when L-BFGS-B fails."""
     optimizer_kwargs = kwargs.get("optimizer_kwargs", {})
     if set(kwargs) - {"optimizer_kwargs"} or set(optimizer_kwargs) - {"options"}:
         return False
     mll.train()
-    objective = icm_fit_objective(mll)
+    objective = icm_fit_objective(mll, profile_mean=True)
     if objective is None:
         return False
     with warnings.catch_warnings():
@@ -276,7 +279,8 @@ def fit_practical_model(
     that :func:`~botorch_mtucb.multitask.fit_closure.icm_fit_objective` covers (the practical
     ICM model below :data:`~botorch_mtucb.multitask.fit_closure.CLOSED_FORM_MAX_POINTS`
     points) is fitted by scipy's L-BFGS-B on the closed-form objective (the same negative
-    marginal log likelihood, start, bounds and options as ``fit_gpytorch_mll``'s scipy path);
+    marginal log likelihood, bounds and options as ``fit_gpytorch_mll``'s scipy path, with
+    the constant mean profiled out: its maximiser is the same);
     if that does not converge (or stop at ``maxiter``), the fit falls back to
     ``fit_gpytorch_mll`` with its retries. Every other model is fitted by
     ``fit_gpytorch_mll``.
