@@ -19,7 +19,26 @@ Spec syntax (``parse_noise``), ``@SCALE`` is an optional positive multiplier of 
                                  and, independently with probability RATE, the noise of the
                                  reward is multiplied by MULT, i.e. ``ε ~ N(0, (MULT·S)²)``: a
                                  fraction RATE of gross outliers of size ≈ MULT·S.
+``gross:RATExLO-HI[@S]``         symmetric gross outliers: ``ε = S·Z + O·R·U``, ``Z ~ N(0, 1)``,
+                                 ``O ~ Bernoulli(RATE)``, ``R = ±1`` with probability ½ each,
+                                 ``U ~ Uniform(LO, HI)``, all independent; ``S`` default 0.1.
+                                 LO and HI are absolute (the units of ``f``, not multiples of
+                                 ``S``): the outlier *offsets* the reading ``f + S·Z`` by
+                                 ``±U``. Robust suite: ``gross:0.04x5-20@0.1``.
+``failure:RATE+OFFSET[@S]``      one-sided sensor failures: the reading is ``f(x) + S·Z``, but
+                                 with probability RATE it is replaced by the constant
+                                 ``f* + OFFSET`` (``f*`` = the problem's maximum; not noise
+                                 around ``f``). Not additive, so only
+                                 :meth:`NoiseModel.readings` with ``optimum = f*`` draws it;
+                                 :meth:`NoiseModel.sample` and the moments raise.
+                                 Robust suite: ``failure:0.05+10@0.1``.
 ===============================  ===============================================================
+
+:meth:`NoiseModel.readings` ``(F, generator, optimum)`` returns the readings ``y`` for the
+noise-free values ``F``; for every additive model it is ``F + sample(F.shape)``, which
+:class:`SensorFailureNoise` overrides. Every model draws a fixed number of random numbers per
+reading (whether or not it is an outlier), so two runs with the same generator see the same
+noise stream as long as they observe the same number of points.
 
 Closed-form absolute moments (``p = 1 + α``; ``m_p = E|Z|^p = 2^{p/2} Γ((p+1)/2)/√π`` for
 ``Z ~ N(0, 1)``):
@@ -28,11 +47,14 @@ Closed-form absolute moments (``p = 1 + α``; ``m_p = E|Z|^p = 2^{p/2} Γ((p+1)/
 * Student-t: ``S^p ν^{p/2} Γ((p+1)/2) Γ((ν−p)/2) / (√π Γ(ν/2))`` for ``p < ν``, else ``∞``.
 * Lomax: ``S^p Γ(p+1) Γ(a−p) / Γ(a)`` for ``p < a``, else ``∞``.
 * Contaminated: ``S^p m_p ((1 − r) + r M^p)``.
+* Gross: ``(1 − r) S^p m_p + r E_U E|S·Z + U|^p`` (the inner expectation by adaptive
+  quadrature, the outer one by 32-node Gauss–Legendre on ``[LO, HI]``: not closed form, but
+  accurate to ~1e-8 relative).
 
 :meth:`NoiseModel.natural_alpha` is the α a run declares by default: ``min(1, θ − 1.1)``
 for a tail parameter θ (ν or SHAPE; the largest α ≤ 1 whose moment order stays 0.1 below
 the moment boundary: ν = 1.5 → 0.4, ν = 2 → 0.9, ν = 3 → 1; SHAPE 1.6 → 0.5, SHAPE 2 → 0.9)
-and 1 for the Gaussian and contaminated models.
+and 1 for the Gaussian, contaminated, gross and failure models.
 """
 
 from __future__ import annotations
@@ -47,8 +69,10 @@ from torch import Tensor
 __all__ = [
     "ContaminatedNoise",
     "GaussianNoise",
+    "GrossOutlierNoise",
     "NoiseModel",
     "ParetoNoise",
+    "SensorFailureNoise",
     "StudentTNoise",
     "gaussian_abs_moment",
     "parse_noise",
@@ -105,6 +129,16 @@ class NoiseModel:
     def sample(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
         """``shape`` i.i.d. float64 draws of ``ε``, driven only by ``generator``."""
         return self.scale * self._unit_sample(tuple(shape), generator)
+
+    def readings(
+        self, F: Tensor, generator: torch.Generator | None = None, optimum: float | None = None
+    ) -> Tensor:
+        """Readings ``y`` (shape of ``F``) of the noise-free values ``F``.
+
+        Additive models: ``F + ε``. ``optimum`` (the problem's ``f*``) is used only by models
+        whose readings depend on it (:class:`SensorFailureNoise`).
+        """
+        return F + self.sample(tuple(F.shape), generator).to(F)
 
     def abs_moment(self, alpha: float) -> float:
         """``E|ε|^{1+α}`` in closed form (``math.inf`` when the moment does not exist)."""
@@ -253,6 +287,138 @@ class ContaminatedNoise(NoiseModel):
         return gaussian_abs_moment(p) * ((1.0 - self.rate) + self.rate * self.mult**p)
 
 
+@dataclass(frozen=True)
+class GrossOutlierNoise(NoiseModel):
+    """Symmetric gross outliers on Gaussian noise (spec ``gross:RATExLO-HI[@S]``, S default 0.1).
+
+    ``ε = S·Z + O·R·U`` with ``Z ~ N(0, 1)``, ``O ~ Bernoulli(rate)``, ``R = ±1`` (½ each) and
+    ``U ~ Uniform(low, high)``, independent; ``low`` and ``high`` are absolute offsets (the
+    units of ``f``), not multiples of ``scale``. Symmetric, mean zero, all moments finite.
+    Every reading consumes one normal and three uniform-type draws, outlier or not.
+
+    Attributes:
+        rate: Probability ``r ∈ [0, 1]`` that a reading is offset by an outlier.
+        low: Smallest outlier size ``LO ≥ 0``.
+        high: Largest outlier size ``HI ≥ LO``.
+    """
+
+    scale: float = 0.1
+    rate: float = 0.04
+    low: float = 5.0
+    high: float = 20.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"Gross-outlier `rate` must lie in [0, 1], got {self.rate!r}.")
+        if not (math.isfinite(self.high) and 0.0 <= self.low <= self.high):
+            raise ValueError(
+                f"Gross-outlier sizes need 0 <= `low` <= `high` < inf, got {self.low!r}, "
+                f"{self.high!r}."
+            )
+
+    @property
+    def spec(self) -> str:
+        return f"gross:{self.rate:g}x{self.low:g}-{self.high:g}{self._suffix(0.1)}"
+
+    def sample(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
+        shape = tuple(shape)
+        z = torch.randn(shape, generator=generator, dtype=DT)
+        out = torch.rand(shape, generator=generator, dtype=DT) < self.rate
+        size = self.low + (self.high - self.low) * torch.rand(shape, generator=generator, dtype=DT)
+        offset = torch.where(out, _rademacher(shape, generator) * size, 0.0)
+        return self.scale * z + offset
+
+    def abs_moment(self, alpha: float) -> float:
+        p = 1.0 + _check_alpha(alpha)
+        base = self.scale**p * gaussian_abs_moment(p)
+        if self.rate == 0.0:
+            return base
+        return (1.0 - self.rate) * base + self.rate * _uniform_offset_abs_moment(
+            p, self.scale, self.low, self.high
+        )
+
+
+def _uniform_offset_abs_moment(p: float, sigma: float, low: float, high: float) -> float:
+    """``E_U E|σZ + U|^p``, ``U ~ Uniform(low, high)``: adaptive quadrature in ``z`` (break at
+    the kink ``z = −u/σ``), 32-node Gauss–Legendre in ``u`` (the inner value is smooth in u)."""
+    import numpy as np
+    from scipy import integrate
+
+    def inner(u: float) -> float:
+        def g(z: float) -> float:
+            return abs(sigma * z + u) ** p * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+        kink = -u / sigma
+        pieces = [(-40.0, min(kink, 40.0)), (max(kink, -40.0), 40.0)]
+        return sum(integrate.quad(g, a, b, epsabs=0.0, epsrel=1e-11)[0]
+                   for a, b in pieces if b > a)
+
+    if high == low:
+        return inner(low)
+    nodes, weights = np.polynomial.legendre.leggauss(32)
+    us = 0.5 * (high - low) * nodes + 0.5 * (high + low)
+    return float(sum(w * inner(float(u)) for u, w in zip(us, weights, strict=True)) / 2.0)
+
+
+@dataclass(frozen=True)
+class SensorFailureNoise(NoiseModel):
+    """One-sided sensor failures (spec ``failure:RATE+OFFSET[@S]``, S default 0.1).
+
+    The reading of ``f(x)`` is ``f(x) + S·Z`` (``Z ~ N(0, 1)``), except that with probability
+    ``rate`` it is the constant ``f* + offset`` (``f*`` the problem's maximum): a failed
+    sensor that reports an impossible, better-than-optimal value, the same every time. The
+    corruption depends on ``f`` and ``f*``, so it is not additive noise: only
+    :meth:`readings` (with ``optimum``) draws it. Each reading consumes one normal and one
+    uniform draw.
+
+    Attributes:
+        rate: Failure probability ``r ∈ [0, 1]``.
+        offset: ``OFFSET > 0``, the failed reading's height above ``f*``.
+    """
+
+    scale: float = 0.1
+    rate: float = 0.05
+    offset: float = 10.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"Failure `rate` must lie in [0, 1], got {self.rate!r}.")
+        if not (math.isfinite(self.offset) and self.offset > 0):
+            raise ValueError(f"Failure `offset` must be positive and finite, got {self.offset!r}.")
+
+    @property
+    def spec(self) -> str:
+        return f"failure:{self.rate:g}+{self.offset:g}{self._suffix(0.1)}"
+
+    def readings(
+        self, F: Tensor, generator: torch.Generator | None = None, optimum: float | None = None
+    ) -> Tensor:
+        """``f + S·Z``, or ``f* + offset`` with probability ``rate`` (shape of ``F``).
+
+        Raises:
+            ValueError: if ``optimum`` (the problem's ``f*``) is not given.
+        """
+        if optimum is None or not math.isfinite(float(optimum)):
+            raise ValueError(
+                f"`optimum` (the problem's f*) must be a finite float, got {optimum!r}."
+            )
+        shape = tuple(F.shape)
+        z = torch.randn(shape, generator=generator, dtype=DT).to(F)
+        failed = (torch.rand(shape, generator=generator, dtype=DT) < self.rate).to(F.device)
+        return torch.where(failed, float(optimum) + self.offset, F + self.scale * z)
+
+    def sample(self, shape: tuple[int, ...], generator: torch.Generator | None = None) -> Tensor:
+        raise ValueError(
+            f"{self.spec}: failed readings depend on f*, they are not additive noise; use "
+            "`readings(F, generator, optimum)`."
+        )
+
+    def abs_moment(self, alpha: float) -> float:
+        raise ValueError(f"{self.spec}: the reading's moments depend on f and f*; none declared.")
+
+
 def _natural(theta: float, what: str) -> float:
     alpha = min(1.0, theta - 1.0 - ALPHA_MARGIN)
     if alpha <= 0.0:
@@ -280,11 +446,14 @@ _PATTERNS = {
     "student-t": re.compile(rf"^student-t:{_NUM}(?:@{_NUM})?$"),
     "pareto": re.compile(rf"^pareto:{_NUM}(?:@{_NUM})?$"),
     "contaminated": re.compile(rf"^contaminated:{_NUM}x{_NUM}(?:@{_NUM})?$"),
+    "gross": re.compile(rf"^gross:{_NUM}x{_NUM}-{_NUM}(?:@{_NUM})?$"),
+    "failure": re.compile(rf"^failure:{_NUM}\+{_NUM}(?:@{_NUM})?$"),
 }
 _SYNTAX = (
-    "'gaussian:SIGMA', 'student-t:NU[@SCALE]', 'pareto:SHAPE[@SCALE]' or "
-    "'contaminated:RATExMULT[@SIGMA]' (e.g. 'student-t:1.5', 'pareto:1.6', "
-    "'contaminated:0.02x1000')"
+    "'gaussian:SIGMA', 'student-t:NU[@SCALE]', 'pareto:SHAPE[@SCALE]', "
+    "'contaminated:RATExMULT[@SIGMA]', 'gross:RATExLO-HI[@SIGMA]' or "
+    "'failure:RATE+OFFSET[@SIGMA]' (e.g. 'student-t:1.5', 'pareto:1.6', "
+    "'contaminated:0.02x1000', 'gross:0.04x5-20@0.1', 'failure:0.05+10@0.1')"
 )
 
 
@@ -293,7 +462,7 @@ def parse_noise(spec: str) -> NoiseModel:
 
     Args:
         spec: e.g. ``"student-t:1.5"``, ``"pareto:1.6@0.5"``, ``"contaminated:0.02x1000"``,
-            ``"gaussian:0.1"``.
+            ``"gaussian:0.1"``, ``"gross:0.04x5-20@0.1"``, ``"failure:0.05+10@0.1"``.
 
     Raises:
         ValueError: naming the spec and the expected syntax, or the invalid parameter.
@@ -314,4 +483,12 @@ def parse_noise(spec: str) -> NoiseModel:
         return StudentTNoise(df=vals[0], scale=1.0 if vals[1] is None else vals[1])
     if kind == "pareto":
         return ParetoNoise(shape=vals[0], scale=1.0 if vals[1] is None else vals[1])
+    if kind == "gross":
+        return GrossOutlierNoise(
+            rate=vals[0], low=vals[1], high=vals[2], scale=0.1 if vals[3] is None else vals[3]
+        )
+    if kind == "failure":
+        return SensorFailureNoise(
+            rate=vals[0], offset=vals[1], scale=0.1 if vals[2] is None else vals[2]
+        )
     return ContaminatedNoise(rate=vals[0], mult=vals[1], scale=0.1 if vals[2] is None else vals[2])
