@@ -8,6 +8,9 @@
 * :class:`ScalarizedThompsonSampling` — s_λ of a Matheron posterior sample path (scalarized
   Thompson sampling).
 * :class:`HeavyTailedUCB` — TGP-UCB / ATA-GP-UCB (paper 001, Algorithms 1–2).
+* :func:`robust_acquisition` — LogEI with a robust incumbent (the best posterior mean at
+  evaluated points with a trusted reading) or UCB, for :func:`~botorch_mtucb.models.robust_gp`
+  and any single-output model; :mod:`~botorch_mtucb.acquisition.robust`.
 * :class:`TheoremTwoBeta`, :class:`TheoremThreeBeta`, :class:`ConstantBeta` — β schedules
   (:mod:`~botorch_mtucb.acquisition.beta`).
 * :mod:`~botorch_mtucb.acquisition.pending` — GP-BUCB batches (``set_X_pending``,
@@ -35,6 +38,7 @@ from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.pending import gp_bucb_inflation, hallucinate_mean
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition, ScalarizedAcquisition
 from botorch_mtucb.acquisition.recommend import ParetoSetRecommendation, recommend_pareto_set
+from botorch_mtucb.acquisition.robust import DEFAULT_ROBUST_ACQUISITION, robust_acquisition
 from botorch_mtucb.acquisition.scalarization import (
     ChebyshevScalarization,
     HypervolumeScalarization,
@@ -51,6 +55,7 @@ __all__ = [
     "ChebyshevScalarization",
     "ConfidenceWidthAcquisition",
     "ConstantBeta",
+    "DEFAULT_ROBUST_ACQUISITION",
     "HeavyTailedUCB",
     "HypervolumeScalarization",
     "LinearScalarization",
@@ -67,5 +72,6 @@ __all__ = [
     "log_det_information",
     "predicted_anchors",
     "recommend_pareto_set",
+    "robust_acquisition",
     "sample_scalarization_weights",
 ]

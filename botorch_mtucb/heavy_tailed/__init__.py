@@ -11,6 +11,9 @@
   what batched data, batched conditioning and fantasies give;
 * :mod:`~botorch_mtucb.heavy_tailed.moments` — the data-driven ``(α, v)``
   (:class:`~botorch_mtucb.heavy_tailed.moments.MomentEstimator`) and the fitted default kernel;
+* :mod:`~botorch_mtucb.heavy_tailed.robust` — :func:`~botorch_mtucb.models.robust_gp`, the
+  robust default (:class:`~botorch_mtucb.models.RobustGP`: leave-one-out screening of
+  suspicious readings) and :func:`~botorch_mtucb.models.recommend`;
 * :mod:`~botorch_mtucb.heavy_tailed.base` and :mod:`~botorch_mtucb.heavy_tailed.arms` — the
   common base, arm sets and storage.
 

@@ -8,11 +8,16 @@
 * Paper 001 (:mod:`botorch_mtucb.heavy_tailed`): :class:`TruncatedGP` (TGP-UCB),
   :class:`AdaptiveTruncationGP` (ATA-GP-UCB), :class:`HeavyTailedBatch` (batched training
   data), and the moment-estimator seam :class:`MomentEstimator` / :class:`MedianOfMeans`.
+* Robust default (:mod:`botorch_mtucb.heavy_tailed.robust`): :func:`robust_gp` (a
+  :class:`RobustGP`: readings screened by leave-one-out residuals, suspicious ones replaced,
+  no knowledge of the noise kind needed) and :func:`recommend` (the best posterior mean among
+  evaluated points with a trusted reading).
 """
 
 from botorch_mtucb.heavy_tailed.adaptive import AdaptiveTruncationGP
 from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch
 from botorch_mtucb.heavy_tailed.moments import MedianOfMeans, MomentEstimator
+from botorch_mtucb.heavy_tailed.robust import RobustGP, recommend, robust_gp
 from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
 from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
@@ -28,9 +33,12 @@ __all__: list[str] = [
     "MomentEstimator",
     "NystromMultiTaskBatch",
     "NystromMultiTaskGP",
+    "RobustGP",
     "TruncatedGP",
     "practical_multitask_gp",
     "practical_sparse_multitask_gp",
+    "recommend",
+    "robust_gp",
 ]
 
 # Registers the models with BoTorch's pathwise sampling (``draw_matheron_paths``), so

@@ -1,6 +1,7 @@
 """Shared helpers: input validation, space-filling initial designs, the local polish of x*_λ,
-a fitted model's training data in the problem's units."""
+a fitted model's training data in the problem's units, the robust incumbent."""
 
+from botorch_mtucb.utils.incumbent import robust_incumbent
 from botorch_mtucb.utils.initial_design import (
     check_bounds,
     initial_design_size,
@@ -17,6 +18,7 @@ __all__ = [
     "initial_design_size",
     "original_train_inputs",
     "polish_maxima",
+    "robust_incumbent",
     "sobol_initial_design",
     "training_data",
 ]
