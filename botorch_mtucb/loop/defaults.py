@@ -9,7 +9,8 @@ BoTorch user writes by hand:
 * the model :func:`~botorch_mtucb.models.practical_multitask_gp` on the box (normalised
   inputs, standardised outcomes, ICM Matérn-5/2 with a learned B, constant mean, learned
   noise), conditioned on each round's points and refitted on the :class:`RefitSchedule`,
-  each refit warm-started from the last one (:func:`practical_model_factory`);
+  each refit run both from the last fit and from the default start, the higher penalised
+  likelihood kept (:func:`practical_model_factory`);
 * the scale-free augmented Chebyshev scalarization with a fresh λ_t each round
   (``ScalarizationSampler(n, "chebyshev", ref_point="data", front="predicted")``: reference
   point and ranges from the observed non-dominated points and the model's payoff table;
@@ -185,7 +186,8 @@ def scalarized_ucb_factory(
 def practical_model_factory(bounds: Tensor) -> Callable[[Tensor, Tensor], Model]:
     """The loop's default model factory: ``(X, Y) ->`` the practical model
     (:func:`~botorch_mtucb.models.practical_multitask_gp` on ``bounds``), its first fit cold
-    and every later fit warm-started from the last one
+    and every later fit run twice, warm-started from the last one and cold, the fit with the
+    higher penalised marginal likelihood kept
     (:class:`~botorch_mtucb.multitask.practical.WarmStartPracticalFactory`; one factory per
     run).
 

@@ -24,6 +24,7 @@ from botorch.models.transforms import Normalize, Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from gpytorch.kernels import Kernel, MaternKernel
 from gpytorch.means import ConstantMean, MultitaskMean
+from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, LogNormalPrior
 from torch import Tensor
 from torch.nn import Module
@@ -33,11 +34,13 @@ from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
+from botorch_mtucb.multitask.fit_closure import _plain_exact_mll
 from botorch_mtucb.multitask.nystrom import NystromMultiTaskGP
 from botorch_mtucb.multitask.practical_fit import (
     check_fit_kwargs,
     copy_hyperparameters,
     fit_practical_model,
+    practical_mll,
 )
 from botorch_mtucb.utils.initial_design import check_bounds
 
@@ -47,6 +50,7 @@ __all__ = [
     "PRACTICAL_NOISE_INIT",
     "WarmStartPracticalFactory",
     "add_practical_noise_prior",
+    "fit_objective_value",
     "practical_modules",
     "practical_multitask_gp",
 ]
@@ -239,6 +243,15 @@ class WarmStartPracticalFactory:
     every fit is a local optimum of the marginal likelihood of paper 000, eq. (1)'s model; it
     may differ from the cold fit's where the likelihood has several.
 
+    **Restart** (``restart=True``, default): every warm-started fit is repeated from the
+    model's initial hyperparameters, and the fit with the higher penalised marginal
+    likelihood (:func:`fit_objective_value`; the warm one on a tie) is returned and starts the
+    next call. A warm start alone keeps the basin of the first fits: with few noisy points the
+    likelihood often has an optimum that interpolates the noise (lengthscales at their lower
+    bound, η near its start), and warm starts stay in it after more data have made the smooth
+    optimum with a larger η far better. With the restart every fit is at least as good as
+    the cold fit (and as the warm one), at the cost of a second fit per call.
+
     **Sparse mode** (``N > sparse_above``): a :class:`NystromMultiTaskGP` (paper 000, §3.2)
     with the practical model's structure (``Normalize`` on ``bounds``, ``Standardize``, ICM
     Matérn-5/2 with a learned B, constant mean, learned noise with its prior) and
@@ -280,13 +293,15 @@ class WarmStartPracticalFactory:
         independent: IT-UCB's independent tasks instead of the learned ICM B.
         lean: Fit through :func:`~botorch_mtucb.multitask.practical_fit.practical_mll_closure`.
         warm: Warm-start from the previous fit (``False``: every call is a cold fit).
+        restart: Also fit each warm-started call cold and keep the better fit.
         sparse_above: Number of points above which the sparse model is returned (``None``:
             never).
         fit_subset_size: Size of the subset the sparse mode fits on.
         max_dictionary_size: Cap on the sparse model's dictionary.
         generator: Random generator of the subset and the dictionary draws (``None``:
             torch's global RNG).
-        num_fits: Number of fits so far.
+        num_fits: Number of calls so far.
+        num_restarts_kept: Number of calls whose cold restart beat the warm-started fit.
 
     Example:
         >>> factory = WarmStartPracticalFactory(bounds)  # one per BO run
@@ -314,6 +329,7 @@ class WarmStartPracticalFactory:
         fit_subset_size: int = FIT_SUBSET_SIZE,
         max_dictionary_size: int = MAX_DICTIONARY_SIZE,
         generator: torch.Generator | None = None,
+        restart: bool = True,
     ) -> None:
         """
         Args:
@@ -327,6 +343,8 @@ class WarmStartPracticalFactory:
             max_dictionary_size: Cap (≥ 1) on the sparse model's dictionary.
             generator: ``torch.Generator`` of the subsets and dictionaries (``None``: torch's
                 global RNG).
+            restart: Repeat each warm-started fit from the initial hyperparameters and keep
+                the fit with the higher penalised marginal likelihood.
 
         Raises:
             ValueError: If ``sparse_above``, ``fit_subset_size``, ``max_dictionary_size`` or
@@ -336,6 +354,7 @@ class WarmStartPracticalFactory:
         self.independent = bool(independent)
         self.lean = bool(lean)
         self.warm = bool(warm)
+        self.restart = bool(restart)
         if sparse_above is not None:
             self._check_count(sparse_above, "sparse_above", 0)
         self._check_count(fit_subset_size, "fit_subset_size", 2)
@@ -349,6 +368,7 @@ class WarmStartPracticalFactory:
         self.max_dictionary_size = int(max_dictionary_size)
         self.generator = generator
         self.num_fits = 0
+        self.num_restarts_kept = 0
         self._previous: MultiTaskGPBase | None = None
 
     def __call__(self, X: Tensor, Y: Tensor) -> MultiTaskGPBase:
@@ -358,18 +378,26 @@ class WarmStartPracticalFactory:
         start = self._previous if self.warm else None
         if self.sparse_above is not None and X.shape[-2] > self.sparse_above:
             idx = self.fit_subset(X.shape[-2]).to(X.device)
-            fitted = practical_multitask_gp(
-                X[idx], Y[idx], self.bounds, self.independent, fit=False
-            )
-            fit_practical_model(fitted, warm_start=start, lean=self.lean)
+            fitted = self._fit(X[idx], Y[idx], start)
             model = self._sparse_model(X, Y, fitted)
         else:
-            model = fitted = practical_multitask_gp(
-                X, Y, self.bounds, self.independent, fit=False
-            )
-            fit_practical_model(model, warm_start=start, lean=self.lean)
+            model = fitted = self._fit(X, Y, start)
         self._previous = fitted
         self.num_fits += 1
+        return model
+
+    def _fit(self, X: Tensor, Y: Tensor, start: MultiTaskGPBase | None) -> ExactMultiTaskGP:
+        """The exact practical model on ``(X, Y)`` fitted from ``start`` (cold when ``None``);
+        with :attr:`restart` and a warm start, also fitted cold, the better of the two kept."""
+        model = practical_multitask_gp(X, Y, self.bounds, self.independent, fit=False)
+        fit_practical_model(model, warm_start=start, lean=self.lean)
+        if start is None or not self.restart:
+            return model
+        cold = practical_multitask_gp(X, Y, self.bounds, self.independent, fit=False)
+        fit_practical_model(cold, lean=self.lean)
+        if fit_objective_value(cold) > fit_objective_value(model):
+            self.num_restarts_kept += 1
+            return cold
         return model
 
     def fit_subset(self, N: int) -> Tensor:
@@ -407,6 +435,43 @@ class WarmStartPracticalFactory:
         """Raise ``ValueError`` unless ``value`` is an integer ≥ ``minimum``."""
         if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
             raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+
+
+def fit_objective_value(model: MultiTaskGPBase) -> float:
+    r"""The objective the practical fit maximises, at ``model``'s hyperparameters: the
+    penalised, normalised marginal log likelihood of paper 000, eq. (1)'s model,
+
+    .. math::
+        \frac{1}{Nn}\Big(\log \mathcal N(\mathrm{vec}\,Y;\ μ,\ K ⊗ B + ηI)
+        + \sum \log p(θ)\Big)
+
+    (``ExactMarginalLogLikelihood``'s value, through
+    :func:`~botorch_mtucb.multitask.practical_fit.practical_mll` where it covers the model).
+    Two fits of the same data compare by it.
+
+    Args:
+        model: A multi-task GP (e.g. from ``practical_multitask_gp``); its train/eval mode
+            is left as it was.
+
+    Returns:
+        The objective as a float (higher is better).
+
+    Example:
+        >>> model = practical_multitask_gp(train_X, train_Y, bounds)
+        >>> value = fit_objective_value(model)  # the fitted optimum's value
+    """
+    was_training = model.training
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    mll.train()
+    try:
+        with torch.no_grad():
+            if _plain_exact_mll(mll):
+                value = practical_mll(mll)
+            else:
+                value = mll(model(*model.train_inputs), model.train_targets).sum()
+    finally:
+        mll.train(was_training)
+    return float(value)
 
 
 def _likelihood_noise(likelihood: Module) -> Tensor:

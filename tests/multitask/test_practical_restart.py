@@ -1,0 +1,52 @@
+"""WarmStartPracticalFactory's restarts: never worse than the warm or the cold fit."""
+
+import warnings
+
+import pytest
+import torch
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_mtucb.multitask.practical import (
+    WarmStartPracticalFactory,
+    fit_objective_value,
+    practical_multitask_gp,
+)
+
+DT = torch.float64
+BOUNDS = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+
+
+def _noisy(seed: int, N: int):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(N, 2, generator=g, dtype=DT)
+    F = torch.stack([torch.sin(3 * X[:, 0]) + X[:, 1], torch.cos(3 * X[:, 1]) * X[:, 0]], -1)
+    return X, F + 0.3 * torch.randn(N, 2, generator=g, dtype=DT)
+
+
+def test_fit_objective_value_is_gpytorchs_mll() -> None:
+    X, Y = _noisy(0, 12)
+    model = practical_multitask_gp(X, Y, BOUNDS)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model).train()
+    with torch.no_grad():
+        ref = float(mll(model(*model.train_inputs), model.train_targets))
+    model.eval()
+    assert fit_objective_value(model) == pytest.approx(ref, abs=1e-8)
+    assert not model.training
+
+
+@pytest.mark.parametrize("seed", [5, 8, 10])  # seeds where the warm start alone ends worse
+def test_restart_is_never_worse_than_warm_or_cold(seed: int) -> None:
+    X, Y = _noisy(seed, 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = WarmStartPracticalFactory(BOUNDS, restart=False)
+        plain(X[:6], Y[:6])
+        warm = fit_objective_value(plain(X, Y))
+        cold = fit_objective_value(practical_multitask_gp(X, Y, BOUNDS))
+        factory = WarmStartPracticalFactory(BOUNDS)
+        factory(X[:6], Y[:6])
+        best = fit_objective_value(factory(X, Y))
+    assert cold > warm + 1e-3  # the case the restarts are for
+    assert best >= max(warm, cold) - 1e-9
+    assert factory.num_restarts_kept >= 1 and plain.num_restarts_kept == 0
+    assert factory._previous is not None and fit_objective_value(factory._previous) == best
