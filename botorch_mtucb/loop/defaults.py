@@ -17,7 +17,10 @@ BoTorch user writes by hand:
   n ≥ 2 objectives);
 * :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with its default (practical)
   width and the directional bound (:func:`scalarized_ucb_factory`), maximised by
-  ``BoxOptimizer(bounds, num_restarts=4, raw_samples=256)``.
+  ``DedupOptimizer(bounds, num_restarts=4, raw_samples=256)``: ``BoxOptimizer``'s multi-start
+  L-BFGS-B, except that it returns the best point that has not been evaluated yet (a repeat
+  teaches a noise-free model nothing; ``optimizer=BoxOptimizer(bounds, 4, 256)`` allows
+  repeats).
 
 Every piece given explicitly replaces its default; a call that gives ``initial_X`` and the
 model, acquisition and optimizer runs with exactly those pieces (``update="condition"``, no
@@ -37,6 +40,7 @@ from botorch.models.model import Model
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.dedup import DedupOptimizer
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.pending import PendingInflation, resolve_inflation
@@ -249,10 +253,11 @@ def default_sampler(
 
 
 def default_optimizer(box: Tensor | None, seed: int) -> Callable[[AcquisitionFunction], Tensor]:
-    """``BoxOptimizer(box, 4, 256, seed)``, or a clear error without a box."""
+    """``DedupOptimizer(box, 4, 256, seed)`` (a ``BoxOptimizer`` that never returns an
+    evaluated point), or a clear error without a box."""
     if box is None:
         raise ValueError("`optimizer=None` (a BoxOptimizer) needs `bounds=` (2 x d).")
-    return BoxOptimizer(
+    return DedupOptimizer(
         box, num_restarts=DEFAULT_NUM_RESTARTS, raw_samples=DEFAULT_RAW_SAMPLES, seed=seed
     )
 

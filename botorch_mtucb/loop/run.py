@@ -154,8 +154,8 @@ def run_bo_loop(
             :class:`ScalarizedMultiTaskUCB`).
         optimizer: ``acqf -> 1 x d`` maximiser (:class:`BoxOptimizer`,
             :class:`FiniteArmOptimizer`, or any callable). Default (needs ``bounds``):
-            ``BoxOptimizer(bounds, num_restarts=4, raw_samples=256)`` seeded from
-            ``generator``.
+            ``DedupOptimizer(bounds, num_restarts=4, raw_samples=256)`` (never an evaluated
+            point) seeded from ``generator``.
         scalarization_sampler: ``generator -> s_λ`` drawing λ_t ~ P_λ each round (e.g.
             :class:`~botorch_mtucb.acquisition.ScalarizationSampler`); ``None`` for n = 1.
             With the default acquisition: ``ScalarizationSampler(n, "chebyshev",
