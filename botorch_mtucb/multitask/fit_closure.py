@@ -51,6 +51,7 @@ from gpytorch.likelihoods import MultitaskGaussianLikelihood
 from gpytorch.means import ConstantMean, MultitaskMean
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, LogNormalPrior
+from scipy.linalg import lapack
 from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
 from torch import Tensor
@@ -60,13 +61,26 @@ from botorch_mtucb.linalg.icm_cholesky import icm_factor_cache, icm_likelihood_m
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.solvers.exact import icm_factor_key
 
-__all__ = ["CLOSED_FORM_MAX_POINTS", "ICMFitObjective", "fit_icm_lbfgsb", "icm_fit_objective"]
+__all__ = [
+    "CLOSED_FORM_MAX_POINTS",
+    "ICMFitObjective",
+    "NUMPY_MAX_POINTS",
+    "fit_icm_lbfgsb",
+    "icm_fit_objective",
+]
 
 #: :func:`icm_fit_objective` covers models with fewer training points than this: its
 #: ``t x t`` work is one ``eigh`` of ``K`` or ``n`` Cholesky factors of ``ξ_i K + ηI``
 #: (:func:`~botorch_mtucb.linalg.icm_likelihood_method`'s choice) and about ``8 + n`` ``t x t``
 #: buffers; larger ``t`` are left to the autograd closure and the likelihood's memory bound.
 CLOSED_FORM_MAX_POINTS = 2000
+
+#: :class:`ICMFitObjective` does the ``t x t`` work of an evaluation in NumPy (float64, on the
+#: host) instead of torch when the training data live on the CPU and ``t`` is at most this:
+#: there an evaluation is a few dozen operations on small matrices, whose cost is mostly the
+#: per-operation overhead, smaller in NumPy; above it the ``O(t³)`` linear algebra dominates and
+#: torch's is as fast. Data on any other device take the torch route.
+NUMPY_MAX_POINTS = 200
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
@@ -266,8 +280,11 @@ class ICMFitObjective:
 
     One evaluation does the ``N``-sized work (kernel matrix, ``eigh``, the products of the
     gradient) in float64 on the data's device and the hyperparameter-sized work (constraints,
-    ``B`` and its ``eigh``, priors, chain rule) on the host, where ``θ`` lives: one transfer
-    each way.
+    priors, chain rule) on the host, where ``θ`` lives: one transfer each way. For data on
+    the CPU with at most :data:`NUMPY_MAX_POINTS` points the ``N``-sized work runs in NumPy
+    (the same code, generic over the array namespace): no transfer and a smaller cost per
+    operation. The factors handed to the posterior (:meth:`write`) are torch tensors on the
+    data's device either way.
 
     Attributes:
         names: Names of the optimised parameters (``get_parameters_and_bounds`` order;
@@ -315,12 +332,15 @@ class ICMFitObjective:
             model.eval()
         wd = torch.float64
         self._model, self._x = model, x
-        self._xc = (x - x.mean(-2, keepdim=True)).to(wd)
-        self._last: tuple[np.ndarray, tuple[Tensor, ...]] | None = None
-        self._Y = model.train_targets.detach().to(wd)
+        N, n = model.train_targets.shape
+        # the array namespace of the t x t work: NumPy for small data on the CPU, else torch
+        self._xp: Any = np if x.device.type == "cpu" and N <= NUMPY_MAX_POINTS else torch
+        xc = (x - x.mean(-2, keepdim=True)).to(wd)
+        Y = model.train_targets.detach().to(wd)
+        self._xc, self._Y = (xc.numpy(), Y.numpy()) if self._xp is np else (xc, Y)
+        self._last: tuple[np.ndarray, tuple[Any, ...], np.ndarray] | None = None
         self._nu = float(k.nu)
         self._zero_mean = bool(model._zero_mean)
-        N, n = self._Y.shape
         self._n = n
         self._Nn = N * n
         self._method = icm_likelihood_method(n, N) if method is None else method
@@ -422,8 +442,12 @@ class ICMFitObjective:
         var = maps["v"].value(raw["v"])
         c = np.zeros(n) if self._zero_mean else np.array([raw[f"c{i}"] for i in range(n)])
         host = np.concatenate([ell.reshape(-1), eta.reshape(-1), c, var, raw["F"].reshape(-1)])
-        packed, factors = self._device(torch.from_numpy(host).to(self._xc))
-        out = packed.cpu().numpy()
+        if self._xp is np:  # non-finite trial points give non-finite values, as in torch
+            with np.errstate(all="ignore"):
+                out, factors = self._device(host)
+        else:
+            packed, factors = self._device(torch.from_numpy(host).to(self._xc))
+            out = packed.cpu().numpy()
         sl = self._out_slices
         self._last = (np.array(x, dtype=np.float64), factors, out[sl["cstar"]].copy())
         g_eta = half * out[sl["eta"]]
@@ -446,49 +470,33 @@ class ICMFitObjective:
             grad[sl_in["c0"].start : sl_in["c0"].start + n] = half * out[sl["c"]]
         return float(value), grad[self._pos]
 
-    def _device(self, h: Tensor) -> tuple[Tensor, tuple[Tensor, ...]]:
+    def _device(self, h: Any) -> tuple[Any, tuple[Any, ...]]:
         """The ``N``- and ``B``-sized part of one evaluation, packed (× 2Nn): ``rᵀΣ⁻¹r``,
         ``log det Σ``, ``∂/∂η``, ``∂/∂c`` (n), ``∂/∂F`` (n·r), ``∂/∂diag(B)`` (n) and the
-        lengthscale term ``Σ_p z_p² m_p − Σ_p z_p (Mz)_p`` (d), from ``h = [ℓ, η, c, v, F]``
-        (constrained values); and the factors of ``K`` for the posterior: ``eigh(K)``
-        (eigenvalues clamped at 0, eigenvectors) or ``(ξ, U, L)`` with the ``n`` Cholesky
-        factors ``L_i`` of ``ξ_i K + ηI`` (:attr:`_method`)."""
-        n, d1, r = self._n, self._shapes["ell"][-1], self._shapes["F"][-1]
+        lengthscale term ``Σ_p z_p² m_p − Σ_p z_p (Mz)_p`` (d), then ``c*`` (n), from
+        ``h = [ℓ, η, c, v, F]`` (constrained values); and the factors of ``K`` for the
+        posterior: ``eigh(K)`` (eigenvalues clamped at 0, eigenvectors) or ``(ξ, U, L)`` with
+        the ``n`` Cholesky factors ``L_i`` of ``ξ_i K + ηI`` (:attr:`_method`). ``h``, the
+        results and the factors are arrays of the namespace :attr:`_xp` (NumPy or torch)."""
+        xp, n, d1, r = self._xp, self._n, self._shapes["ell"][-1], self._shapes["F"][-1]
         ell, eta = h[:d1], h[d1]
         c, var = h[d1 + 1 : d1 + 1 + n], h[d1 + 1 + n : d1 + 1 + 2 * n]
-        F = h[d1 + 1 + 2 * n :].view(n, r)
-        xi, U = torch.linalg.eigh(torch.addmm(torch.diag(var), F, F.T))
-        xi = xi.clamp_min_(0.0)
+        F = h[d1 + 1 + 2 * n :].reshape(n, r)
+        xi, U = xp.linalg.eigh(xp.diag(var) + F @ F.T)
+        xi = xp.clip(xi, 0.0, None)
         z = self._xc / ell
         zz = z * z
-        K, S = self._matern(z, zz)
+        K, S = _matern(xp, z, zz, self._nu)
         Yt, ct = self._Y @ U, None if self.profiled else c @ U
-        if self._method == "cholesky":
-            head, gK, gB, alpha, ct, factors = _cholesky_terms(K, xi, U, eta, Yt, ct)
-        else:
-            head, gK, gB, alpha, ct, factors = _eigh_terms(K, xi, U, eta, Yt, ct)
-        M = gK.mul_(S)
-        term = zz.T @ M.sum(-1) - (z * (M @ z)).sum(0)
-        packed = torch.cat([
-            head, -2.0 * (U @ alpha.sum(0)), (2.0 * gB @ F).reshape(-1),
-            torch.diagonal(gB), term, U @ ct,
+        terms = _cholesky_terms if self._method == "cholesky" else _eigh_terms
+        head, gK, gB, alpha, ct, factors = terms(xp, K, xi, U, eta, Yt, ct)
+        gK *= S  # M = ∂_K ∘ (−∂k/∂r²)
+        term = zz.T @ gK.sum(-1) - (z * (gK @ z)).sum(0)
+        packed = xp.concatenate([
+            head, -2.0 * (U @ alpha.sum(0)), (2.0 * gB @ F).reshape(-1), xp.diag(gB), term,
+            U @ ct,
         ])
         return packed, factors
-
-    def _matern(self, z: Tensor, zz: Tensor) -> tuple[Tensor, Tensor]:
-        """The Matérn matrix ``K`` of the scaled inputs ``z`` and ``S = −∂k/∂r²``."""
-        sq = zz.sum(-1)
-        r2 = torch.addmm(sq[:, None] + sq, z, z.T, alpha=-2.0).clamp_min_(1e-30)
-        if self._nu == 2.5:
-            sr = r2.sqrt().mul_(math.sqrt(5.0))
-            ex = sr.neg().exp_()
-            one = sr.add_(1.0)
-            K = torch.add(one, r2, alpha=5.0 / 3.0).mul_(ex)
-            return K, one.mul_(ex).mul_(5.0 / 6.0)
-        sr = r2.sqrt().mul_(math.sqrt(3.0))
-        ex = sr.neg().exp_()
-        K = sr.add_(1.0).mul_(ex)
-        return K, ex.mul_(1.5)
 
     def write(self, x: np.ndarray) -> None:
         """Write the flat vector ``x`` into the model's parameters (in place, no gradient).
@@ -516,22 +524,77 @@ class ICMFitObjective:
             model = self._model
             with torch.no_grad():
                 noise = model.likelihood.noise.detach().reshape(())
+            factors = last[1]
+            if self._xp is np:  # the posterior takes torch tensors on the data's device
+                factors = tuple(torch.from_numpy(np.ascontiguousarray(f)).to(self._x.device)
+                                for f in factors)
             cache = icm_factor_cache(model)
             cache.begin(icm_factor_key(model.covar_module, self._x, noise))
-            cache.store(self._method, last[1])
+            cache.store(self._method, factors)
+
+
+def _eye(xp: Any, K: Any) -> Any:
+    """The identity of ``K``'s size, namespace, dtype and device."""
+    if xp is torch:
+        return torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)
+    return np.eye(K.shape[-1], dtype=K.dtype)
+
+
+def _cholesky_inverse(xp: Any, L: Any) -> Any:
+    """``(L Lᵀ)⁻¹`` of a stack of lower Cholesky factors (``... x t x t``), in ``L``'s namespace:
+    ``torch.cholesky_inverse``, or LAPACK's ``potri`` per factor (it fills the lower triangle)
+    for NumPy."""
+    if xp is torch:
+        return torch.cholesky_inverse(L)
+    out = np.empty_like(L)
+    for i, Li in enumerate(L):
+        out[i], info = lapack.dpotri(Li, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"potri failed with info={info}.")
+    return out + np.tril(out, -1).swapaxes(-1, -2)
+
+
+def _matern(xp: Any, z: Any, zz: Any, nu: float) -> tuple[Any, Any]:
+    """The Matérn-``nu`` (3/2 or 5/2) matrix ``K`` of the scaled inputs ``z`` (``t x d``, with
+    ``zz = z ∘ z``) and ``S = −∂k/∂r²``, both ``t x t``, in ``z``'s namespace ``xp``."""
+    sq = zz.sum(-1)
+    r2 = z @ z.T
+    r2 *= -2.0
+    r2 += sq[:, None]
+    r2 += sq
+    r2 = xp.clip(r2, 1e-30, None, out=r2)
+    if nu == 2.5:
+        sr = xp.sqrt(r2)
+        sr *= math.sqrt(5.0)
+        ex = xp.exp(-sr)
+        sr += 1.0
+        K = r2 * (5.0 / 3.0)
+        K += sr
+        K *= ex
+        sr *= ex
+        sr *= 5.0 / 6.0
+        return K, sr
+    sr = xp.sqrt(r2, out=r2)
+    sr *= math.sqrt(3.0)
+    ex = xp.exp(-sr)
+    sr += 1.0
+    sr *= ex
+    ex *= 1.5
+    return sr, ex
 
 
 def _eigh_terms(
-    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, Yt: Tensor, ct: Tensor | None
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor]]:
+    xp: Any, K: Any, xi: Any, U: Any, eta: Any, Yt: Any, ct: Any | None
+) -> tuple[Any, Any, Any, Any, Any, tuple[Any, Any]]:
     """The ICM terms from ``K = W diag(a) Wᵀ`` (module docstring), with ``Yt = YU`` the
     targets and ``ct = Uᵀc`` the constants in B's eigenbasis (``None``: profiled, ``c̃*``):
     ``[rᵀΣ⁻¹r, log det Σ, tr Σ⁻¹ − ‖Σ⁻¹r‖²]``, ``2Nn ∂L/∂K``, ``2Nn ∂L/∂B``, ``α = Σ⁻¹r`` in
-    B's eigenbasis (``t x n``), ``ct`` and the factors ``(a, W)``."""
-    a, W = torch.linalg.eigh(K)
-    a = a.clamp_min_(0.0)
-    lam = torch.addr(eta.expand(len(a), len(xi)), a, xi)
-    inv = lam.reciprocal()
+    B's eigenbasis (``t x n``), ``ct`` and the factors ``(a, W)``; arrays of the namespace
+    ``xp`` (NumPy or torch)."""
+    a, W = xp.linalg.eigh(K)
+    a = xp.clip(a, 0.0, None)
+    lam = a[:, None] * xi + eta
+    inv = 1.0 / lam
     Yw, w1 = W.T @ Yt, W.sum(0)  # Wᵀ(YU), Wᵀ1
     if ct is None:  # c̃*_i = 1ᵀM_i y_i / 1ᵀM_i 1 with M_i = W diag(inv_i) Wᵀ
         iw = inv * w1[:, None]
@@ -540,34 +603,32 @@ def _eigh_terms(
     Z = Rt * inv
     WZ = W @ Z
     gK = (W * (inv @ xi)) @ W.T - (WZ * xi) @ WZ.T
-    gB = U @ (torch.diag(a @ inv) - Z.T @ (a[:, None] * Z)) @ U.T
-    head = torch.stack([(Rt * Z).sum(), lam.log().sum(), inv.sum() - (Z * Z).sum()])
+    gB = U @ (xp.diag(a @ inv) - Z.T @ (a[:, None] * Z)) @ U.T
+    head = xp.stack([(Rt * Z).sum(), xp.log(lam).sum(), inv.sum() - (Z * Z).sum()])
     return head, gK, gB, WZ, ct, (a, W)
 
 
 def _cholesky_terms(
-    K: Tensor, xi: Tensor, U: Tensor, eta: Tensor, Yt: Tensor, ct: Tensor | None
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor, Tensor]]:
+    xp: Any, K: Any, xi: Any, U: Any, eta: Any, Yt: Any, ct: Any | None
+) -> tuple[Any, Any, Any, Any, Any, tuple[Any, Any, Any]]:
     """The terms of :func:`_eigh_terms` from the ``n`` blocks ``ξ_i K + ηI = L_i L_iᵀ`` of
     Σ in B's eigenbasis (``M_i`` their inverses, ``α_i = M_i (RU)_i``):
     ``rᵀΣ⁻¹r = Σ_i (RU)_iᵀα_i``, ``log det Σ = Σ_i log det L_i²``, ``2Nn ∂L/∂K = Σ_i ξ_i M_i −
     α diag(ξ) αᵀ``, ``2Nn ∂L/∂B = U (diag(tr(K M_i)) − αᵀKα) Uᵀ``, ``tr Σ⁻¹ = Σ_i tr M_i``;
     the factors are ``(ξ, U, L)``."""
-    t = K.shape[-1]
-    eye = torch.eye(t, dtype=K.dtype, device=K.device)
-    L = torch.linalg.cholesky(xi[:, None, None] * K + eta * eye)  # n x t x t
-    Minv = torch.cholesky_inverse(L)  # n x t x t
+    L = xp.linalg.cholesky(xi[:, None, None] * K + eta * _eye(xp, K))  # n x t x t
+    Minv = _cholesky_inverse(xp, L)  # n x t x t
     if ct is None:  # c̃*_i = 1ᵀM_i y_i / 1ᵀM_i 1
         m1 = Minv.sum(-1)  # n x t: M_i 1 (M_i symmetric)
         ct = (m1 * Yt.T).sum(-1) / m1.sum(-1)
     Rt = Yt - ct  # t x n: (Y − 1cᵀ)U
-    alpha = (Minv @ Rt.T.unsqueeze(-1)).squeeze(-1).T  # t x n
-    gK = torch.einsum("i,ipq->pq", xi, Minv) - (alpha * xi) @ alpha.T
+    alpha = (Minv @ Rt.T[:, :, None])[:, :, 0].T  # t x n
+    gK = xp.einsum("i,ipq->pq", xi, Minv) - (alpha * xi) @ alpha.T
     tr_KM = (Minv * K).sum((-2, -1))
-    gB = U @ (torch.diag(tr_KM) - alpha.T @ K @ alpha) @ U.T
-    logdet = 2.0 * torch.diagonal(L, dim1=-2, dim2=-1).log().sum()
-    tr_M = torch.diagonal(Minv, dim1=-2, dim2=-1).sum()
-    head = torch.stack([(Rt * alpha).sum(), logdet, tr_M - (alpha * alpha).sum()])
+    gB = U @ (xp.diag(tr_KM) - alpha.T @ K @ alpha) @ U.T
+    logdet = 2.0 * xp.log(xp.einsum("ipp->ip", L)).sum()
+    tr_M = xp.einsum("ipp->", Minv)
+    head = xp.stack([(Rt * alpha).sum(), logdet, tr_M - (alpha * alpha).sum()])
     return head, gK, gB, alpha, ct, (xi, U, L)
 
 

@@ -15,11 +15,12 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, NormalPrior
 
 from botorch_mtucb.kernels import ICMKernel
-from botorch_mtucb.linalg import icm_likelihood_method
+from botorch_mtucb.linalg import icm_factor_cache, icm_likelihood_method
 from botorch_mtucb.models import ExactMultiTaskGP
 from botorch_mtucb.multitask import fit_closure
 from botorch_mtucb.multitask.fit_closure import (
     CLOSED_FORM_MAX_POINTS,
+    NUMPY_MAX_POINTS,
     ICMFitObjective,
     fit_icm_lbfgsb,
     icm_fit_objective,
@@ -29,6 +30,8 @@ from botorch_mtucb.multitask.practical_fit import fit_practical_model
 from botorch_mtucb.multitask.solvers import exact as exact_solvers
 
 DT = torch.float64
+#: ``NUMPY_MAX_POINTS`` that sends every CPU objective to one route of the t x t work.
+ROUTES = {"numpy": 10**9, "torch": -1}
 
 
 def _data(seed: int, N: int, d: int, n: int):
@@ -118,9 +121,13 @@ def test_cholesky_route_equals_exact_marginal_log_likelihood(kind: str, seed: in
         ICMFitObjective(mll, method="lu")
 
 
-def test_larger_data_takes_the_cholesky_route_and_the_posterior_reuses_it(monkeypatch) -> None:
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_larger_data_takes_the_cholesky_route_and_the_posterior_reuses_it(
+    monkeypatch, route: str
+) -> None:
     """Where the rule says "cholesky" (n = 2, t = 150) the fit factorises ξ_i K + ηI and the
-    posterior takes those factors: no t x t factorisation after the fit."""
+    posterior takes those factors: no t x t factorisation after the fit (either route)."""
+    monkeypatch.setattr(fit_closure, "NUMPY_MAX_POINTS", ROUTES[route])
     X, Y, bounds = _data(13, 150, 3, 2)
     assert icm_likelihood_method(2, 150) == "cholesky"
     # the posterior takes the fit's Cholesky factors above this size (eigh's predictor below)
@@ -296,7 +303,9 @@ def test_failed_fit_leaves_parameters_and_falls_back(monkeypatch) -> None:
     assert calls == []  # the failing minimiser never evaluated the objective
 
 
-def test_posterior_reuses_the_fits_last_eigendecomposition(monkeypatch) -> None:
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_posterior_reuses_the_fits_last_eigendecomposition(monkeypatch, route: str) -> None:
+    monkeypatch.setattr(fit_closure, "NUMPY_MAX_POINTS", ROUTES[route])
     X, Y, bounds = _data(12, 25, 2, 2)
     model = practical_multitask_gp(X, Y, bounds)  # closed-form fit
     fresh = copy.deepcopy(model)
@@ -320,6 +329,7 @@ def test_objective_and_fit_on_cuda_equal_cpu() -> None:
               for dev in ("cpu", "cuda")]
     objectives = [icm_fit_objective(ExactMarginalLogLikelihood(m.likelihood, m))
                   for m in models]
+    assert objectives[0]._xp is np and objectives[1]._xp is torch  # CUDA: the torch route
     (v0, g0), (v1, g1) = (o(objectives[0].x0) for o in objectives)
     assert abs(v0 - v1) < 1e-10
     np.testing.assert_allclose(g0, g1, atol=1e-9, rtol=1e-8)
@@ -390,3 +400,82 @@ def test_profiled_fit_reaches_the_full_fit() -> None:
     model = _zero_mean_model(X, Y, 2.5, True)
     objective = icm_fit_objective(ExactMarginalLogLikelihood(model.likelihood, model), True)
     assert objective is not None and not objective.profiled
+
+
+def _sigma_parts(method: str, factors) -> list[torch.Tensor]:
+    """What the stored factors mean, free of eigenvector signs: ``K`` (``eigh``: ``W diag(a)
+    Wᵀ``) or ``ξ``, ``U diag(ξ) Uᵀ`` and the Cholesky factors ``L_i`` (``cholesky``)."""
+    if method == "eigh":
+        a, W = factors
+        return [(W * a) @ W.T]
+    xi, U, L = factors
+    return [xi, (U * xi) @ U.T, L]
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+@pytest.mark.parametrize("method", ["eigh", "cholesky"])
+@pytest.mark.parametrize("profile", [False, True])
+def test_numpy_route_equals_torch_route_and_the_reference(
+    monkeypatch, kind: str, method: str, profile: bool
+) -> None:
+    """The NumPy route of the t x t work gives the torch route's value, gradient, ``c*`` and
+    (as torch tensors on the data's device) factors, and BoTorch's closure of
+    ExactMarginalLogLikelihood; profiled, at the constants ``c*`` that ``write`` sets (the
+    reference's gradient in the constants vanishes there)."""
+    X, Y, bounds = _data(80, 17, 2, 3)
+    model = MODELS[kind](X, Y, bounds)
+    _perturb(model, 3)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    mll.train()
+    runs = {}
+    for route in ("torch", "numpy"):
+        monkeypatch.setattr(fit_closure, "NUMPY_MAX_POINTS", ROUTES[route])
+        objective = ICMFitObjective(mll, method=method, profile_mean=profile)
+        assert (objective._xp is np) is (route == "numpy")
+        assert objective.profiled is (profile and kind in ("gamma", "practical"))
+        runs[route] = (*objective(objective.x0), objective)
+    value, grad, objective = runs["numpy"]
+    t_value, t_grad, t_objective = runs["torch"]
+    assert isinstance(value, float) and grad.dtype == np.float64
+    assert abs(value - t_value) < 1e-12 * max(1.0, abs(value))
+    np.testing.assert_allclose(grad, t_grad, atol=1e-11, rtol=1e-10)
+    np.testing.assert_allclose(objective._last[2], t_objective._last[2], atol=1e-12, rtol=1e-11)
+    for ours, ref in zip(_sigma_parts(method, [torch.as_tensor(f) for f in objective._last[1]]),
+                         _sigma_parts(method, t_objective._last[1]), strict=True):
+        torch.testing.assert_close(ours, ref, atol=1e-11, rtol=1e-10)
+    objective.write(objective.x0)  # profiled: the constants become c*
+    cache = icm_factor_cache(model)
+    assert cache.method == method
+    assert all(isinstance(f, torch.Tensor) and f.dtype == DT and f.device == X.device
+               for f in cache.factors)
+    for ours, ref in zip(_sigma_parts(method, cache.factors),
+                         _sigma_parts(method, t_objective._last[1]), strict=True):
+        torch.testing.assert_close(ours, ref, atol=1e-11, rtol=1e-10)
+    ref_value, ref_grad, names = _reference(mll)
+    params = dict(get_parameters_and_bounds(mll)[0])
+    kept = np.concatenate([np.full(params[name].numel(), name in objective.names)
+                           for name in names])
+    assert abs(value - ref_value) < 1e-10 * max(1.0, abs(ref_value))
+    np.testing.assert_allclose(grad, ref_grad[kept], atol=1e-9, rtol=1e-8)
+    np.testing.assert_allclose(ref_grad[~kept], 0.0, atol=1e-9)
+
+
+def test_route_follows_the_constant(monkeypatch) -> None:
+    """CPU data with at most NUMPY_MAX_POINTS points take the NumPy route, more the torch one;
+    both fit to the same optimum."""
+    X, Y, bounds = _data(81, 12, 2, 2)
+    assert NUMPY_MAX_POINTS >= 12
+
+    def route(limit: int):
+        monkeypatch.setattr(fit_closure, "NUMPY_MAX_POINTS", limit)
+        model = practical_multitask_gp(X, Y, bounds, fit=False)
+        mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        objective = icm_fit_objective(mll, profile_mean=True)
+        assert fit_icm_lbfgsb(objective)
+        return objective._xp, _reference(mll.train())[0]
+
+    (xp_default, v_default), (xp_at, v_at), (xp_below, v_below) = (
+        route(limit) for limit in (NUMPY_MAX_POINTS, 12, 11)
+    )
+    assert xp_default is np and xp_at is np and xp_below is torch
+    assert abs(v_at - v_below) < 1e-6 and v_default == v_at
