@@ -29,6 +29,7 @@ SOURCES = [
     "02_scaling_up_mtbkb.py",
     "03_heavy_tailed_noise.py",
     "04_ax.py",
+    "05_robust_default.py",
 ]
 KERNEL = "python3"
 CELL_TIMEOUT_S = 300  # generous: a whole tutorial takes seconds in FAST mode

@@ -9,13 +9,14 @@ each reading against what the *other* readings predict at its input.
 
 The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
 
-1. **Screening fit.** ``z`` winsorised at paper 001's data-driven level
-   ``b = v̂^{1/2} t^{1/4}`` (``α = 1``, ``v̂`` the median-of-means moment of
-   :func:`~botorch_mtucb.heavy_tailed.moments.robust_location_and_moment`), so that gross
-   values cannot inflate the hyperparameters; kernel and ``λ`` fitted the BoTorch way on it
-   (:func:`~botorch_mtucb.heavy_tailed.moments.fit_kernel_on_targets`, inputs normalised to
-   the unit cube). The winsorised targets serve this fit only: the residuals below use the
-   raw readings, so a large reward that neighbouring readings share is not clipped.
+1. **Screening fit.** Kernel and ``λ`` fitted the BoTorch way on the raw centred readings
+   ``z`` (:func:`~botorch_mtucb.heavy_tailed.moments.fit_kernel_on_targets`, inputs
+   normalised to the unit cube). Corrupted readings inflate ``λ`` here, which can hide a
+   milder one among them; winsorising ``z`` first (at paper 001's level
+   ``b = v̂^{1/2} t^{1/4}``) would avoid that but clips the best clean readings too, and a
+   kernel fitted on clipped peaks predicts them badly from their neighbours, so that the
+   screening then flags the best clean readings. Missing a mild outlier costs less than
+   discarding the best point.
 2. **Leave-one-out residuals.** With ``A = K + λI`` on the raw centred readings ``z``, the
    leave-one-out predictive mean and variance of reading ``i`` (Rasmussen & Williams 2006,
    eq. 5.12; :func:`loo_moments`) are
@@ -32,11 +33,13 @@ The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
    reward that its neighbours explain (a peak) has a small residual, and one that nothing
    near it predicts has a large ``s_i``. Fewer than half of the readings can be flagged
    (``ŝ`` is a median). No flags with fewer than ``MIN_SCREENED`` readings.
-4. **Second pass.** Steps 2–3 are repeated with the readings flagged in the first pass left
-   out of every conditioning (``ROBUST_PASSES = 2`` passes in all, same hyperparameters):
-   for those, ``m_i`` and ``s²_i`` are the predictive moments given the other readings. A
-   gross outlier drags its neighbours' first-pass predictions and can get them flagged too;
-   the second pass, which decides, judges them without it.
+4. **Second pass.** The kernel and ``λ`` are refitted on the first pass's cleaned targets
+   (step 5), and steps 2–3 are repeated with the readings flagged in the first pass left out
+   of every conditioning (``ROBUST_PASSES = 2`` passes in all): for those, ``m_i`` and
+   ``s²_i`` are the predictive moments given the other readings. A gross outlier drags its
+   neighbours' first-pass predictions and inflates the first fit's ``λ``, which can get
+   neighbours flagged or hide a second outlier; the second pass, which decides, judges them
+   without it.
 5. **Cleaning.** Flagged targets are replaced by their means ``m_i`` from the second pass (a
    failure reading then no longer pulls the fit up and is not the largest target); the others
    keep their raw values (no clipping of signal). The kernel and ``λ`` are refitted on the
@@ -49,8 +52,8 @@ hyperparameters (:class:`~botorch_mtucb.models.TruncatedGP` with ``truncate=Fals
 multiplied by the box widths ``w``. :func:`recommend` returns the evaluated point with the
 largest posterior mean among those with an unflagged reading.
 
-Cost: two kernel fits and ``ROBUST_PASSES`` Cholesky factorisations of at most ``t x t``
-per model, no loop over observations.
+Cost: ``ROBUST_PASSES + 1`` kernel fits and ``ROBUST_PASSES`` Cholesky factorisations of at
+most ``t x t`` per model, no loop over observations.
 """
 
 from __future__ import annotations
@@ -68,7 +71,6 @@ from torch import Tensor
 from botorch_mtucb.heavy_tailed.arms import check_training_data
 from botorch_mtucb.heavy_tailed.moments import fit_kernel_on_targets, robust_location_and_moment
 from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
-from botorch_mtucb.theory.heavy_tailed import tgp_truncation_level
 from botorch_mtucb.utils.incumbent import robust_incumbent
 
 __all__ = [
@@ -272,15 +274,13 @@ class RobustGP(TruncatedGP):
             raise ValueError(f"`threshold` must be a positive finite number, got {threshold!r}.")
         lower, width = _normalising_box(X, bounds)
         U = (X - lower) / width  # new tensors: the caller's are never written to
-        t = y.shape[0]
-        loc, v = robust_location_and_moment(y, 1.0)
+        loc, _ = robust_location_and_moment(y, 1.0)
         z = y - loc
-        b = tgp_truncation_level(t, 1.0, float(v))
-        kernel, lam = fit_kernel_on_targets(U, z.clamp(-b, b))  # step 1
+        kernel, lam = fit_kernel_on_targets(U, z)  # step 1
         flags = None
-        for _ in range(ROBUST_PASSES):  # steps 2-4, bounded
+        for _ in range(ROBUST_PASSES):  # steps 2-5, bounded; the last fit is the model's
             flags, targets, residuals = _screen(kernel, lam, U, z, flags, threshold)
-        kernel, lam = fit_kernel_on_targets(U, targets)  # the final model's hyperparameters
+            kernel, lam = fit_kernel_on_targets(U, targets)
         super().__init__(
             X, (targets + loc).unsqueeze(-1), v=1.0, covar_module=_raw_input_kernel(kernel, width),
             lam=lam, constants="practical", truncate=False, centre=True,

@@ -22,6 +22,7 @@ from botorch.models.model import Model
 from torch import Tensor
 
 from botorch_mtucb.acquisition.recommend import ParetoSetRecommendation, recommend_pareto_set
+from botorch_mtucb.heavy_tailed.robust import recommend
 
 __all__ = ["LoopHistory", "RoundRecord"]
 
@@ -141,6 +142,10 @@ class LoopHistory:
         minimize: Indices of the minimised objectives (``run_bo_loop``'s ``minimize``),
             ``None`` when every objective is maximised; the default of
             :meth:`recommended_pareto_set`.
+
+    The run's answer: :meth:`recommended_point` (one objective) or
+    :meth:`recommended_pareto_set` (several), from the model's posterior means at the
+    evaluated points, not from the raw observations.
 
     Example:
         >>> h = LoopHistory(initial_X=torch.zeros(2, 1), initial_Y=torch.zeros(2, 2))
@@ -280,6 +285,60 @@ class LoopHistory:
             mask[[int(i) for i in indices]] = True
         return recommend_pareto_set(model, X, minimize=mask, ref_point=ref_point,
                                     return_details=return_details)
+
+    def recommended_point(self, model: Model | None = None) -> Tensor:
+        """The evaluated point with the best posterior mean among trusted readings: the answer
+        of a single-objective run.
+
+        :func:`~botorch_mtucb.models.recommend` on :attr:`observed_X` (initial design and
+        rounds, failed evaluations left out) with the run's final model: the row with the
+        largest posterior mean μ(x) among the points that have a reading the model does not
+        flag (``suspicious`` of :func:`~botorch_mtucb.models.robust_gp`, the clipped readings
+        of a truncating :class:`~botorch_mtucb.models.TruncatedGP`; any other model trusts
+        every reading). Under noise or corrupted readings this is not the point of the best
+        observation.
+
+        Args:
+            model: The model whose means decide (default: :attr:`model`, the run's final
+                model; a loaded history has none, pass one fitted on :attr:`observed_X`,
+                :attr:`observed_Y`). Single output, maximised.
+
+        Returns:
+            ``1 x d``: a row of :attr:`observed_X`.
+
+        Raises:
+            ValueError: for a run with several objectives (use
+                :meth:`recommended_pareto_set`), a minimised objective, no model, or no
+                evaluated point with a trusted reading.
+
+        Example:
+            >>> from botorch_mtucb.models import robust_gp
+            >>> X = torch.linspace(0, 1, 12, dtype=torch.float64).unsqueeze(-1)
+            >>> Y = torch.sin(3 * X)
+            >>> Y[2] = 40.0   # a sensor failure: the best observation, never the answer
+            >>> h = LoopHistory(initial_X=X, initial_Y=Y, model=robust_gp(X, Y))
+            >>> x = h.recommended_point()
+            >>> x.shape, bool((x == X[2]).all())
+            (torch.Size([1, 1]), False)
+        """
+        model = self.model if model is None else model
+        n = self.initial_Y.shape[-1]
+        if n != 1:
+            raise ValueError(
+                f"recommended_point is for single-objective runs, this one has {n} objectives; "
+                "use recommended_pareto_set."
+            )
+        if self.minimize:
+            raise ValueError(
+                "recommended_point maximises the model's mean; this history minimises its "
+                f"objective (minimize={self.minimize!r}): negate the observations instead."
+            )
+        if model is None:
+            raise ValueError(
+                "`model` is needed: this history holds no model (e.g. one read back by "
+                "LoopHistory.load); pass a model fitted on its observed_X, observed_Y."
+            )
+        return recommend(model, self.observed_X)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The rounds as JSON-able dicts."""

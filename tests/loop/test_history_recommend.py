@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -123,3 +124,79 @@ def test_run_bo_loop_records_its_minimize_for_the_recommendation() -> None:
     assert h.minimize == (1,)
     assert torch.equal(h.recommended_pareto_set(),
                        recommend_pareto_set(h.model, h.observed_X, minimize=[False, True]))
+
+
+# --------------------------------------------------------------- recommended_point (1 objective)
+
+
+def _trusted_argmax(model, X) -> int:
+    """Brute force: the row with the largest mean among rows with an unflagged reading."""
+    flags = getattr(model, "suspicious", None)
+    T = model.train_X if flags is not None else X
+    with torch.no_grad():
+        mean = model.posterior(X).mean.reshape(-1)
+    best, index = -math.inf, None
+    for i in range(X.shape[0]):
+        readings = [j for j in range(T.shape[0]) if bool((T[j] == X[i]).all())]
+        if flags is not None and readings and all(bool(flags[j]) for j in readings):
+            continue
+        if float(mean[i]) > best:
+            best, index = float(mean[i]), i
+    return index
+
+
+def test_recommended_point_skips_a_failure_reading_and_failed_rounds() -> None:
+    from botorch_mtucb.models import robust_gp
+
+    g = torch.Generator().manual_seed(3)
+    X0 = torch.rand(14, 2, generator=g, dtype=DT)
+    f = lambda X: torch.sin(4 * X[:, :1]) - (X[:, 1:] - 0.4) ** 2  # noqa: E731
+    Y0 = f(X0) + 0.01 * torch.randn(14, 1, generator=g, dtype=DT)
+    Y0[5] = 30.0  # a failed sensor: the best observation
+    h = LoopHistory(initial_X=X0, initial_Y=Y0)
+    for t, x in enumerate(torch.rand(3, 2, generator=g, dtype=DT), start=1):
+        failed = t == 2
+        y = torch.full((1,), float("nan"), dtype=DT) if failed else f(x[None])[0]
+        h.rounds.append(RoundRecord(t=t, x=x, y=y, weights=None, regret=None, beta=None,
+                                    wall_time=0.0, batch=t, failed=failed))
+    X, Y = h.observed_X, h.observed_Y
+    assert X.shape == (16, 2)  # the failed round is not a candidate
+    h.model = robust_gp(X, Y)
+    assert bool(h.model.suspicious[5])
+    x = h.recommended_point()
+    index = _trusted_argmax(h.model, X)
+    assert index != 5 and torch.equal(x, X[index : index + 1])
+    # a plain GP trusts every reading: its argmax of the mean
+    plain = SingleTaskGP(X, Y)
+    assert torch.equal(h.recommended_point(plain), X[_trusted_argmax(plain, X)].unsqueeze(0))
+
+
+def test_recommended_point_refusals(noisy_run: LoopHistory) -> None:
+    with pytest.raises(ValueError, match="recommended_pareto_set"):
+        noisy_run.recommended_point()  # two objectives
+    X = torch.rand(6, 1, dtype=DT)
+    with pytest.raises(ValueError, match="`model` is needed"):
+        LoopHistory(initial_X=X, initial_Y=X.sin()).recommended_point()
+    with pytest.raises(ValueError, match="negate"):
+        LoopHistory(initial_X=X, initial_Y=X.sin(), model=SingleTaskGP(X, X.sin()),
+                    minimize=(0,)).recommended_point()
+
+
+def test_single_objective_run_recommends_with_its_final_model() -> None:
+    g = torch.Generator().manual_seed(2)
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+
+    def observe(X):
+        return -(X - 0.3).square().sum(-1, keepdim=True) + 0.01 * torch.randn(
+            X.shape[0], 1, generator=g, dtype=DT)
+
+    from botorch_mtucb.acquisition import robust_acquisition
+    from botorch_mtucb.models import robust_gp
+
+    h = run_bo_loop(observe, num_rounds=2, bounds=bounds,
+                    model_factory=lambda X, Y: robust_gp(X, Y, bounds),
+                    acquisition_factory=lambda model, s: robust_acquisition(model),
+                    generator=torch.Generator().manual_seed(4))
+    X = h.observed_X
+    assert h.model.train_X.shape[0] == X.shape[0]  # the final model saw every point
+    assert torch.equal(h.recommended_point(), X[_trusted_argmax(h.model, X)].unsqueeze(0))

@@ -40,16 +40,18 @@ except ImportError as err:  # pragma: no cover - exercised only without Ax
         "pip install 'botorch-mtucb[ax]'."
     ) from err
 
-from botorch_mtucb.integrations.ax.acquisition import UCBAcquisition
+from botorch_mtucb.integrations.ax.acquisition import RobustAcquisition, UCBAcquisition
 from botorch_mtucb.integrations.ax.input_constructors import (
     construct_inputs_heavy_tailed_ucb,
     construct_inputs_scalarized_mtucb,
+    construct_robust_acquisition,
     register_input_constructors,
 )
 from botorch_mtucb.integrations.ax.models import (
     AxAdaptiveTruncationGP,
     AxExactMultiTaskGP,
     AxPracticalMultiTaskGP,
+    AxRobustGP,
     AxTruncatedGP,
 )
 from botorch_mtucb.integrations.ax.storage import register_ax_storage
@@ -67,12 +69,15 @@ __all__ = [
     "AxAdaptiveTruncationGP",
     "AxExactMultiTaskGP",
     "AxPracticalMultiTaskGP",
+    "AxRobustGP",
     "AxTruncatedGP",
     "DesignSizedGenerationStrategy",
     "JointSurrogate",
+    "RobustAcquisition",
     "UCBAcquisition",
     "construct_inputs_heavy_tailed_ucb",
     "construct_inputs_scalarized_mtucb",
+    "construct_robust_acquisition",
     "heavy_tailed_generation_strategy",
     "mtucb_generation_strategy",
     "multitask_gp_generation_strategy",

@@ -1,4 +1,9 @@
-"""The Ax ``Acquisition`` of the package's UCBs: one arm per trial, the user's thresholds kept."""
+"""The Ax ``Acquisition`` classes of the package: one arm per trial, seeded per trial.
+
+:class:`UCBAcquisition` builds the package's UCBs through their input constructors;
+:class:`RobustAcquisition` builds the robust default's acquisition
+(:func:`~botorch_mtucb.integrations.ax.input_constructors.construct_robust_acquisition`).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,14 @@ from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.models.model import Model
 
 from botorch_mtucb.acquisition import ScalarizedMultiTaskUCB
+from botorch_mtucb.integrations.ax.input_constructors import construct_robust_acquisition
 from botorch_mtucb.integrations.ax.objective import (
     ACQUISITION_STREAM,
     OPTIMIZE_STREAM,
     seeded_trial,
 )
 
-__all__ = ["UCBAcquisition"]
+__all__ = ["RobustAcquisition", "UCBAcquisition"]
 
 
 class UCBAcquisition(Acquisition):
@@ -115,3 +121,64 @@ class UCBAcquisition(Acquisition):
                 botorch_acqf_options=botorch_acqf_options,
                 model=model,
             )
+
+
+class RobustAcquisition(UCBAcquisition):
+    """Ax ``Acquisition`` of the robust default (``acquisition_class`` of
+    ``heavy_tailed_generation_strategy(model="robust")``).
+
+    Builds :func:`~botorch_mtucb.integrations.ax.input_constructors.construct_robust_acquisition`
+    on the fitted model (e.g. :class:`~botorch_mtucb.integrations.ax.models.AxRobustGP`) with
+    Ax's objective direction (its ``ScalarizedPosteriorTransform``) and pending points
+    (``X_pending``), instead of the BoTorch input constructor of ``botorch_acqf_class``:
+    ``LogExpectedImprovement``'s would take the best *observed* reading, possibly a corrupted
+    one, as the incumbent. ``botorch_acqf_options`` may hold ``kind`` (``"logei"`` /
+    ``"ucb"``; default
+    :data:`~botorch_mtucb.acquisition.robust.DEFAULT_ROBUST_ACQUISITION`), ``beta`` (UCB) and
+    ``seed``; ``botorch_acqf_class`` must be the class that kind builds
+    (``LogExpectedImprovement`` / :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`). One arm
+    per trial and the per-trial seeding as :class:`UCBAcquisition`.
+
+    Example:
+        >>> from botorch.acquisition.analytic import LogExpectedImprovement
+        >>> from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+        >>> from ax.generators.torch.botorch_modular.utils import ModelConfig
+        >>> from botorch_mtucb.integrations.ax.models import AxRobustGP
+        >>> generator_kwargs = {  # the BO step of a GenerationStrategy (Generators.BOTORCH_MODULAR)
+        ...     "surrogate_spec": SurrogateSpec(model_configs=[ModelConfig(
+        ...         botorch_model_class=AxRobustGP, input_transform_classes=None)]),
+        ...     "botorch_acqf_class": LogExpectedImprovement,
+        ...     "botorch_acqf_options": {"kind": "logei"},
+        ...     "acquisition_class": RobustAcquisition,
+        ... }
+    """
+
+    def _construct_botorch_acquisition(
+        self,
+        botorch_acqf_class: type[AcquisitionFunction],
+        botorch_acqf_options: dict[str, Any],
+        model: Model,
+    ) -> AcquisitionFunction:
+        _, posterior_transform = self.get_botorch_objective_and_transform(
+            botorch_acqf_class=botorch_acqf_class,
+            model=model,
+            objective_weights=self._objective_weights,
+            outcome_constraints=self._outcome_constraints,
+            X_observed=self.X_observed,
+        )
+        options = {k: v for k, v in botorch_acqf_options.items() if k != "seed"}
+        with seeded_trial(self._seed(), self._num_points(), ACQUISITION_STREAM):
+            acqf = construct_robust_acquisition(
+                model,
+                X_pending=self.X_pending,
+                posterior_transform=posterior_transform,
+                constraints_tuple=self._outcome_constraints,
+                **options,
+            )
+        if not isinstance(acqf, botorch_acqf_class):
+            raise ValueError(
+                f"`botorch_acqf_class` is {botorch_acqf_class.__name__}, but the robust "
+                f"acquisition of kind {options.get('kind')!r} is {type(acqf).__name__}; pass "
+                "the class of that kind."
+            )
+        return acqf

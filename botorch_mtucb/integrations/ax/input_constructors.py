@@ -24,9 +24,12 @@ constraints and MC objectives are refused (neither UCB models feasibility).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Literal
 
 import torch
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.input_constructors import (
     ACQF_INPUT_CONSTRUCTOR_REGISTRY,
     acqf_input_constructor,
@@ -49,8 +52,10 @@ from botorch_mtucb.acquisition import (
     ScalarizedMultiTaskUCB,
     sample_scalarization_weights,
 )
-from botorch_mtucb.acquisition.pending import check_pending
+from botorch_mtucb.acquisition import robust as robust_module
+from botorch_mtucb.acquisition.pending import check_pending, hallucinate_mean
 from botorch_mtucb.heavy_tailed.base import HeavyTailedModel
+from botorch_mtucb.heavy_tailed.robust import _clipped_readings
 from botorch_mtucb.integrations.ax.objective import (
     REF_POINT_SCALE,
     ObjectiveInfo,
@@ -60,11 +65,15 @@ from botorch_mtucb.integrations.ax.objective import (
     trial_generator,
 )
 from botorch_mtucb.protocols import WidthScheduleModel
+from botorch_mtucb.utils.incumbent import robust_incumbent
 
 __all__ = [
     "construct_inputs_heavy_tailed_ucb",
     "construct_inputs_scalarized_mtucb",
+    "construct_robust_acquisition",
+    "reading_flags",
     "register_input_constructors",
+    "robust_best_index",
 ]
 
 #: The scalarizations with a reference point z, built with z fixed (thresholds).
@@ -416,17 +425,7 @@ def construct_inputs_heavy_tailed_ucb(
             f"HeavyTailedUCB needs a single-output model, got {model.num_outputs} outputs; use "
             "a single objective (heavy_tailed_generation_strategy)."
         )
-    sign = 1.0
-    if posterior_transform is not None:
-        if not isinstance(posterior_transform, ScalarizedPosteriorTransform):
-            raise ValueError(
-                "Expected Ax's ScalarizedPosteriorTransform (or None), got "
-                f"{type(posterior_transform).__name__}."
-            )
-        w = posterior_transform.weights.detach().reshape(-1)
-        if w.numel() != 1 or float(w) == 0.0:
-            raise ValueError(f"Expected one non-zero objective weight, got {w.tolist()}.")
-        sign = 1.0 if float(w) > 0 else -1.0
+    sign = _objective_sign(posterior_transform)
     if beta is None:
         if not (isinstance(model, WidthScheduleModel) and callable(model.beta)):
             raise ValueError(
@@ -436,6 +435,173 @@ def construct_inputs_heavy_tailed_ucb(
         beta = model.beta()
     pending = _pending(X_pending, _input_dim(stacked_training_data(training_data), model))
     return {"model": model, "beta": beta, "maximize": sign == 1.0, "X_pending": pending}
+
+
+def _objective_sign(posterior_transform: PosteriorTransform | None) -> float:
+    """``+1`` (maximise) or ``−1`` (minimise) from Ax's one-weight objective transform."""
+    if posterior_transform is None:
+        return 1.0
+    if not isinstance(posterior_transform, ScalarizedPosteriorTransform):
+        raise ValueError(
+            "Expected Ax's ScalarizedPosteriorTransform (or None), got "
+            f"{type(posterior_transform).__name__}."
+        )
+    w = posterior_transform.weights.detach().reshape(-1)
+    if w.numel() != 1 or float(w) == 0.0:
+        raise ValueError(f"Expected one non-zero objective weight, got {w.tolist()}.")
+    return 1.0 if float(w) > 0 else -1.0
+
+
+def reading_flags(model: Model) -> Tensor | None:
+    """``t`` bools over the model's readings: those :func:`~botorch_mtucb.models.recommend`
+    does not trust (``model.suspicious``; for a truncating
+    :class:`~botorch_mtucb.models.TruncatedGP` the truncated or clipped readings), or
+    ``None`` (every reading trusted).
+
+    Example:
+        >>> from botorch_mtucb.models import robust_gp
+        >>> X = torch.linspace(0, 1, 12, dtype=torch.float64).unsqueeze(-1)
+        >>> Y = torch.sin(6 * X)
+        >>> Y[4] = 30.0
+        >>> reading_flags(robust_gp(X, Y)).nonzero().view(-1).tolist()
+        [4]
+    """
+    flags = getattr(model, "suspicious", None)
+    return _clipped_readings(model) if flags is None else flags
+
+
+def robust_best_index(model: Model, X: Tensor, maximize: bool = True) -> tuple[int, Tensor]:
+    """The row of ``X`` that :func:`~botorch_mtucb.models.recommend` picks, for either direction.
+
+    Rows whose readings (training inputs equal to the row) are all flagged
+    (:func:`reading_flags`) are excluded; among the others the row with the best posterior
+    mean, ``argmax μ`` (``maximize=True``: :func:`~botorch_mtucb.utils.robust_incumbent`,
+    so ``X[index]`` is ``recommend(model, X)``) or ``argmin μ``.
+
+    Args:
+        model: Single-output model (e.g. :class:`~botorch_mtucb.integrations.ax.models.AxRobustGP`).
+        X: ``t x d`` evaluated points on the model's input scale.
+        maximize: Direction of the objective.
+
+    Returns:
+        ``(index, mean)``: the row and its posterior mean (0-dim tensor, the model's units).
+
+    Raises:
+        ValueError: if ``X`` is not a non-empty ``t x d`` tensor or every row is excluded.
+
+    Example:
+        >>> from botorch_mtucb.models import recommend, robust_gp
+        >>> X = torch.linspace(0, 1, 12, dtype=torch.float64).unsqueeze(-1)
+        >>> Y = torch.sin(6 * X)
+        >>> Y[4] = 30.0
+        >>> model = robust_gp(X, Y)
+        >>> i, _ = robust_best_index(model, X)
+        >>> torch.equal(X[i : i + 1], recommend(model, X)), robust_best_index(model, X, False)[0]
+        (True, 9)
+    """
+    flags = reading_flags(model)
+    if maximize:
+        return robust_incumbent(model, X, suspicious=flags)
+    index, best = robust_incumbent(_NegatedMean(model, flags), X)
+    return index, -best
+
+
+class _NegatedMean:
+    """The minimal model view :func:`~botorch_mtucb.utils.robust_incumbent` reads, with the
+    posterior mean negated: ``posterior(X).mean``, ``train_inputs``, ``suspicious``."""
+
+    def __init__(self, model: Model, flags: Tensor | None) -> None:
+        self._model = model
+        self.suspicious = flags
+        self.train_inputs = getattr(model, "train_inputs", None)
+        original = model.__dict__.get("_original_train_inputs")
+        if original is not None:
+            self._original_train_inputs = original
+
+    def posterior(self, X: Tensor) -> Any:
+        post = self._model.posterior(X)
+        return SimpleNamespace(mean=-post.mean)
+
+
+def construct_robust_acquisition(
+    model: Model,
+    X_pending: Tensor | None = None,
+    posterior_transform: PosteriorTransform | None = None,
+    constraints: Any = None,
+    constraints_tuple: Any = None,
+    objective: Any = None,
+    kind: str | None = None,
+    beta: float | None = None,
+) -> AcquisitionFunction:
+    r"""The robust default's acquisition for one Ax trial (:func:`~botorch_mtucb.acquisition.
+    robust_acquisition` with Ax's objective direction and pending points).
+
+    * ``kind="logei"``: ``LogExpectedImprovement`` with the robust incumbent
+      ``best_f = max { ±μ(x_i) : reading i not flagged }`` (:func:`robust_best_index` on the
+      model's training inputs; ``−μ`` and a ``−1`` posterior transform for a minimised
+      objective). Pending points (``X_pending``): the model is conditioned on its own mean
+      there (:func:`~botorch_mtucb.acquisition.pending.hallucinate_mean`: same mean, smaller
+      σ, so the expected improvement at and near a running trial drops); the incumbent is
+      taken on the real data.
+    * ``kind="ucb"``: :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` ``±μ + β σ`` with
+      ``β`` = ``beta`` or the model's ``beta()`` (else
+      :data:`~botorch_mtucb.acquisition.robust.UCB_WIDTH`), pending points as GP-BUCB.
+
+    Args:
+        model: Single-output model (Ax passes the surrogate's
+            :class:`~botorch_mtucb.integrations.ax.models.AxRobustGP`).
+        X_pending: ``m x d`` inputs of trials still running, or ``None``.
+        posterior_transform: Ax's objective: one weight, ``> 0`` maximise, ``< 0`` minimise.
+        constraints: Outcome constraints: refused.
+        constraints_tuple: Outcome constraints: refused.
+        objective: MC objective: refused.
+        kind: ``"logei"`` or ``"ucb"``; default
+            :data:`~botorch_mtucb.acquisition.robust.DEFAULT_ROBUST_ACQUISITION`.
+        beta: UCB width (``kind="ucb"`` only).
+
+    Returns:
+        The acquisition function (analytic, ``q = 1``).
+
+    Raises:
+        ValueError: for a model with several outputs, outcome constraints, an MC objective,
+            an objective weight of 0, an unknown ``kind``, ``beta`` with ``kind="logei"``, or
+            ``X_pending`` not ``m x d``.
+
+    Example:
+        >>> from botorch_mtucb.models import robust_gp
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> model = robust_gp(X, X.sum(-1, keepdim=True))
+        >>> acqf = construct_robust_acquisition(
+        ...     model, kind="logei", X_pending=torch.full((1, 2), 0.5, dtype=torch.float64))
+        >>> type(acqf).__name__, acqf(torch.rand(4, 1, 2, dtype=torch.float64)).shape
+        ('LogExpectedImprovement', torch.Size([4]))
+    """
+    _refuse_constraints("The robust acquisition", constraints, constraints_tuple, objective)
+    kind = robust_module.DEFAULT_ROBUST_ACQUISITION if kind is None else kind
+    if kind not in robust_module.ROBUST_ACQUISITION_KINDS:
+        raise ValueError(
+            f"`kind` must be one of {robust_module.ROBUST_ACQUISITION_KINDS}, got {kind!r}."
+        )
+    if model.num_outputs != 1:
+        raise ValueError(f"`model` must have a single output, got {model.num_outputs}.")
+    maximize = _objective_sign(posterior_transform) > 0
+    pending = _pending(X_pending, _input_dim(None, model))
+    if kind == "ucb":
+        if beta is None:
+            schedule = getattr(model, "beta", None)
+            beta = schedule() if callable(schedule) else robust_module.UCB_WIDTH
+        return HeavyTailedUCB(model, beta=beta, maximize=maximize, X_pending=pending)
+    if beta is not None:
+        raise ValueError(f"`beta` is an option of kind='ucb', got beta={beta!r} with 'logei'.")
+    X = _train_X(model)
+    if X is None:
+        raise ValueError(f"{type(model).__name__} has no training inputs to take the incumbent at.")
+    _, best_f = robust_best_index(model, X, maximize)
+    conditioned = model if pending is None else hallucinate_mean(model, pending)
+    if maximize:
+        return LogExpectedImprovement(conditioned, best_f=best_f)
+    negate = ScalarizedPosteriorTransform(weights=-torch.ones(1).to(best_f))
+    return LogExpectedImprovement(conditioned, best_f=-best_f, posterior_transform=negate)
 
 
 def register_input_constructors() -> None:

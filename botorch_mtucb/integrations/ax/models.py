@@ -11,10 +11,11 @@ The subclasses here adapt the models to that, the models themselves unchanged:
   models take them as known noise (``train_Yvar``) when every one is finite and no ``noise``
   / ``learn_noise=True`` option is given, raised to GPyTorch's ``min_fixed_noise`` with a
   warning; otherwise they are dropped with a ``UserWarning``. The heavy-tailed models assume
-  only E|y|^{1+α} ≤ v (paper 001) and always drop them, with the warning.
-* The heavy-tailed models fit what they fit when built, so their ``fit_botorch_model`` entry
-  is a no-op (registered when this module is imported). The multi-task models are exact
-  GPyTorch models, fitted by Ax's default ``fit_gpytorch_mll`` route.
+  only E|y|^{1+α} ≤ v (paper 001), and the robust model fits its own noise level to judge
+  readings by; both always drop them, with the warning.
+* The heavy-tailed models and the robust default fit what they fit when built, so their
+  ``fit_botorch_model`` entry is a no-op (registered when this module is imported). The
+  multi-task models are exact GPyTorch models, fitted by Ax's default ``fit_gpytorch_mll`` route.
 
 :class:`~botorch_mtucb.integrations.ax.AxExactMultiTaskGP` keeps the
 ``BatchedMultiOutputGPyTorchModel`` base of :class:`~botorch_mtucb.models.ExactMultiTaskGP`, so
@@ -37,7 +38,7 @@ from gpytorch.mlls import MarginalLogLikelihood
 from torch import Tensor
 
 from botorch_mtucb.kernels import MultiTaskKernel
-from botorch_mtucb.models import AdaptiveTruncationGP, ExactMultiTaskGP, TruncatedGP
+from botorch_mtucb.models import AdaptiveTruncationGP, ExactMultiTaskGP, RobustGP, TruncatedGP
 from botorch_mtucb.multitask.practical import (
     PRACTICAL_NOISE_INIT,
     add_practical_noise_prior,
@@ -48,6 +49,7 @@ __all__ = [
     "AxAdaptiveTruncationGP",
     "AxExactMultiTaskGP",
     "AxPracticalMultiTaskGP",
+    "AxRobustGP",
     "AxTruncatedGP",
 ]
 
@@ -341,9 +343,78 @@ class AxAdaptiveTruncationGP(AdaptiveTruncationGP):
         return _ax_model_inputs(cls.__name__, training_data, kwargs, _HEAVY_TAILED_YVAR)
 
 
-@fit_botorch_model.register((AxTruncatedGP, AxAdaptiveTruncationGP))
+_ROBUST_YVAR = (
+    "the robust model judges each reading by its leave-one-out residual under a noise level it "
+    "fits itself; reported variances would not be checked against the readings."
+)
+
+
+class AxRobustGP(RobustGP):
+    r""":class:`~botorch_mtucb.models.RobustGP` (the robust default) as Ax builds it.
+
+    The rows of ``X: t x d`` and ``Y: t x 1`` (raw rewards, no outcome transform) are Ax's
+    observations; readings are screened by their leave-one-out residuals when the model is
+    built (:func:`~botorch_mtucb.models.robust_gp`), so Ax's fit step is a no-op. The kernel
+    fit maps ``bounds`` to the unit cube; :meth:`construct_inputs` sets it to the unit cube
+    [0, 1]^d, where Ax's ``UnitX`` (part of
+    :data:`~botorch_mtucb.integrations.ax.HEAVY_TAILED_TRANSFORMS`) puts the inputs. Ax passes
+    no ``input_transform`` (``__init__`` names none).
+
+    Example:
+        >>> import torch
+        >>> from botorch.utils.datasets import SupervisedDataset
+        >>> from botorch_mtucb.integrations.ax.models import AxRobustGP
+        >>> X = torch.rand(12, 1, dtype=torch.float64)
+        >>> Y = torch.sin(6 * X)
+        >>> Y[4] = 30.0  # a sensor failure
+        >>> data = SupervisedDataset(X, Y, feature_names=["x"], outcome_names=["y"])
+        >>> model = AxRobustGP(**AxRobustGP.construct_inputs(data))
+        >>> bool(model.suspicious[4]), model.posterior(X[:3]).mean.shape
+        (True, torch.Size([3, 1]))
+    """
+
+    @classmethod
+    def construct_inputs(
+        cls, training_data: SupervisedDataset, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Model inputs from an Ax/BoTorch dataset.
+
+        Args:
+            training_data: ``SupervisedDataset`` with ``X: t x d`` (``t ≥ 2``) and ``Y: t x 1``.
+            **kwargs: Options of :class:`~botorch_mtucb.models.RobustGP`: ``threshold`` (``c``
+                of the flag rule) and ``bounds`` (``2 x d`` box mapped to the unit cube for
+                the kernel fit; default the unit cube, Ax's ``UnitX`` space; ``None``: the
+                data's own min/max box, for transforms without ``UnitX``).
+
+        Returns:
+            Keyword arguments for the constructor.
+
+        Raises:
+            ValueError: for inputs outside the unit cube without a ``bounds`` option, or the
+                search-space features of :func:`_ax_model_inputs`.
+        """
+        inputs = _ax_model_inputs(cls.__name__, training_data, kwargs, _ROBUST_YVAR)
+        if "bounds" not in inputs:
+            X = inputs["train_X"]
+            if bool(((X < 0) | (X > 1)).any()):
+                raise ValueError(
+                    f"{cls.__name__} expects inputs in the unit cube [0, 1]^d (Ax's UnitX "
+                    "transform); got inputs outside it. Keep UnitX in the transforms, or pass "
+                    "model_options={'bounds': None} (the data's own box) or the search box."
+                )
+            d = X.shape[-1]
+            inputs["bounds"] = torch.stack(
+                [torch.zeros(d, dtype=X.dtype, device=X.device),
+                 torch.ones(d, dtype=X.dtype, device=X.device)]
+            )
+        elif inputs["bounds"] is not None and not torch.is_tensor(inputs["bounds"]):
+            inputs["bounds"] = torch.as_tensor(inputs["bounds"]).to(inputs["train_X"])
+        return inputs
+
+
+@fit_botorch_model.register((AxTruncatedGP, AxAdaptiveTruncationGP, AxRobustGP))
 def _fit_fixed_hyperparameters(
-    model: AxTruncatedGP | AxAdaptiveTruncationGP,
+    model: AxTruncatedGP | AxAdaptiveTruncationGP | AxRobustGP,
     mll_class: type[MarginalLogLikelihood],
     mll_options: dict[str, Any] | None = None,
 ) -> None:

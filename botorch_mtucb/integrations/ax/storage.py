@@ -8,8 +8,9 @@ BoTorch model, the acquisition function and the Ax ``Acquisition`` (encoded thro
 and the SQL store use). :func:`~botorch_mtucb.integrations.ax.register_ax_storage` adds:
 
 * the model classes, :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`,
-  :class:`~botorch_mtucb.acquisition.HeavyTailedUCB` and
-  :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`;
+  :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`,
+  :class:`~botorch_mtucb.integrations.ax.UCBAcquisition` and
+  :class:`~botorch_mtucb.integrations.ax.RobustAcquisition`;
 * :class:`~botorch_mtucb.integrations.ax.JointSurrogate` (Ax's ``surrogate_to_dict``);
 * :class:`~botorch_mtucb.integrations.ax.DesignSizedGenerationStrategy` (Ax's
   ``generation_strategy_to_dict`` plus ``num_initial_trials``; ``Client.load_from_json_file``
@@ -51,16 +52,17 @@ from botorch_mtucb.acquisition import (
 )
 from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
 from botorch_mtucb.features.quadrature_fourier import MAX_QFF_FEATURES
-from botorch_mtucb.integrations.ax.acquisition import UCBAcquisition
+from botorch_mtucb.integrations.ax.acquisition import RobustAcquisition, UCBAcquisition
 from botorch_mtucb.integrations.ax.models import (
     AxAdaptiveTruncationGP,
     AxExactMultiTaskGP,
     AxPracticalMultiTaskGP,
+    AxRobustGP,
     AxTruncatedGP,
 )
 from botorch_mtucb.integrations.ax.strategies import DesignSizedGenerationStrategy
 from botorch_mtucb.integrations.ax.surrogate import JointSurrogate
-from botorch_mtucb.models import AdaptiveTruncationGP, ExactMultiTaskGP, TruncatedGP
+from botorch_mtucb.models import AdaptiveTruncationGP, ExactMultiTaskGP, RobustGP, TruncatedGP
 
 __all__ = ["STORAGE_DECODERS", "STORAGE_ENCODERS", "register_ax_storage"]
 
@@ -171,6 +173,8 @@ _MODEL_CLASSES = (
     AxTruncatedGP,
     AdaptiveTruncationGP,
     AxAdaptiveTruncationGP,
+    RobustGP,
+    AxRobustGP,
 )
 
 
@@ -183,7 +187,8 @@ def register_ax_storage(acquisition_classes: tuple[type[Acquisition], ...] = ())
 
     Args:
         acquisition_classes: Ax ``Acquisition`` subclasses to register besides
-            :class:`~botorch_mtucb.integrations.ax.UCBAcquisition`.
+            :class:`~botorch_mtucb.integrations.ax.UCBAcquisition` and
+            :class:`~botorch_mtucb.integrations.ax.RobustAcquisition`.
 
     Example:
         >>> from ax.storage.json_store.registry import CORE_ENCODER_REGISTRY
@@ -196,7 +201,7 @@ def register_ax_storage(acquisition_classes: tuple[type[Acquisition], ...] = ())
         register_model(model_class)
     for acqf_class in (ScalarizedMultiTaskUCB, HeavyTailedUCB):
         register_acquisition_function(acqf_class)
-    for acq_class in (UCBAcquisition, *acquisition_classes):
+    for acq_class in (UCBAcquisition, RobustAcquisition, *acquisition_classes):
         register_acquisition(acq_class)
     CORE_ENCODER_REGISTRY.update(STORAGE_ENCODERS)
     CORE_DECODER_REGISTRY.update(STORAGE_DECODERS)

@@ -12,9 +12,13 @@ the experiment is attached); the BO step starts once half of them (at least one)
   several objectives.
 * :func:`~botorch_mtucb.integrations.ax.multitask_gp_generation_strategy` — Ax's own
   acquisition on the same joint model.
-* :func:`~botorch_mtucb.integrations.ax.heavy_tailed_generation_strategy` — TGP-UCB /
+* :func:`~botorch_mtucb.integrations.ax.heavy_tailed_generation_strategy` — for one objective
+  with corrupted readings: by default the robust model
+  (:class:`~botorch_mtucb.integrations.ax.models.AxRobustGP`, readings screened by
+  leave-one-out residuals) with :func:`~botorch_mtucb.acquisition.robust_acquisition`'s
+  default kind and :func:`~botorch_mtucb.models.recommend` as the best point; or TGP-UCB /
   ATA-GP-UCB (paper 001): a heavy-tailed model and
-  :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`, for one objective.
+  :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`.
 """
 
 from __future__ import annotations
@@ -33,13 +37,17 @@ from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generation_strategy.transition_criterion import MinTrials
 from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.acquisition.analytic import LogExpectedImprovement
 
 from botorch_mtucb.acquisition import BetaSchedule, HeavyTailedUCB, ScalarizedMultiTaskUCB
-from botorch_mtucb.integrations.ax.acquisition import UCBAcquisition
+from botorch_mtucb.acquisition import robust as robust_module
+from botorch_mtucb.integrations.ax.acquisition import RobustAcquisition, UCBAcquisition
 from botorch_mtucb.integrations.ax.models import (
     AxAdaptiveTruncationGP,
     AxExactMultiTaskGP,
     AxPracticalMultiTaskGP,
+    AxRobustGP,
     AxTruncatedGP,
 )
 from botorch_mtucb.integrations.ax.surrogate import JointSurrogate, joint_surrogate
@@ -58,6 +66,15 @@ __all__ = [
 #: Ax transforms of :func:`heavy_tailed_generation_strategy`: Ax's BoTorch input transforms,
 #: inputs to the unit cube (``UnitX``), and no outcome rescaling (rewards stay in the units of v).
 HEAVY_TAILED_TRANSFORMS: list[type[Transform]] = [*MBM_X_trans, UnitX, Derelativize]
+
+#: The BoTorch acquisition class each kind of the robust acquisition builds.
+_ROBUST_ACQF_CLASSES: dict[str, type[AcquisitionFunction]] = {
+    "logei": LogExpectedImprovement,
+    "ucb": HeavyTailedUCB,
+}
+
+#: The heavy-tailed strategy's ``model`` values.
+_HEAVY_TAILED_MODELS = ("robust", "truncated", "adaptive_truncation")
 
 #: The multi-task model classes of ``model="practical"`` / ``model="paper"``.
 _MULTITASK_MODELS: dict[str, type[AxExactMultiTaskGP]] = {
@@ -365,8 +382,27 @@ def multitask_gp_generation_strategy(
 
 
 def _check_heavy_tailed_options(
-    alpha: float | None, v: float | None, beta: float | None, model: str, options: dict[str, Any]
+    alpha: float | None,
+    v: float | None,
+    beta: float | None,
+    model: str,
+    options: dict[str, Any],
+    acquisition: str | None,
 ) -> None:
+    if model not in _HEAVY_TAILED_MODELS:
+        raise ValueError(
+            f"`model` must be 'robust', 'truncated' or 'adaptive_truncation', got {model!r}."
+        )
+    if beta is not None and (not math.isfinite(float(beta)) or float(beta) < 0):
+        raise ValueError(f"`beta` must be a finite number >= 0 or None, got {beta!r}.")
+    if model == "robust":
+        _check_robust_options(alpha, v, beta, options, acquisition)
+        return
+    if acquisition is not None:
+        raise ValueError(
+            f"`acquisition` is an option of model='robust'; {model!r} uses HeavyTailedUCB, "
+            f"got acquisition={acquisition!r}."
+        )
     if v is not None and alpha is None:
         raise ValueError(
             f"`v` (a bound on E|y|^(1+alpha)) needs its moment order `alpha`, got v={v!r} and "
@@ -380,10 +416,6 @@ def _check_heavy_tailed_options(
         options.get("delta", 0.1),
         options.get("B", 1.0),
     )
-    if beta is not None and (not math.isfinite(float(beta)) or float(beta) < 0):
-        raise ValueError(f"`beta` must be a finite number >= 0 or None, got {beta!r}.")
-    if model not in ("truncated", "adaptive_truncation"):
-        raise ValueError(f"`model` must be 'truncated' or 'adaptive_truncation', got {model!r}.")
     if model == "adaptive_truncation" and v is not None and "features" not in options:
         raise ValueError(
             "`model='adaptive_truncation'` with a declared `v` needs `model_options['features']` "
@@ -392,44 +424,91 @@ def _check_heavy_tailed_options(
         )
 
 
+def _check_robust_options(
+    alpha: float | None,
+    v: float | None,
+    beta: float | None,
+    options: dict[str, Any],
+    acquisition: str | None,
+) -> None:
+    if alpha is not None or v is not None:
+        raise ValueError(
+            "`alpha` and `v` are moments of the truncated models; model='robust' assumes "
+            f"none, got alpha={alpha!r}, v={v!r}. Pass model='truncated' for paper 001."
+        )
+    unknown = sorted(set(options) - {"threshold", "bounds"})
+    if unknown:
+        raise ValueError(
+            f"model='robust' takes the model options 'threshold' and 'bounds', got {unknown}."
+        )
+    kind = robust_module.DEFAULT_ROBUST_ACQUISITION if acquisition is None else acquisition
+    if kind not in robust_module.ROBUST_ACQUISITION_KINDS:
+        raise ValueError(
+            f"`acquisition` must be one of {robust_module.ROBUST_ACQUISITION_KINDS} or None, "
+            f"got {acquisition!r}."
+        )
+    if beta is not None and kind != "ucb":
+        raise ValueError(f"`beta` is the width of acquisition='ucb', got it with {kind!r}.")
+
+
 def heavy_tailed_generation_strategy(
     alpha: float | None = None,
     v: float | None = None,
     *,
     num_initial_trials: int | None = None,
     beta: float | None = None,
-    model: Literal["truncated", "adaptive_truncation"] = "truncated",
+    model: Literal["robust", "truncated", "adaptive_truncation"] | None = None,
     model_options: dict[str, Any] | None = None,
     seed: int | None = None,
     optimizer_options: dict[str, Any] | None = None,
     transforms: Sequence[type[Transform]] | None = None,
+    acquisition: Literal["logei", "ucb"] | None = None,
 ) -> GenerationStrategy:
-    r"""Sobol warm-up, then TGP-UCB (or ATA-GP-UCB): heavy-tailed model + ``HeavyTailedUCB``.
+    r"""Sobol warm-up, then the robust default or TGP-UCB / ATA-GP-UCB, for one objective.
 
-    For single-objective experiments whose rewards satisfy only E|y|^{1+α} ≤ v (paper 001).
-    Each BO trial proposes one arm maximising μ_t(x) + β σ_t(x) of the truncated model
-    (−μ_t + β σ_t for a minimised objective).
+    For single-objective experiments whose readings may be corrupted (gross outliers, failed
+    sensors, heavy-tailed noise). Each BO trial proposes one arm.
+
+    * ``model="robust"`` (the default when neither ``alpha`` nor ``v`` is given): the model
+      is :class:`~botorch_mtucb.integrations.ax.models.AxRobustGP`
+      (:func:`~botorch_mtucb.models.robust_gp`: each reading judged by its leave-one-out
+      residual, suspicious ones replaced by their neighbours' prediction), rebuilt at every
+      trial; the acquisition is
+      :func:`~botorch_mtucb.acquisition.robust_acquisition` of kind ``acquisition``
+      (default :data:`~botorch_mtucb.acquisition.robust.DEFAULT_ROBUST_ACQUISITION`; LogEI
+      with the robust incumbent, or UCB μ + β σ), built by :class:`RobustAcquisition`
+      (pending points: the model conditioned on its mean there).
+    * ``model="truncated"`` / ``"adaptive_truncation"`` (the default when ``alpha`` or ``v``
+      is given): paper 001's TGP-UCB / ATA-GP-UCB, maximising μ_t(x) + β σ_t(x) of the
+      truncated model (−μ_t + β σ_t for a minimised objective), in two modes (below).
 
     Contract of the BO step:
 
     * The model sees the raw rewards: :data:`HEAVY_TAILED_TRANSFORMS` drops Ax's outcome
-      transforms, since the truncation level b_t = v^{1/(1+α)} t^{1/(2(1+α))} is in the
-      units of the rewards. Inputs reach it in [0, 1]^d (Ax's ``UnitX``), the domain of
-      paper 001 and of the default kernels.
+      transforms (the truncation level b_t = v^{1/(1+α)} t^{1/(2(1+α))} is in the units of
+      the rewards; the robust model centres at the median itself). Inputs reach it in
+      [0, 1]^d (Ax's ``UnitX``), the domain of paper 001 and of the default kernels.
     * Rows are rounds 1, …, t in trial-index order, Sobol trials included.
-    * Trials still running are pending points (GP-BUCB, variance only); reported SEMs are
-      ignored with a ``UserWarning`` (only the moment bound is assumed).
+    * Trials still running are pending points (GP-BUCB: the model conditioned on its own
+      mean there); reported SEMs are ignored with a ``UserWarning``.
+    * Best point (``client.get_best_parameterization()``, once Ax's cross-validation judges
+      the model adequate; otherwise Ax falls back to the best raw reading): the evaluated
+      arm :func:`~botorch_mtucb.models.recommend` picks (:class:`JointSurrogate`), i.e. the
+      best predicted mean among arms with a trusted reading, so it agrees with
+      ``client.predict``. Both use the model of the last generated trial. Ax's check is a
+      leave-one-out cross-validation that rebuilds the model once per observation (for the
+      robust model: its screening and kernel fits each time), the main cost of the call.
     * With a ``seed``, the trial after t observations fits the model (data-driven kernel fit,
       Nyström features), builds the acquisition and maximises it on torch's generator seeded
       from ``(seed, t)`` (:class:`JointSurrogate`, :class:`UCBAcquisition`): the strategy
       proposes the same points whatever ran before, and after a save and load (up to the
       rounding of Ax's stored data).
 
-    Two modes, those of :class:`~botorch_mtucb.models.TruncatedGP` and
-    :class:`~botorch_mtucb.models.AdaptiveTruncationGP`:
+    The two modes of the truncated models, those of :class:`~botorch_mtucb.models.TruncatedGP`
+    and :class:`~botorch_mtucb.models.AdaptiveTruncationGP`:
 
-    * **data-driven** (``alpha=None, v=None``, the default): rebuilt by Ax at every trial
-      from all rewards so far: α = 1; rewards centred at their median; v = the
+    * **data-driven** (``alpha=None, v=None`` with an explicit ``model``): rebuilt by Ax at
+      every trial from all rewards so far: α = 1; rewards centred at their median; v = the
       median-of-means estimate of E|y − median|^{1+α}
       (:func:`~botorch_mtucb.heavy_tailed.moments.robust_location_and_moment`); TGP's rewards
       winsorised at the current level b_t; the kernel and λ fitted the BoTorch way on the
@@ -439,67 +518,92 @@ def heavy_tailed_generation_strategy(
       truncation, the fixed SE kernel, Theorem 1's β unless ``constants="authors"``).
 
     Args:
-        alpha: Moment order α ∈ (0, 1] (default ``None``: 1 in the data-driven mode).
+        alpha: Moment order α ∈ (0, 1] of the truncated models (default ``None``: 1 in the
+            data-driven mode).
         v: Moment bound v > 0, in the units of the reported rewards (default ``None``:
             data-driven). Needs ``alpha``.
         num_initial_trials: Number of Sobol trials (≥ 1); they count as rounds of the
             truncation schedule. Default ``None``: ``initial_design_size(d)`` = max(5, 2·d).
-        beta: Width β multiplying σ; ``None`` uses the model's ``beta()`` (data-driven: 1;
-            declared: β_{t+1} of the ``constants`` model option, ``"theory"`` or
-            ``"authors"``).
-        model: ``"truncated"`` (:class:`~botorch_mtucb.models.TruncatedGP`, TGP-UCB) or
-            ``"adaptive_truncation"`` (:class:`~botorch_mtucb.models.AdaptiveTruncationGP`,
-            ATA-GP-UCB; declared mode: needs ``features`` in ``model_options``).
-        model_options: Further model keyword arguments (``lam``, ``delta``, ``B``,
-            ``constants``, ``truncate``, ``covar_module``, ``features``, ``horizon``; a
-            given ``lam`` or ``covar_module`` turns the kernel fit off).
+        beta: Width β multiplying σ; ``None`` uses the model's ``beta()`` (robust and
+            data-driven: 1; declared: β_{t+1} of the ``constants`` model option,
+            ``"theory"`` or ``"authors"``). With ``model="robust"`` only for
+            ``acquisition="ucb"``.
+        model: ``"robust"``, ``"truncated"``
+            (:class:`~botorch_mtucb.models.TruncatedGP`, TGP-UCB) or ``"adaptive_truncation"``
+            (:class:`~botorch_mtucb.models.AdaptiveTruncationGP`, ATA-GP-UCB; declared mode:
+            needs ``features`` in ``model_options``). Default ``None``: ``"robust"``, or
+            ``"truncated"`` when ``alpha`` or ``v`` is given.
+        model_options: Further model keyword arguments (robust: ``threshold``, ``bounds``;
+            truncated: ``lam``, ``delta``, ``B``, ``constants``, ``truncate``,
+            ``covar_module``, ``features``, ``horizon``; a given ``lam`` or ``covar_module``
+            turns the kernel fit off).
         seed: Seeds the Sobol points and, per trial, the model's construction, the
             acquisition and its maximisation (``None``: not seeded here).
         optimizer_options: BoTorch ``optimize_acqf`` options.
         transforms: Ax transforms of the BO step (default :data:`HEAVY_TAILED_TRANSFORMS`).
-            Without ``UnitX`` the default kernel refuses inputs outside the unit cube; in
-            the declared mode v must then be stated in the transformed units.
+            Without ``UnitX`` the default kernels of the truncated models refuse inputs
+            outside the unit cube (the robust model then needs ``model_options={"bounds":
+            None}``); in the declared mode v must then be stated in the transformed units.
+        acquisition: Kind of the robust acquisition, ``"logei"`` or ``"ucb"`` (default
+            ``None``: :data:`~botorch_mtucb.acquisition.robust.DEFAULT_ROBUST_ACQUISITION`);
+            ``model="robust"`` only.
 
     Returns:
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
 
     Raises:
-        ValueError: for ``v`` without ``alpha``, parameters out of range, or ATA-GP-UCB
-            with a declared ``v`` and no ``features``.
+        ValueError: for ``v`` without ``alpha``, ``alpha`` / ``v`` with ``model="robust"``,
+            parameters out of range, an unknown option, or ATA-GP-UCB with a declared ``v``
+            and no ``features``.
 
     Example:
         >>> from botorch_mtucb.integrations.ax import heavy_tailed_generation_strategy
         >>> gs = heavy_tailed_generation_strategy(num_initial_trials=5, seed=0)
         >>> gs.name
-        'Sobol+TGP-UCB'
+        'Sobol+RobustGP'
         >>> heavy_tailed_generation_strategy(1.0, 4.0, model_options={"constants": "authors"}).name
         'Sobol+TGP-UCB'
     """
     _check_common(num_initial_trials, seed, optimizer_options)
     options = dict(model_options or {})
-    _check_heavy_tailed_options(alpha, v, beta, model, options)
-    moments = {k: x for k, x in (("alpha", alpha), ("v", v)) if x is not None}
-    model_class = AxTruncatedGP if model == "truncated" else AxAdaptiveTruncationGP
+    if model is None:
+        model = "robust" if alpha is None and v is None else "truncated"
+    _check_heavy_tailed_options(alpha, v, beta, model, options, acquisition)
+    if model == "robust":
+        kind = robust_module.DEFAULT_ROBUST_ACQUISITION if acquisition is None else acquisition
+        acqf_options: dict[str, Any] = {"kind": kind, "seed": seed}
+        if beta is not None:
+            acqf_options["beta"] = beta
+        model_class: type = AxRobustGP
+        acqf_class, acquisition_class = _ROBUST_ACQF_CLASSES[kind], RobustAcquisition
+        config_name, name = "RobustGP", "Sobol+RobustGP"
+    else:
+        acqf_options = {"beta": beta, "seed": seed}
+        options = {**{k: x for k, x in (("alpha", alpha), ("v", v)) if x is not None},
+                   **options}
+        model_class = AxTruncatedGP if model == "truncated" else AxAdaptiveTruncationGP
+        acqf_class, acquisition_class = HeavyTailedUCB, UCBAcquisition
+        config_name = "TGP-UCB" if model == "truncated" else "ATA-GP-UCB"
+        name = f"Sobol+{config_name}"
     spec = SurrogateSpec(
         model_configs=[
             ModelConfig(
                 botorch_model_class=model_class,
-                model_options={**moments, **options},
-                # Inputs reach the model in [0, 1]^d through Ax's UnitX; the heavy-tailed
-                # models take no BoTorch input transform.
+                model_options=options,
+                # Inputs reach the model in [0, 1]^d through Ax's UnitX; these models take
+                # no BoTorch input transform.
                 input_transform_classes=None,
-                name="TGP-UCB" if model == "truncated" else "ATA-GP-UCB",
+                name=config_name,
             )
         ]
     )
     generator_kwargs = {
-        # one objective, one dataset: the surrogate is there to seed the fits
+        # one objective, one dataset: the surrogate seeds the fits and sets the best point
         "surrogate": JointSurrogate(surrogate_spec=spec, seed=seed),
-        "botorch_acqf_class": HeavyTailedUCB,
-        "botorch_acqf_options": {"beta": beta, "seed": seed},
-        "acquisition_class": UCBAcquisition,
+        "botorch_acqf_class": acqf_class,
+        "botorch_acqf_options": acqf_options,
+        "acquisition_class": acquisition_class,
     }
-    name = "Sobol+TGP-UCB" if model == "truncated" else "Sobol+ATA-GP-UCB"
     return _two_step_strategy(
         name,
         num_initial_trials,

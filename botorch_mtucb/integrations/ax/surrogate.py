@@ -10,6 +10,11 @@ was observed), so the surrogate stays one
 the fit of the trial after t observations runs on torch's generator seeded from (seed, t)
 (:func:`~botorch_mtucb.integrations.ax.objective.seeded_trial`), so a fit depends on the data
 and the seed only, also after the strategy is saved and loaded.
+
+Its best in-sample point (what Ax's ``client.get_best_parameterization()`` returns once the
+model's cross-validation is judged adequate) follows
+:func:`~botorch_mtucb.models.recommend` for the package's single-output models: the
+evaluated point with the best posterior mean among those with a trusted reading.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig, convert_to_block_design
 from torch import Tensor
 
+from botorch_mtucb.heavy_tailed.base import HeavyTailedModel
+from botorch_mtucb.integrations.ax.input_constructors import robust_best_index
 from botorch_mtucb.integrations.ax.models import AxExactMultiTaskGP
 from botorch_mtucb.integrations.ax.objective import FIT_STREAM, seeded_trial
 
@@ -103,6 +111,38 @@ class JointSurrogate(Surrogate):
                     repeat_model_selection_if_dataset_changed
                 ),
             )
+
+    def best_in_sample_point(
+        self,
+        search_space_digest: Any,
+        torch_opt_config: Any,
+        options: Any = None,
+    ) -> tuple[Tensor, float]:
+        """The evaluated point :func:`~botorch_mtucb.models.recommend` picks (class docstring).
+
+        Returns:
+            ``(x, value)``: ``d`` training input (Ax's transformed space, CPU) and its
+            posterior mean in the objective's direction (``±μ``).
+        """
+        model = getattr(self, "_model", None)
+        weights = torch_opt_config.objective_weights
+        if not (
+            isinstance(model, HeavyTailedModel)
+            and model.num_outputs == 1
+            and not torch_opt_config.is_moo
+            and weights is not None
+            and weights.numel() == 1
+            and float(weights.reshape(-1)[0]) != 0.0
+            and torch_opt_config.outcome_constraints is None
+            and torch_opt_config.linear_constraints is None
+            and not torch_opt_config.fixed_features
+        ):
+            return super().best_in_sample_point(search_space_digest, torch_opt_config, options)
+        maximize = float(weights.reshape(-1)[0]) > 0
+        X = model.train_X
+        index, mean = robust_best_index(model, X, maximize)
+        value = float(mean) if maximize else -float(mean)
+        return X[index].detach().to(dtype=self.dtype, device=torch.device("cpu")), value
 
 
 def joint_surrogate(

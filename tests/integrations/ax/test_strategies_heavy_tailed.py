@@ -85,7 +85,7 @@ def _median_of_means(y: list[float], alpha: float = 1.0, delta: float = 0.1) -> 
 
 def test_data_driven_default_client_loop_branin_with_gross_outliers() -> None:
     """5 Sobol + 7 BO trials, minimised: each model is TruncatedGP's data-driven mode."""
-    gs = heavy_tailed_generation_strategy(seed=0, optimizer_options=FAST_OPT)
+    gs = heavy_tailed_generation_strategy(seed=0, model="truncated", optimizer_options=FAST_OPT)
     (config,) = _model_configs(gs)
     assert config.botorch_model_class is AxTruncatedGP and config.model_options == {}
     client, reward = _branin_client(gs), _rewards(0)
@@ -164,7 +164,7 @@ def test_declared_mode_unchanged_and_bad_moments_refused() -> None:
     with pytest.raises(ValueError, match="alpha"):
         heavy_tailed_generation_strategy(alpha=0.0)
     with pytest.raises(ValueError, match="lam"):
-        heavy_tailed_generation_strategy(model_options={"lam": -1.0})
+        heavy_tailed_generation_strategy(model="truncated", model_options={"lam": -1.0})
     # The model options build the declared / data-driven model directly (Ax's route).
     g = torch.Generator().manual_seed(0)
     X, Y = torch.rand(8, 2, generator=g, dtype=DT), torch.randn(8, 1, generator=g, dtype=DT)
@@ -179,7 +179,7 @@ def test_declared_mode_unchanged_and_bad_moments_refused() -> None:
 def test_inputs_outside_the_unit_cube_are_refused_without_unitx() -> None:
     """Dropping UnitX leaves raw inputs in [-1, 2]^2: the default kernel refuses them."""
     gs = heavy_tailed_generation_strategy(
-        num_initial_trials=3, seed=0, optimizer_options=FAST_OPT,
+        num_initial_trials=3, seed=0, optimizer_options=FAST_OPT, model="truncated",
         transforms=[*MBM_X_trans, Derelativize],
     )
     client = Client(random_seed=0)
@@ -202,7 +202,8 @@ def test_data_driven_strategy_json_round_trip(tmp_path: Path) -> None:
     """Saved after 6 trials and loaded: the loaded client keeps building the data-driven model."""
     path = str(tmp_path / "client.json")
     client, reward = _branin_client(
-        heavy_tailed_generation_strategy(seed=2, optimizer_options=FAST_OPT), seed=2
+        heavy_tailed_generation_strategy(seed=2, model="truncated", optimizer_options=FAST_OPT),
+        seed=2,
     ), _rewards(2)
 
     def run(c: Client, k: int) -> None:

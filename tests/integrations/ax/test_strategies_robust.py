@@ -1,0 +1,330 @@
+"""The robust default of ``heavy_tailed_generation_strategy`` in Ax: model, acquisition, best point.
+
+References: ``robust_gp`` / ``recommend`` called directly on the data Ax gave the model; the
+trusted rows and their best posterior mean found by a Python loop over rows; LogEI's closed
+form ``log(σ (z Φ(z) + φ(z)))``, ``z = (μ − best_f) / σ``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("ax")
+
+from ax.api.client import Client  # noqa: E402
+from ax.api.configs import RangeParameterConfig  # noqa: E402
+from botorch.acquisition.analytic import LogExpectedImprovement  # noqa: E402
+from botorch.acquisition.objective import ScalarizedPosteriorTransform  # noqa: E402
+from botorch.models import SingleTaskGP  # noqa: E402
+from botorch.utils.datasets import SupervisedDataset  # noqa: E402
+
+from botorch_mtucb.acquisition import HeavyTailedUCB  # noqa: E402
+from botorch_mtucb.acquisition.robust import DEFAULT_ROBUST_ACQUISITION  # noqa: E402
+from botorch_mtucb.integrations.ax import (  # noqa: E402
+    HEAVY_TAILED_TRANSFORMS,
+    JointSurrogate,
+    heavy_tailed_generation_strategy,
+)
+from botorch_mtucb.integrations.ax.acquisition import RobustAcquisition  # noqa: E402
+from botorch_mtucb.integrations.ax.input_constructors import (  # noqa: E402
+    construct_robust_acquisition,
+    robust_best_index,
+)
+from botorch_mtucb.integrations.ax.models import AxRobustGP  # noqa: E402
+from botorch_mtucb.models import recommend, robust_gp  # noqa: E402
+from tests.integrations.ax.helpers import FAST_OPT  # noqa: E402
+
+DT = torch.float64
+KIND_CLASS = {"logei": LogExpectedImprovement, "ucb": HeavyTailedUCB}
+UNIT = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+
+
+def _bo_kwargs(gs):
+    return gs._nodes[1].generator_specs[0].generator_kwargs
+
+
+def _data(n: int = 16, seed: int = 0, failure: int | None = 3):
+    """Smooth f on [0, 1]^2 with small noise; row ``failure`` a sensor failure (+40)."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 2, generator=g, dtype=DT)
+    Y = (torch.sin(4 * X[:, :1]) - (X[:, 1:] - 0.5) ** 2
+         + 0.02 * torch.randn(n, 1, generator=g, dtype=DT))
+    if failure is not None:
+        Y[failure] = 40.0
+    return X, Y
+
+
+def _trusted_best(model, X, flags, maximize):
+    """Brute force: rows whose readings are not all flagged, and the best mean among them."""
+    T = model.train_X
+    with torch.no_grad():
+        mean = model.posterior(X).mean.reshape(-1)
+    best, index = None, None
+    for i in range(X.shape[0]):
+        readings = [j for j in range(T.shape[0]) if bool((T[j] == X[i]).all())]
+        if readings and all(bool(flags[j]) for j in readings):
+            continue
+        value = float(mean[i]) if maximize else -float(mean[i])
+        if best is None or value > best:
+            best, index = value, i
+    return index, best
+
+
+# --------------------------------------------------------------------------- strategy
+
+
+def test_default_is_the_robust_model_with_the_default_acquisition() -> None:
+    gs = heavy_tailed_generation_strategy(seed=4)
+    assert gs.name == "Sobol+RobustGP"
+    kw = _bo_kwargs(gs)
+    surrogate = kw["surrogate"]
+    assert type(surrogate) is JointSurrogate and surrogate.seed == 4
+    (config,) = surrogate.surrogate_spec.model_configs
+    assert config.botorch_model_class is AxRobustGP and config.model_options == {}
+    assert config.input_transform_classes is None
+    assert kw["botorch_acqf_class"] is KIND_CLASS[DEFAULT_ROBUST_ACQUISITION]
+    assert kw["acquisition_class"] is RobustAcquisition
+    assert kw["botorch_acqf_options"] == {"kind": DEFAULT_ROBUST_ACQUISITION, "seed": 4}
+    assert kw["transforms"] == HEAVY_TAILED_TRANSFORMS
+    ucb = _bo_kwargs(heavy_tailed_generation_strategy(acquisition="ucb", beta=2.0))
+    assert ucb["botorch_acqf_class"] is HeavyTailedUCB
+    assert ucb["botorch_acqf_options"] == {"kind": "ucb", "seed": None, "beta": 2.0}
+    # moments given: paper 001's truncated model, as before
+    assert heavy_tailed_generation_strategy(1.0, 4.0).name == "Sobol+TGP-UCB"
+    assert heavy_tailed_generation_strategy(0.5).name == "Sobol+TGP-UCB"
+    assert heavy_tailed_generation_strategy(model="truncated").name == "Sobol+TGP-UCB"
+
+
+def test_robust_strategy_refuses_options_it_does_not_take() -> None:
+    with pytest.raises(ValueError, match="model='robust' assumes"):
+        heavy_tailed_generation_strategy(1.0, 4.0, model="robust")
+    with pytest.raises(ValueError, match="'threshold' and 'bounds'"):
+        heavy_tailed_generation_strategy(model_options={"lam": 0.1})
+    with pytest.raises(ValueError, match="`acquisition` must be"):
+        heavy_tailed_generation_strategy(acquisition="ei")
+    with pytest.raises(ValueError, match="`acquisition` is an option of model='robust'"):
+        heavy_tailed_generation_strategy(model="truncated", acquisition="ucb")
+    with pytest.raises(ValueError, match="`model` must be 'robust'"):
+        heavy_tailed_generation_strategy(model="student_t")
+    if DEFAULT_ROBUST_ACQUISITION == "logei":
+        with pytest.raises(ValueError, match="`beta` is the width"):
+            heavy_tailed_generation_strategy(beta=2.0)
+
+
+# --------------------------------------------------------------------------- model
+
+
+def test_ax_robust_gp_is_robust_gp_on_the_unit_cube() -> None:
+    X, Y = _data()
+    ds = SupervisedDataset(X, Y, Yvar=torch.full_like(Y, 0.01), feature_names=["a", "b"],
+                           outcome_names=["y"])
+    with pytest.warns(UserWarning, match="ignores the observation noise variances"):
+        inputs = AxRobustGP.construct_inputs(ds)
+    assert "train_Yvar" not in inputs and torch.equal(inputs["bounds"], UNIT)
+    model, direct = AxRobustGP(**inputs), robust_gp(X, Y, UNIT)
+    assert torch.equal(model.suspicious, direct.suspicious) and bool(model.suspicious[3])
+    Xt = torch.rand(7, 2, generator=torch.Generator().manual_seed(1), dtype=DT)
+    torch.testing.assert_close(model.posterior(Xt).mean, direct.posterior(Xt).mean)
+    # bounds=None: the data's own box, as robust_gp without bounds
+    data_box = AxRobustGP(**AxRobustGP.construct_inputs(ds, bounds=None))
+    torch.testing.assert_close(data_box.posterior(Xt).mean, robust_gp(X, Y).posterior(Xt).mean)
+    # inputs outside the unit cube (no UnitX) are refused unless bounds are given
+    outside = SupervisedDataset(3 * X - 1, Y, feature_names=["a", "b"], outcome_names=["y"])
+    with pytest.raises(ValueError, match="unit cube"):
+        AxRobustGP.construct_inputs(outside)
+    box = [[-1.0, -1.0], [2.0, 2.0]]
+    inputs = AxRobustGP.construct_inputs(outside, bounds=box)
+    torch.testing.assert_close(inputs["bounds"], torch.tensor(box, dtype=DT))
+
+
+# --------------------------------------------------------------------------- best point
+
+
+@pytest.mark.parametrize("maximize", [True, False])
+def test_robust_best_index_is_recommend_in_either_direction(maximize: bool) -> None:
+    X, Y = _data(n=18, seed=2, failure=None)
+    X[7] = X[2]  # one input read twice; only the first reading is a failure
+    Y[2], Y[5] = (40.0, -40.0) if maximize else (-40.0, 40.0)
+    model = robust_gp(X, Y, UNIT)
+    flags = model.suspicious
+    assert bool(flags[2]) and bool(flags[5]) and not bool(flags[7])
+    index, mean = robust_best_index(model, X, maximize)
+    ref_index, ref_best = _trusted_best(model, X, flags, maximize)
+    assert index == ref_index and index != 5
+    assert float(mean) == pytest.approx(ref_best if maximize else -ref_best, rel=1e-12)
+    if maximize:
+        assert torch.equal(X[index : index + 1], recommend(model, X))
+    # every reading flagged: nothing to recommend
+    model._suspicious = torch.ones_like(flags)
+    with pytest.raises(ValueError, match="only suspicious readings"):
+        robust_best_index(model, X, maximize)
+
+
+# --------------------------------------------------------------------------- acquisition
+
+
+def _log_ei(mu: torch.Tensor, sigma: torch.Tensor, best: float) -> torch.Tensor:
+    z = (mu - best) / sigma
+    normal = torch.distributions.Normal(0.0, 1.0)
+    return torch.log(sigma * (z * normal.cdf(z) + normal.log_prob(z).exp()))
+
+
+@pytest.mark.parametrize("maximize", [True, False])
+def test_logei_takes_the_robust_incumbent_in_the_objective_direction(maximize: bool) -> None:
+    X, Y = _data(n=16, seed=3)
+    if not maximize:
+        Y[3] = -40.0  # a failure that would be the best observed value when minimising
+    model = robust_gp(X, Y, UNIT)
+    assert bool(model.suspicious[3])
+    weights = torch.tensor([1.0 if maximize else -1.0], dtype=DT)
+    acqf = construct_robust_acquisition(
+        model, posterior_transform=ScalarizedPosteriorTransform(weights), kind="logei"
+    )
+    assert type(acqf) is LogExpectedImprovement and acqf.model is model
+    _, best = _trusted_best(model, X, model.suspicious, maximize)
+    assert float(acqf.best_f) == pytest.approx(best, rel=1e-12)
+    Xt = torch.rand(1024, 1, 2, generator=torch.Generator().manual_seed(5), dtype=DT)
+    post = model.posterior(Xt)
+    mu = post.mean.reshape(-1) * weights
+    sigma = post.variance.reshape(-1).sqrt()
+    near = (mu - best) / sigma > -4  # where the plain closed form is accurate
+    assert int(near.sum()) >= 3
+    torch.testing.assert_close(acqf(Xt)[near], _log_ei(mu, sigma, best)[near], rtol=1e-6,
+                               atol=1e-8)
+
+
+def test_pending_points_shrink_sigma_and_keep_the_incumbent() -> None:
+    X, Y = _data(n=16, seed=4)
+    model = robust_gp(X, Y, UNIT)
+    pending = torch.tensor([[0.33, 0.61]], dtype=DT)
+    plain = construct_robust_acquisition(model, kind="logei")
+    acqf = construct_robust_acquisition(model, X_pending=pending, kind="logei")
+    assert acqf.model is not model and float(acqf.best_f) == float(plain.best_f)
+    at = pending.unsqueeze(0)
+    torch.testing.assert_close(acqf.model.posterior(at).mean, model.posterior(at).mean)
+    assert float(acqf.model.posterior(at).variance) < float(model.posterior(at).variance)
+    assert float(acqf(at)) < float(plain(at))
+    ucb = construct_robust_acquisition(
+        model, X_pending=pending, kind="ucb",
+        posterior_transform=ScalarizedPosteriorTransform(torch.tensor([-1.0], dtype=DT)),
+    )
+    assert type(ucb) is HeavyTailedUCB and ucb.maximize is False
+    assert ucb._beta_float == pytest.approx(model.beta())
+    assert torch.equal(ucb.X_pending, pending)
+
+
+def test_robust_acquisition_refusals() -> None:
+    X, Y = _data(n=8, seed=6, failure=None)
+    model = robust_gp(X, Y, UNIT)
+    with pytest.raises(ValueError, match="`kind` must be one of"):
+        construct_robust_acquisition(model, kind="ei")
+    with pytest.raises(ValueError, match="`beta` is an option of kind='ucb'"):
+        construct_robust_acquisition(model, kind="logei", beta=1.0)
+    with pytest.raises(ValueError, match="outcome constraints"):
+        construct_robust_acquisition(model, constraints_tuple=(torch.ones(1, 1), torch.ones(1, 1)))
+    with pytest.raises(ValueError, match="single output"):
+        construct_robust_acquisition(SingleTaskGP(X, torch.cat([Y, Y], dim=-1)))
+    with pytest.raises(ValueError, match="X_pending"):
+        construct_robust_acquisition(model, X_pending=torch.zeros(1, 3, dtype=DT))
+
+
+# --------------------------------------------------------------------------- Ax client
+
+
+def _planted_client(objective: str, seed: int = 0) -> Client:
+    client = Client(random_seed=seed)
+    client.configure_experiment(parameters=[
+        RangeParameterConfig(name=n, parameter_type="float", bounds=(-1.0, 2.0))
+        for n in ("x0", "x1")
+    ])
+    client.configure_optimization(objective=objective)
+    client.set_generation_strategy(
+        heavy_tailed_generation_strategy(num_initial_trials=6, seed=seed,
+                                         optimizer_options=FAST_OPT)
+    )
+    return client
+
+
+def _f(p: dict[str, float]) -> float:
+    u0, u1 = (p["x0"] + 1) / 3, (p["x1"] + 1) / 3
+    return math.sin(3 * u0) - (u1 - 0.6) ** 2
+
+
+def test_client_best_parameterization_agrees_with_predict_and_recommend() -> None:
+    """Planted failure reading (+50 at trial 2): the best raw reading, but never the answer."""
+    client = _planted_client("y")
+    g = torch.Generator().manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(14):
+            ((idx, p),) = client.get_next_trials(max_trials=1).items()
+            y = 50.0 if idx == 2 else _f(p) + 0.01 * float(torch.randn(1, generator=g))
+            client.complete_trial(idx, raw_data={"y": y})
+        params, values, best_idx, _ = client.get_best_parameterization()
+        raw_idx = client.get_best_parameterization(use_model_predictions=False)[2]
+    gen = client._generation_strategy.adapter.generator
+    model = gen.surrogate.model
+    assert type(model) is AxRobustGP
+    assert type(gen._acquisition.acqf) is KIND_CLASS[DEFAULT_ROBUST_ACQUISITION]
+    trials = client._experiment.trials
+    n = model.train_X.shape[0]  # the model of the last generated trial: trials 0..n-1
+    arms = [trials[i].arm.parameters for i in range(n)]
+    unit = torch.tensor([[(a["x0"] + 1) / 3, (a["x1"] + 1) / 3] for a in arms], dtype=DT)
+    torch.testing.assert_close(model.train_X, unit)  # rows = trials in order, UnitX
+    assert bool(model.suspicious[2]) and raw_idx == 2  # Ax's raw answer is the failure
+    # the answer is recommend's arm on the model Ax holds ...
+    rec = recommend(model, model.train_X)
+    rec_idx = int((model.train_X == rec).all(dim=-1).nonzero()[0])
+    assert best_idx == rec_idx != 2 and params == arms[rec_idx]
+    # ... and the best predicted mean among the trusted arms, as client.predict reports it
+    means = torch.tensor([pr["y"][0] for pr in client.predict(points=arms)], dtype=DT)
+    trusted = ~model.suspicious
+    assert int(torch.where(trusted, means, -torch.inf).argmax()) == best_idx
+    assert values["y"][0] == pytest.approx(float(means[best_idx]), rel=1e-9)
+
+
+def test_client_minimised_with_pending_trials() -> None:
+    """Minimised, two trials generated at once (pending points): the failure (−50) is skipped."""
+    client = _planted_client("-loss", seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in (6, 1, 2, 1, 1, 1, 1, 1):
+            trials = client.get_next_trials(max_trials=k)
+            if k == 2:
+                assert len(trials) == 2
+                acqf = client._generation_strategy.adapter.generator._acquisition.acqf
+                if isinstance(acqf, LogExpectedImprovement):  # conditioned on its mean there
+                    assert acqf.model.train_X.shape[0] == 8  # 7 readings + 1 pending point
+                else:
+                    assert acqf.X_pending.shape == (1, 2)
+            for idx, p in trials.items():
+                client.complete_trial(idx, raw_data={"loss": -50.0 if idx == 1 else -_f(p)})
+        best_idx = client.get_best_parameterization()[2]
+    gen = client._generation_strategy.adapter.generator
+    model = gen.surrogate.model
+    assert bool(model.suspicious[1]) and best_idx != 1
+    index, _ = robust_best_index(model, model.train_X, maximize=False)
+    assert best_idx == index
+    if DEFAULT_ROBUST_ACQUISITION == "logei":
+        negate = gen._acquisition.acqf.posterior_transform
+        assert float(negate.weights) == -1.0
+
+
+def test_robust_default_json_round_trip(tmp_path: Path) -> None:
+    path = str(tmp_path / "client.json")
+    client = _planted_client("y", seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(7):
+            for idx, p in client.get_next_trials(max_trials=1).items():
+                client.complete_trial(idx, raw_data={"y": _f(p)})
+        client.save_to_json_file(path)
+        loaded = Client.load_from_json_file(path)
+        for idx, p in loaded.get_next_trials(max_trials=1).items():
+            loaded.complete_trial(idx, raw_data={"y": _f(p)})
+    assert type(loaded._generation_strategy.adapter.generator.surrogate.model) is AxRobustGP
