@@ -16,7 +16,7 @@ Multi-task (paper 000; all with η = δ = 0.1, ε = 0.5, fixed kernel hyperparam
 ``MOBO``           Paria et al.: ModelListGP of independent GPs (k scaled by B_ii, noise η),
                    s_λ(μ + √β_t σ) with the finite-domain GP-UCB β_t of Srinivas et al.
 ``qLogNParEGO``    BoTorch, same ModelListGP, the round's λ_t as ParEGO weights.
-``qLogNEHVI``      BoTorch, same ModelListGP, reference point = the problem's z (n ≤ 4).
+``qLogNEHVI``      BoTorch, same ModelListGP, reference point = the problem's z (n ≤ 10).
 ``MT-UCB``         practical (issue 16): :func:`~botorch_mtucb.models.practical_multitask_gp`
                    (also importable from here) refitted on the loop's default
                    :class:`~botorch_mtucb.loop.defaults.RefitSchedule` (conditioned in between),
@@ -344,7 +344,7 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   build_mobo),
     AlgorithmSpec("qLogNParEGO", "multi_task", "BoTorch qLogNParEGO (round's lambda)",
                   build_parego),
-    AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 4)", build_nehvi,
+    AlgorithmSpec("qLogNEHVI", "multi_task", "BoTorch qLogNEHVI (n <= 10)", build_nehvi,
                   nehvi_available),
     AlgorithmSpec("Sobol", "multi_task", "random search: scrambled Sobol points, no model",
                   _build_sobol, _continuous_only),

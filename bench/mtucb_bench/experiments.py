@@ -70,7 +70,7 @@ MT_ALGORITHMS = (
 )
 MT_FAST = ("MT-KB", "MT-BKB", "IT-KB", "MOBO")
 #: Multi-objective suite (issue 16): practical and paper MT-UCB, IT-UCB and BoTorch's
-#: baselines, all with fitted hyperparameters except MT-UCB-paper (qLogNEHVI: n <= 4 only),
+#: baselines, all with fitted hyperparameters except MT-UCB-paper (qLogNEHVI: n <= 10),
 #: and Sobol random search (the floor no method should fall below).
 SUITE_ALGORITHMS = (
     "MT-UCB", "MT-UCB-paper", "IT-UCB", "MOBO", "qLogNParEGO", "qLogNEHVI", "Sobol",

@@ -8,7 +8,7 @@ qLogNEHVI where one round fits in 60 s.
 * ``probe`` times one qLogNEHVI round per problem (fit on the Sobol initial design, build the
   acquisition, one ``BoxOptimizer`` maximisation with the runner's 4 restarts and 256 raw
   samples) in a subprocess killed after ``--limit`` seconds (default 60), and writes
-  ``<out>/nehvi_probe.json``; the registry's own rule (qLogNEHVI for n ≤ 4 only) is recorded
+  ``<out>/nehvi_probe.json``; the registry's own rule (qLogNEHVI for n ≤ 10) is recorded
   beside it. ``--extra T`` adds T Sobol points to the design: about the cost of round T,
   whose front is larger than the first round's (the file keeps the last probe per problem).
 * ``run`` calls ``python -m mtucb_bench run many-<problem>`` once per problem into
@@ -78,7 +78,7 @@ def probe_round(name: str, seed: int = 0, extra: int = 0) -> dict:
     """Time one qLogNEHVI round on ``name`` (fit, acquisition, one maximisation), in this
     process, on the Sobol initial design of trial ``seed`` plus ``extra`` further Sobol points
     (0: the first round; T: about the cost of round T, whose front is larger); the registry's
-    n ≤ 4 rule is bypassed (this is what the probe measures)."""
+    n ≤ 10 rule is bypassed (this is what the probe measures)."""
     problem = make_many_problem(name)
     design = InitialDesign.parse("sobol").resolve(problem)
     X = design.draw(problem, seed)
