@@ -24,11 +24,16 @@ The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
        m_i = z_i − [A⁻¹z]_i / [A⁻¹]_ii,      s²_i = 1 / [A⁻¹]_ii,
 
    both independent of ``z_i``; the standardised residual is ``e_i = (z_i − m_i) / s_i``.
-3. **Flags.** Reading ``i`` is *suspicious* iff ``|e_i| > c · max(1, ŝ)``, with
-   ``c = SUSPICION_THRESHOLD`` and ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
-   residuals (``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the fitted noise is too small
-   for the data, e.g. heavy tails everywhere, so ordinary noise is not flagged; the floor 1
-   keeps an underconfident model from flagging on its own). It is two-sided, so readings far
+3. **Flags.** Reading ``i`` is *suspicious* iff ``|e_i| > c · max(f, ŝ)``, with
+   ``c = SUSPICION_THRESHOLD``, ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
+   residuals and ``f = SCALE_FLOOR``. ``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the
+   fitted noise is too small for the data (e.g. heavy tails everywhere), so ordinary noise
+   is not flagged; ``ŝ < 1`` when corrupted readings have inflated the fitted ``λ``, which
+   would otherwise hide them (masking). The floor ``f`` bounds how far an overdispersed fit
+   may tighten the rule: a fit whose ``λ`` is up to ``1/f²`` times too large still flags
+   at ``c`` of its clean residuals' spread, while the LOO residuals of a well-fitted GP,
+   which are not Gaussian (a peak that the smooth fit under-predicts, a sparse region), are
+   not flagged for being merely larger than the median one. It is two-sided, so readings far
    above (sensor failures) and far below their neighbours are both caught, while a large
    reward that its neighbours explain (a peak) has a small residual, and one that nothing
    near it predicts has a large ``s_i``. Fewer than half of the readings can be flagged
@@ -76,6 +81,7 @@ from botorch_mtucb.utils.incumbent import robust_incumbent
 __all__ = [
     "MIN_SCREENED",
     "ROBUST_PASSES",
+    "SCALE_FLOOR",
     "SUSPICION_THRESHOLD",
     "RobustGP",
     "loo_moments",
@@ -83,9 +89,13 @@ __all__ = [
     "robust_gp",
 ]
 
-#: ``c`` of the flag rule ``|e_i| > c · max(1, ŝ)`` (standardised leave-one-out residuals;
+#: ``c`` of the flag rule ``|e_i| > c · max(f, ŝ)`` (standardised leave-one-out residuals;
 #: a Gaussian reading exceeds 3 with probability 0.27 %).
 SUSPICION_THRESHOLD = 3.0
+
+#: ``f`` of the flag rule ``|e_i| > c · max(f, ŝ)``: the smallest robust residual scale the
+#: rule trusts (module docstring, step 3).
+SCALE_FLOOR = 0.5
 
 #: Screening passes (leave-one-out residuals and flags; from the second on, the previous
 #: pass's flagged readings left out of the conditioning).
@@ -169,7 +179,7 @@ def _screen(kernel: Kernel, lam: float, U: Tensor, z: Tensor, exclude: Tensor | 
     if z.shape[0] < MIN_SCREENED:
         flags = torch.zeros_like(z, dtype=torch.bool)
     else:
-        scale = (_MAD_TO_SD * e.abs().median()).clamp_min(1.0)
+        scale = (_MAD_TO_SD * e.abs().median()).clamp_min(SCALE_FLOOR)
         flags = e.abs() > threshold * scale
     return flags, torch.where(flags, m, z), e
 
@@ -259,7 +269,7 @@ class RobustGP(TruncatedGP):
                 fit (its lengthscale prior assumes the unit cube). ``None``: the data's own
                 min/max box (as BoTorch's learned ``Normalize``; a dimension without spread
                 gets width 1).
-            threshold: ``c > 0`` of the flag rule ``|e_i| > c · max(1, ŝ)``.
+            threshold: ``c > 0`` of the flag rule ``|e_i| > c · max(f, ŝ)``.
 
         Raises:
             TypeError: if ``train_X`` / ``train_Y`` are not float tensors.
