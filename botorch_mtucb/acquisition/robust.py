@@ -1,19 +1,19 @@
-"""The acquisition of the robust default model: LogEI with a robust incumbent, or UCB.
+"""The acquisition of the robust default model: UCB, or LogEI with a robust incumbent.
 
-With corrupted readings the usual incumbent of expected improvement, the best *observed*
-reward, is itself corrupted: a single failure reading far above every real value makes every
-improvement look hopeless. :func:`robust_acquisition` uses the best posterior mean at the
-evaluated points that have a trusted reading instead,
+The default kind (:data:`DEFAULT_ROBUST_ACQUISITION`) is ``"ucb"``:
+:class:`~botorch_mtucb.acquisition.HeavyTailedUCB` ``μ + β σ`` with the model's width
+``beta()`` (``UCB_WIDTH`` for a model without one).
+
+For expected improvement (``kind="logei"``): with corrupted readings its usual incumbent, the
+best *observed* reward, is itself corrupted, and a single failure reading far above every
+real value makes every improvement look hopeless. :func:`robust_acquisition` uses the best
+posterior mean at the evaluated points that have a trusted reading instead,
 
     best_f = max { μ(x_i) : reading i not flagged },
 
 (:func:`~botorch_mtucb.utils.incumbent.robust_incumbent`; the flags are the model's
 ``suspicious`` attribute, e.g. of :func:`~botorch_mtucb.models.robust_gp`; a model without
-one trusts every reading), and
-BoTorch's ``LogExpectedImprovement`` with it. The alternative ``kind="ucb"`` is
-:class:`~botorch_mtucb.acquisition.HeavyTailedUCB` ``μ + β σ`` with the model's width
-``beta()`` (``UCB_WIDTH`` for a model without one). :data:`DEFAULT_ROBUST_ACQUISITION` names
-the default kind.
+one trusts every reading), and BoTorch's ``LogExpectedImprovement`` with it.
 
 This module imports no model class: the flags and the training inputs are read off the
 model.
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: The kind :func:`robust_acquisition` builds when none is given.
-DEFAULT_ROBUST_ACQUISITION = "logei"
+DEFAULT_ROBUST_ACQUISITION = "ucb"
 
 #: The kinds :func:`robust_acquisition` builds.
 ROBUST_ACQUISITION_KINDS = ("logei", "ucb")
@@ -82,12 +82,12 @@ def robust_acquisition(model: Model, **options: Any) -> AcquisitionFunction:
         >>> bounds = torch.tensor([[0.0, -2.0], [4.0, 2.0]], dtype=torch.float64)
         >>> X = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(8, 2, dtype=torch.float64)
         >>> model = SingleTaskGP(X, X.sum(dim=-1, keepdim=True)).eval()
-        >>> acqf = robust_acquisition(model)  # LogEI, robust incumbent
+        >>> acqf = robust_acquisition(model)  # the default kind: UCB, μ + σ
         >>> candidate, _ = optimize_acqf(acqf, bounds, q=1, num_restarts=2, raw_samples=16)
         >>> candidate.shape
         torch.Size([1, 2])
-        >>> type(robust_acquisition(model, kind="ucb", beta=2.0)).__name__
-        'HeavyTailedUCB'
+        >>> type(robust_acquisition(model, kind="logei")).__name__  # robust incumbent
+        'LogExpectedImprovement'
     """
     kind = options.pop("kind", DEFAULT_ROBUST_ACQUISITION)
     if kind not in ROBUST_ACQUISITION_KINDS:

@@ -54,13 +54,24 @@ def _means(model, X):
         return model.posterior(X.unsqueeze(-2)).mean.view(-1)
 
 
-def test_default_is_logei_with_the_robust_incumbent():
+def test_default_is_ucb_with_the_models_width():
+    X, Y = _data()
+    model = robust_gp(X, Y, BOUNDS)
+    acqf = robust_acquisition(model)
+    assert DEFAULT_ROBUST_ACQUISITION == "ucb" and isinstance(acqf, HeavyTailedUCB)
+    Z = BOUNDS[0] + (BOUNDS[1] - BOUNDS[0]) * torch.rand(7, 1, 2, dtype=DT)
+    post = model.posterior(Z)
+    ref = post.mean.reshape(-1) + model.beta() * post.variance.reshape(-1).sqrt()
+    assert torch.allclose(acqf(Z), ref)
+
+
+def test_logei_takes_the_robust_incumbent():
     X, Y = _data()
     Y[[4, 9]] = 25.0  # failure readings far above every real value
     model = robust_gp(X, Y, BOUNDS)
     assert model.suspicious[[4, 9]].all()
-    acqf = robust_acquisition(model)
-    assert DEFAULT_ROBUST_ACQUISITION == "logei" and isinstance(acqf, LogExpectedImprovement)
+    acqf = robust_acquisition(model, kind="logei")
+    assert isinstance(acqf, LogExpectedImprovement)
     mean = _means(model, X)
     expected = mean[~model.suspicious].max()
     assert math.isclose(float(acqf.best_f), float(expected), rel_tol=1e-12)
@@ -74,7 +85,7 @@ def test_default_is_logei_with_the_robust_incumbent():
 def test_plain_model_trusts_every_reading():
     X, Y = _data(seed=1)
     model = SingleTaskGP(X, Y).eval()
-    acqf = robust_acquisition(model)
+    acqf = robust_acquisition(model, kind="logei")
     assert math.isclose(float(acqf.best_f), float(_means(model, X).max()), rel_tol=1e-12)
 
 
@@ -90,7 +101,7 @@ def test_input_transform_uses_the_original_inputs():
 def test_x_baseline_option():
     X, Y = _data(seed=3)
     model = SingleTaskGP(X, Y).eval()
-    acqf = robust_acquisition(model, X_baseline=X[:5])
+    acqf = robust_acquisition(model, kind="logei", X_baseline=X[:5])
     assert math.isclose(float(acqf.best_f), float(_means(model, X[:5]).max()), rel_tol=1e-12)
 
 
@@ -151,7 +162,7 @@ def test_bad_options():
     with pytest.raises(ValueError, match="`kind` must be one of"):
         robust_acquisition(model, kind="ei")
     with pytest.raises(ValueError, match="unknown \\['beta'\\]"):
-        robust_acquisition(model, beta=2.0)
+        robust_acquisition(model, kind="logei", beta=2.0)
     with pytest.raises(ValueError, match="unknown \\['X_baseline'\\]"):
         robust_acquisition(model, kind="ucb", X_baseline=X)
     two = SingleTaskGP(X, torch.cat([Y, Y], dim=-1)).eval()
