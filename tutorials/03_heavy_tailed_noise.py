@@ -364,7 +364,8 @@ if problem is not None:
 # cost regret, and the price of *not* truncating shows up only when rare huge rewards occur
 # (Part 1). For your own problem: state $v$ in the units of the rewards you feed the model, and
 # prefer rewards centred near 0 (e.g. subtract a known baseline) so that truncation cuts
-# noise, not signal.
+# noise, not signal. If you know neither $v$ nor the kind of corruption, start from the
+# robust default instead (`robust_gp`, tutorial 5 and the user guide's table).
 #
 # The same code runs on the light-sensor data of paper 001 §6: replace `stock_problem()` by
 # the harness's `light_sensor_problem()` (file `iw_data_all.mat`).

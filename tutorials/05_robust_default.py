@@ -181,7 +181,7 @@ print("recommended:", recommend(model, X).tolist(), "regret", round(regret(recom
 # full for the averaged curves.)
 #
 # When to use what (measured in the project's robust suite; see the user guide's table):
-# with no corruption at all, `SingleTaskGP` + LogEI is the reference and the robust default
-# should cost little; with isolated corrupted readings of either sign, screen them
-# (`robust_gp`); `TruncatedGP` / `AdaptiveTruncationGP` remain the models of paper 001, with
-# its regret guarantees, when a moment bound $\mathbb{E}|y|^{1+\alpha} \le v$ is known.
+# with isolated corrupted readings of either sign, screen them (`robust_gp`); with readings
+# that look clean, keep `SingleTaskGP` + LogEI, since the robust default gave up regret on the
+# suite's clean cells; `TruncatedGP` / `AdaptiveTruncationGP` remain the models of paper 001,
+# with its regret guarantees, when a moment bound $\mathbb{E}|y|^{1+\alpha} \le v$ is known.
