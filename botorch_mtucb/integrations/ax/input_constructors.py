@@ -533,8 +533,10 @@ def construct_robust_acquisition(
     kind: str | None = None,
     beta: float | None = None,
 ) -> AcquisitionFunction:
-    r"""The robust default's acquisition for one Ax trial (:func:`~botorch_mtucb.acquisition.
-    robust_acquisition` with Ax's objective direction and pending points).
+    r"""The robust default's acquisition for one Ax trial.
+
+    :func:`~botorch_mtucb.acquisition.robust_acquisition` with Ax's objective direction and
+    pending points.
 
     * ``kind="logei"``: ``LogExpectedImprovement`` with the robust incumbent
       ``best_f = max { ±μ(x_i) : reading i not flagged }`` (:func:`robust_best_index` on the
