@@ -269,7 +269,10 @@ def test_blocks_are_factorised_and_inverted_in_place(monkeypatch, n, keep, batch
     sizes, peak = _large_allocations(step, txt)
     expected = [n * txt] * keep + [txt] * (3 if n > 1 else 2)
     assert sorted(sizes) == sorted(expected)
-    assert peak == (n * keep + 2) * txt  # two buffers live in the forward or the backward
+    # at most two buffers live at once in the forward or the backward (an upper bound: the
+    # profiler's memory events can share a timestamp, and a free sorted before an allocation
+    # of the same instant lowers the measured peak)
+    assert (n * keep + 1) * txt <= peak <= (n * keep + 2) * txt
     ref = _dense(K.detach(), B.detach(), eta.detach(), r.detach())
     quad, logdet = ICMCholeskyInvQuadLogdet.apply(K, B, eta, r)
     assert torch.allclose(quad, ref[0]) and torch.allclose(logdet, ref[1])
