@@ -12,14 +12,14 @@ Every method refits its model every round on unit-cube inputs ``t x d`` and raw 
 ``ATA-UCB``       ``AdaptiveTruncationGP(X, Y, generator=G)`` + ``HeavyTailedUCB``; ``G`` seeded
                   with ``1000 · seed + t`` (trial seed, number of readings).
 ``ATA-LogEI``     the same model + LogEI.
-``ROBUST``        ``botorch_mtucb.models.robust_gp(X, Y, bounds)`` +
-                  ``botorch_mtucb.acquisition.robust_acquisition(model)``.
+``ROBUST-LogEI``  ``botorch_mtucb.models.robust_gp(X, Y, bounds)`` +
+                  ``botorch_mtucb.acquisition.robust_acquisition(model, kind="logei")``.
 ``ROBUST-UCB``    the same model + ``robust_acquisition(model, kind="ucb")``.
 ================  ==================================================================================
 
 LogEI's ``best_f`` is the largest posterior mean of the method's own model at an evaluated
 point. The **recommendation** after each round is ``botorch_mtucb.models.recommend(model, X)``
-for ``ROBUST``/``ROBUST-UCB`` and, for every other method, the evaluated point with the largest
+for the two ``ROBUST`` methods and, for every other method, the evaluated point with the largest
 posterior mean of its own model; its simple regret is ``f* − f(x_rec)``. The ``ROBUST``
 builders import the product functions when called, so this module imports without them
 (:func:`available_methods` lists what runs here).
@@ -115,13 +115,13 @@ def _ata(X, Y, seed):
         return AdaptiveTruncationGP(X, Y, generator=torch.Generator().manual_seed(seed))
 
 
-def _robust(kind: str | None) -> Builder:
+def _robust(kind: str) -> Builder:
     def build(X, Y, bounds, seed):
         from botorch_mtucb.acquisition import robust_acquisition
         from botorch_mtucb.models import recommend, robust_gp
 
         model = robust_gp(X, Y, bounds)
-        acqf = robust_acquisition(model) if kind is None else robust_acquisition(model, kind=kind)
+        acqf = robust_acquisition(model, kind=kind)
         return Fitted(model, acqf, lambda Xe: recommend(model, Xe).reshape(1, -1))
 
     return build
@@ -135,13 +135,13 @@ METHODS: dict[str, Builder] = {
     "TGP-LogEI": lambda X, Y, bounds, seed: _logei(_tgp(X, Y), X),
     "ATA-UCB": lambda X, Y, bounds, seed: _ucb(_ata(X, Y, seed)),
     "ATA-LogEI": lambda X, Y, bounds, seed: _logei(_ata(X, Y, seed), X),
-    "ROBUST": _robust(None),
+    "ROBUST-LogEI": _robust("logei"),
     "ROBUST-UCB": _robust("ucb"),
 }
 #: The two baselines every method is paired against.
 BASELINES = ("STGP-LogEI", "RRP-LogEI")
 #: Methods that need ``robust_gp``, ``robust_acquisition`` and ``recommend`` of the product.
-PRODUCT_METHODS = ("ROBUST", "ROBUST-UCB")
+PRODUCT_METHODS = ("ROBUST-LogEI", "ROBUST-UCB")
 
 
 def available_methods() -> list[str]:

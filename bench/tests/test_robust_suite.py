@@ -122,21 +122,21 @@ def _fixture() -> list[dict]:
                                       (4.0, 0.5, 1.0)]):
         recs += [_rec(g, "STGP-LogEI", s, st, seconds=(0.2, 0.2)),
                  _rec(g, "RRP-LogEI", s, rr, seconds=(1.0, 1.0)),
-                 _rec(g, "ROBUST", s, ro, mid=2.0 * s, seconds=(0.1, 0.1))]
+                 _rec(g, "ROBUST-UCB", s, ro, mid=2.0 * s, seconds=(0.1, 0.1))]
         recs += [_rec(c, "STGP-LogEI", s, 1.0), _rec(c, "RRP-LogEI", s, 2.0, seconds=(1.0, 1.0)),
-                 _rec(c, "ROBUST", s, 1.2, seconds=(0.6, 0.6))]
+                 _rec(c, "ROBUST-UCB", s, 1.2, seconds=(0.6, 0.6))]
     return recs
 
 
 def test_summarize_paired_counts_by_hand():
     recs = [r for r in _fixture() if r["cell"] == "branin/gross"]
     cell = rs.summarize_cell(recs, at=1)
-    rob = cell["ROBUST"]
+    rob = cell["ROBUST-UCB"]
     assert rob["final"]["mean"] == pytest.approx(1.5)
     assert rob["round_1"]["mean"] == pytest.approx(3.0)  # mid = 0, 2, 4, 6
     assert rob["seconds_per_round"] == pytest.approx(0.1)
     p = rob["paired"]
-    # ROBUST [0.5, 1.5, 3, 1] vs STGP [1, 2, 3, 4]: 3 wins, 1 tie; vs RRP [2, 1, 3, 0.5]: 1-1-2
+    # ROBUST-UCB [0.5, 1.5, 3, 1] vs STGP [1, 2, 3, 4]: 3 wins, 1 tie; vs RRP [2, 1, 3, 0.5]: 1-1-2
     assert {k: p["STGP-LogEI"][k] for k in ("n", "wins", "ties", "losses")} == {
         "n": 4, "wins": 3, "ties": 1, "losses": 0}
     assert p["STGP-LogEI"]["sign_test_p"] == pytest.approx(0.25)
@@ -177,14 +177,14 @@ def test_summarize_writes_summary_tables_and_plot(tmp_path):
         p = rs.unit_path(out, r)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(r))
-    (out / "branin__gross" / "ROBUST_r3_t0.json").write_text(
+    (out / "branin__gross" / "ROBUST-UCB_r3_t0.json").write_text(
         json.dumps({**_fixture()[2], "rounds": 3}))  # other --rounds: ignored
     rs.main(["summarize", "--rounds", "2", "--at", "1", "--out", str(out),
              "--results", str(res)])
     s = json.loads((res / "summary.json").read_text())
     assert {"commit", "date", "load", "command"} <= set(s["provenance"])
     assert s["settings"]["units"] == 24
-    assert s["cells"]["branin/gross"]["ROBUST"]["final"]["n"] == 4
+    assert s["cells"]["branin/gross"]["ROBUST-UCB"]["final"]["n"] == 4
     md = (res / "tables.md").read_text()
-    assert "| ROBUST | 4 | 1.500 ± " in md and "3–1–0" in md and "1–1–2 (RRP-LogEI)" in md
+    assert "| ROBUST-UCB | 4 | 1.500 ± " in md and "3–1–0" in md and "1–1–2 (RRP-LogEI)" in md
     assert (res / "ratio_heatmap.png").stat().st_size > 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
 from botorch.fit import fit_gpytorch_mll
@@ -35,11 +35,13 @@ from torch import Tensor
 
 __all__ = [
     "DEFAULT_LENGTHSCALE",
+    "FittedTargetGP",
     "PRACTICAL_WIDTH",
     "MedianOfMeans",
     "MomentEstimator",
     "data_driven_moments",
     "default_kernel",
+    "fit_gp_on_targets",
     "fit_kernel_on_targets",
     "projection_levels",
     "robust_location_and_moment",
@@ -249,27 +251,64 @@ def default_kernel(X: Tensor, targets: Tensor | None = None) -> tuple[Kernel, fl
     return kernel, None
 
 
-def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:
-    """BoTorch-fitted kernel and noise for a zero-mean GP on ``t`` (truncated) targets.
+class FittedTargetGP(NamedTuple):
+    """Hyperparameters of a GP fitted on ``t`` targets, in the targets' units.
+
+    Attributes:
+        kernel: Frozen ``ScaleKernel`` (outputscale in target units²).
+        lam: Noise variance ``λ`` in target units².
+        mean: Fitted constant mean ``c`` in target units (0-dim tensor).
+    """
+
+    kernel: Kernel
+    lam: float
+    mean: Tensor
+
+
+def fit_gp_on_targets(X: Tensor, targets: Tensor) -> FittedTargetGP:
+    """BoTorch-fitted kernel, noise and constant mean of a GP on ``t`` targets.
 
     A ``SingleTaskGP(X, targets)`` (BoTorch's defaults: RBF with its dimension-scaled
-    lengthscale prior, Standardize, ``fit_gpytorch_mll``) supplies the lengthscales and the
-    noise; converted from standardised units (outcome std ``s``): ``ScaleKernel`` with
-    outputscale ``s²`` and ``λ = η s²``. Hyperparameters are returned frozen.
+    lengthscale prior, constant mean, Standardize, ``fit_gpytorch_mll``) supplies the
+    lengthscales, the noise and the constant; converted from standardised units (outcome
+    mean ``ȳ``, std ``s``): ``ScaleKernel`` with outputscale ``s²``, ``λ = η s²`` and
+    ``c = ȳ + s c̃``. A zero-mean GP with this kernel and ``λ`` on ``targets − c`` has
+    ``SingleTaskGP``'s posterior (plus ``c``). Hyperparameters are returned frozen.
+
+    Args:
+        X: ``t x d`` inputs (the kernel's lengthscale prior assumes the unit cube).
+        targets: ``t`` targets.
 
     Returns:
-        ``(kernel, lam)``.
+        ``FittedTargetGP(kernel, lam, mean)``.
+
+    Example:
+        >>> X = torch.rand(12, 2, dtype=torch.float64)
+        >>> fit = fit_gp_on_targets(X, 3.0 + torch.sin(5 * X[:, 0]))
+        >>> fit.kernel.outputscale.shape, fit.lam > 0, fit.mean.shape
+        (torch.Size([]), True, torch.Size([]))
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant (all-truncated) targets are legitimate
         gp = SingleTaskGP(X, targets.unsqueeze(-1), outcome_transform=Standardize(m=1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
-    s2 = gp.outcome_transform.stdvs.squeeze().square().detach()
+    transform = gp.outcome_transform
+    s = transform.stdvs.squeeze().detach()
     kernel = ScaleKernel(copy.deepcopy(gp.covar_module)).to(X)
-    kernel.outputscale = s2
+    kernel.outputscale = s.square()
     for p in kernel.parameters():
         p.requires_grad_(False)
-    return kernel, float(gp.likelihood.noise.squeeze().detach() * s2)
+    mean = transform.means.squeeze().detach() + s * gp.mean_module.constant.squeeze().detach()
+    return FittedTargetGP(kernel, float(gp.likelihood.noise.squeeze().detach() * s.square()), mean)
+
+
+def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:
+    """BoTorch-fitted kernel and noise for a zero-mean GP on ``t`` (truncated) targets.
+
+    :func:`fit_gp_on_targets` without the mean: ``(kernel, lam)``.
+    """
+    fit = fit_gp_on_targets(X, targets)
+    return fit.kernel, fit.lam
 
 
 def projection_levels(u_max: Tensor, t: int, alpha: float, v: float) -> Tensor:

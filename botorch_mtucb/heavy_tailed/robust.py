@@ -9,19 +9,19 @@ each reading against what the *other* readings predict at its input.
 
 The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
 
-1. **Screening fit.** Kernel and ``λ`` fitted the BoTorch way on the raw centred readings
-   ``z`` (:func:`~botorch_mtucb.heavy_tailed.moments.fit_kernel_on_targets`, inputs
-   normalised to the unit cube). Corrupted readings inflate ``λ`` here, which can hide a
-   milder one among them; winsorising ``z`` first (at paper 001's level
+1. **Screening fit.** Kernel, ``λ`` and constant mean ``c`` fitted the BoTorch way on the raw
+   centred readings ``z`` (:func:`~botorch_mtucb.heavy_tailed.moments.fit_gp_on_targets`, a
+   ``SingleTaskGP`` with inputs normalised to the unit cube). Corrupted readings inflate ``λ`` here,
+   which can hide a milder one among them; winsorising ``z`` first (at paper 001's level
    ``b = v̂^{1/2} t^{1/4}``) would avoid that but clips the best clean readings too, and a
    kernel fitted on clipped peaks predicts them badly from their neighbours, so that the
    screening then flags the best clean readings. Missing a mild outlier costs less than
    discarding the best point.
-2. **Leave-one-out residuals.** With ``A = K + λI`` on the raw centred readings ``z``, the
-   leave-one-out predictive mean and variance of reading ``i`` (Rasmussen & Williams 2006,
-   eq. 5.12; :func:`loo_moments`) are
+2. **Leave-one-out residuals.** With ``A = K + λI`` and ``r = z − c``, the leave-one-out
+   predictive mean and variance of reading ``i`` (Rasmussen & Williams 2006, eq. 5.12;
+   :func:`loo_moments`) are
 
-       m_i = z_i − [A⁻¹z]_i / [A⁻¹]_ii,      s²_i = 1 / [A⁻¹]_ii,
+       m_i = z_i − [A⁻¹r]_i / [A⁻¹]_ii,      s²_i = 1 / [A⁻¹]_ii,
 
    both independent of ``z_i``; the standardised residual is ``e_i = (z_i − m_i) / s_i``.
 3. **Flags.** Reading ``i`` is *suspicious* iff ``|e_i| > c · max(f, ŝ)``, with
@@ -50,12 +50,13 @@ The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
    keep their raw values (no clipping of signal). The kernel and ``λ`` are refitted on the
    cleaned targets.
 
-The final model is a zero-mean GP on the cleaned centred targets with the last fitted
-hyperparameters (:class:`~botorch_mtucb.models.TruncatedGP` with ``truncate=False``,
-``loc`` added back), on the caller's inputs: the unit-cube kernel
-``k((x − lb)/w, (x' − lb)/w)`` is the same kernel on raw inputs with its lengthscales
-multiplied by the box widths ``w``. :func:`recommend` returns the evaluated point with the
-largest posterior mean among those with an unflagged reading.
+The final model is BoTorch's ``SingleTaskGP`` (Standardize, inputs normalised to the box) on the
+cleaned readings, with the last fit's hyperparameters: a zero-mean GP on the cleaned targets less
+``loc + c`` (:class:`~botorch_mtucb.models.TruncatedGP` with ``truncate=False``, ``loc + c`` added
+back), on the caller's inputs. With no reading flagged it is ``SingleTaskGP`` on the raw readings.
+The unit-cube kernel ``k((x − lb)/w, (x' − lb)/w)`` is the same kernel on raw inputs with its
+lengthscales multiplied by the box widths ``w``. :func:`recommend` returns the evaluated point with
+the largest posterior mean among those with an unflagged reading.
 
 Cost: ``ROBUST_PASSES + 1`` kernel fits and ``ROBUST_PASSES`` Cholesky factorisations of at
 most ``t x t`` per model, no loop over observations.
@@ -74,7 +75,11 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_mtucb.heavy_tailed.arms import check_training_data
-from botorch_mtucb.heavy_tailed.moments import fit_kernel_on_targets, robust_location_and_moment
+from botorch_mtucb.heavy_tailed.moments import (
+    FittedTargetGP,
+    fit_gp_on_targets,
+    robust_location_and_moment,
+)
 from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
 from botorch_mtucb.utils.incumbent import robust_incumbent
 
@@ -169,12 +174,13 @@ def loo_moments(
     return m.to(targets), s2.to(targets)
 
 
-def _screen(kernel: Kernel, lam: float, U: Tensor, z: Tensor, exclude: Tensor | None,
+def _screen(fit: FittedTargetGP, U: Tensor, z: Tensor, exclude: Tensor | None,
             threshold: float) -> tuple[Tensor, Tensor, Tensor]:
     """One pass of steps 2–3 and step 5's replacement: ``(flags, cleaned targets,
     standardised residuals)``; the
     readings in ``exclude`` (the previous pass's flags) are left out of the conditioning."""
-    m, s2 = loo_moments(kernel, lam, U, z, exclude)
+    m, s2 = loo_moments(fit.kernel, fit.lam, U, z - fit.mean, exclude)
+    m = m + fit.mean
     e = (z - m) / s2.sqrt()
     if z.shape[0] < MIN_SCREENED:
         flags = torch.zeros_like(z, dtype=torch.bool)
@@ -286,15 +292,16 @@ class RobustGP(TruncatedGP):
         U = (X - lower) / width  # new tensors: the caller's are never written to
         loc, _ = robust_location_and_moment(y, 1.0)
         z = y - loc
-        kernel, lam = fit_kernel_on_targets(U, z)  # step 1
+        fit = fit_gp_on_targets(U, z)  # step 1
         flags = None
         for _ in range(ROBUST_PASSES):  # steps 2-5, bounded; the last fit is the model's
-            flags, targets, residuals = _screen(kernel, lam, U, z, flags, threshold)
-            kernel, lam = fit_kernel_on_targets(U, targets)
+            flags, targets, residuals = _screen(fit, U, z, flags, threshold)
+            fit = fit_gp_on_targets(U, targets)
         super().__init__(
-            X, (targets + loc).unsqueeze(-1), v=1.0, covar_module=_raw_input_kernel(kernel, width),
-            lam=lam, constants="practical", truncate=False, centre=True,
-            moment_estimator=_FixedLocation(loc),
+            X, (targets + loc).unsqueeze(-1), v=1.0,
+            covar_module=_raw_input_kernel(fit.kernel, width), lam=fit.lam,
+            constants="practical", truncate=False, centre=True,
+            moment_estimator=_FixedLocation(loc + fit.mean),
         )
         self.threshold = threshold
         self._suspicious = flags

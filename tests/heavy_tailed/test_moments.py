@@ -13,6 +13,8 @@ from gpytorch.means import ZeroMean
 from botorch_mtucb.acquisition import HeavyTailedUCB
 from botorch_mtucb.heavy_tailed.moments import (
     PRACTICAL_WIDTH,
+    fit_gp_on_targets,
+    fit_kernel_on_targets,
     robust_location_and_moment,
 )
 from botorch_mtucb.models import TruncatedGP
@@ -134,3 +136,29 @@ def test_data_driven_with_little_data():
     assert one.num_observations == 1 and one.location == pytest.approx(float(Y))
     empty = TruncatedGP(X[:0], Y[:0])
     assert empty.num_observations == 0 and empty.v == 1.0
+
+
+def test_fit_gp_on_targets_is_single_task_gp_in_target_units():
+    """Kernel, λ and constant mean of a zero-mean GP on targets − c reproduce SingleTaskGP's
+    posterior (same BoTorch fit, Standardize) in the targets' units."""
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models.transforms import Standardize
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(20, 2, generator=g, dtype=torch.float64)
+    y = 40.0 + 6.0 * torch.sin(6 * X[:, 0]) + 0.2 * torch.randn(20, generator=g, dtype=X.dtype)
+    fit = fit_gp_on_targets(X, y)
+    ref = SingleTaskGP(X, y.unsqueeze(-1), outcome_transform=Standardize(m=1))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(ref.likelihood, ref))
+    ref.eval()
+    Z = torch.rand(30, 2, generator=g, dtype=X.dtype)
+    K = fit.kernel(X).to_dense() + fit.lam * torch.eye(20, dtype=X.dtype)
+    k = fit.kernel(Z, X).to_dense()
+    mean = fit.mean + k @ torch.linalg.solve(K, y - fit.mean)
+    var = fit.kernel(Z, diag=True) - (k * torch.linalg.solve(K, k.T).T).sum(-1)
+    with torch.no_grad():
+        post = ref.posterior(Z)
+    assert torch.allclose(mean, post.mean.squeeze(-1), rtol=1e-5, atol=1e-5)
+    assert torch.allclose(var, post.variance.squeeze(-1), rtol=1e-4, atol=1e-8)
+    assert fit_kernel_on_targets(X, y)[1] == pytest.approx(fit.lam, rel=1e-6)

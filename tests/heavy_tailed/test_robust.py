@@ -192,6 +192,34 @@ def test_threshold_controls_the_flags():
     assert bool(RobustGP(X, Y, threshold=SUSPICION_THRESHOLD).suspicious[7])
 
 
+def test_without_flags_the_model_is_botorchs_single_task_gp():
+    """No flag: the final model is SingleTaskGP (Standardize, Normalize to the box) fitted by
+    BoTorch on the same data: same posterior, reverting to the fitted constant mean."""
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models.transforms import Normalize, Standardize
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    X, Y = _data(30, seed=21)
+    bounds = torch.tensor([[-2.0, 10.0], [2.0, 50.0]], dtype=DT)
+    X_raw, Y = bounds[0] + (bounds[1] - bounds[0]) * X, 7.0 + 3.0 * Y
+    model = robust_gp(X_raw, Y, bounds)
+    assert not model.suspicious.any()
+    ref = SingleTaskGP(X_raw, Y, input_transform=Normalize(2, bounds=bounds),
+                       outcome_transform=Standardize(m=1))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(ref.likelihood, ref))
+    ref.eval()
+    U = torch.rand(64, 2, generator=torch.Generator().manual_seed(22), dtype=DT)
+    Z = (bounds[0] + (bounds[1] - bounds[0]) * U).unsqueeze(-2)
+    with torch.no_grad():
+        p, q = model.posterior(Z), ref.posterior(Z)
+        far = model.posterior(torch.tensor([[[1e3, -1e4]]], dtype=DT)).mean
+    assert torch.allclose(p.mean, q.mean, rtol=1e-5, atol=1e-5)
+    assert torch.allclose(p.variance, q.variance, rtol=1e-4, atol=1e-6)
+    constant = ref.outcome_transform.means + ref.outcome_transform.stdvs * ref.mean_module.constant
+    assert torch.allclose(far.squeeze(), constant.squeeze().detach(), atol=1e-6)
+    assert not torch.allclose(constant.squeeze(), Y.median(), atol=1e-2)  # not the median
+
+
 # ---------------------------------------------------------------------------- the box
 def test_posterior_is_on_the_callers_box():
     X, Y = _data(25, seed=7)
