@@ -24,20 +24,27 @@ The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
        m_i = z_i − [A⁻¹r]_i / [A⁻¹]_ii,      s²_i = 1 / [A⁻¹]_ii,
 
    both independent of ``z_i``; the standardised residual is ``e_i = (z_i − m_i) / s_i``.
-3. **Flags.** Reading ``i`` is *suspicious* iff ``|e_i| > c · max(f, ŝ)``, with
-   ``c = SUSPICION_THRESHOLD``, ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
-   residuals and ``f = SCALE_FLOOR``. ``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the
-   fitted noise is too small for the data (e.g. heavy tails everywhere), so ordinary noise
-   is not flagged; ``ŝ < 1`` when corrupted readings have inflated the fitted ``λ``, which
-   would otherwise hide them (masking). The floor ``f`` bounds how far an overdispersed fit
-   may tighten the rule: a fit whose ``λ`` is up to ``1/f²`` times too large still flags
-   at ``c`` of its clean residuals' spread, while the LOO residuals of a well-fitted GP,
-   which are not Gaussian (a peak that the smooth fit under-predicts, a sparse region), are
-   not flagged for being merely larger than the median one. It is two-sided, so readings far
-   above (sensor failures) and far below their neighbours are both caught, while a large
-   reward that its neighbours explain (a peak) has a small residual, and one that nothing
-   near it predicts has a large ``s_i``. Fewer than half of the readings can be flagged
-   (``ŝ`` is a median). No flags with fewer than ``MIN_SCREENED`` readings.
+3. **Flags.** Reading ``i`` is *suspicious* iff both
+
+       |e_i| > c · max(f, ŝ)      and      |z_i − m_i| > c · σ_y,
+
+   with ``c = SUSPICION_THRESHOLD``, ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
+   residuals, ``f = SCALE_FLOOR`` and ``σ_y = 1.4826 · median_j |z_j|`` the robust spread of
+   the readings themselves. The first condition asks that the reading be improbable under the
+   model. ``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the fitted noise is too small for
+   the data (e.g. heavy tails everywhere), so ordinary noise is not flagged; ``ŝ < 1`` when
+   corrupted readings have inflated the fitted ``λ``, which would otherwise hide them
+   (masking). The floor ``f`` bounds how far an overdispersed fit may tighten the rule. The
+   second condition asks that the reading also be far from its prediction on the scale of
+   the data: a smooth GP's predictive spread is too small where the function is steeper or
+   more peaked than its lengthscale allows, and there the best clean readings, at the top of
+   a peak the fit under-predicts, have large standardised residuals; a deviation smaller
+   than the readings' own spread is within what the function does over the domain, and is
+   averaged, not removed. The rule is two-sided, so readings far above (sensor failures) and
+   far below their neighbours are both caught, while a large reward that its neighbours
+   explain (a peak) has a small residual, and one that nothing near it predicts has a large
+   ``s_i``. Fewer than half of the readings can be flagged (``ŝ`` and ``σ_y`` are medians).
+   No flags with fewer than ``MIN_SCREENED`` readings.
 4. **Second pass.** The kernel and ``λ`` are refitted on the first pass's cleaned targets
    (step 5), and steps 2–3 are repeated with the readings flagged in the first pass left out
    of every conditioning (``ROBUST_PASSES = 2`` passes in all): for those, ``m_i`` and
@@ -94,8 +101,8 @@ __all__ = [
     "robust_gp",
 ]
 
-#: ``c`` of the flag rule ``|e_i| > c · max(f, ŝ)`` (standardised leave-one-out residuals;
-#: a Gaussian reading exceeds 3 with probability 0.27 %).
+#: ``c`` of the flag rule ``|e_i| > c · max(f, ŝ)`` and ``|z_i − m_i| > c · σ_y`` (module
+#: docstring, step 3; a standardised Gaussian residual exceeds 3 with probability 0.27 %).
 SUSPICION_THRESHOLD = 3.0
 
 #: ``f`` of the flag rule ``|e_i| > c · max(f, ŝ)``: the smallest robust residual scale the
@@ -186,7 +193,8 @@ def _screen(fit: FittedTargetGP, U: Tensor, z: Tensor, exclude: Tensor | None,
         flags = torch.zeros_like(z, dtype=torch.bool)
     else:
         scale = (_MAD_TO_SD * e.abs().median()).clamp_min(SCALE_FLOOR)
-        flags = e.abs() > threshold * scale
+        spread = _MAD_TO_SD * z.abs().median()  # z is centred at the median reading
+        flags = (e.abs() > threshold * scale) & ((z - m).abs() > threshold * spread)
     return flags, torch.where(flags, m, z), e
 
 
@@ -275,7 +283,7 @@ class RobustGP(TruncatedGP):
                 fit (its lengthscale prior assumes the unit cube). ``None``: the data's own
                 min/max box (as BoTorch's learned ``Normalize``; a dimension without spread
                 gets width 1).
-            threshold: ``c > 0`` of the flag rule ``|e_i| > c · max(f, ŝ)``.
+            threshold: ``c > 0`` of the flag rule (module docstring, step 3).
 
         Raises:
             TypeError: if ``train_X`` / ``train_Y`` are not float tensors.

@@ -22,6 +22,7 @@ from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from botorch_mtucb.heavy_tailed.robust import (
     MIN_SCREENED,
+    SCALE_FLOOR,
     SUSPICION_THRESHOLD,
     RobustGP,
     loo_moments,
@@ -170,10 +171,31 @@ def test_flag_rule_on_the_reported_residuals():
     X, Y = _data(30, seed=5)
     Y[0] += 5.0
     model = robust_gp(X, Y)
-    e = model.residuals
-    scale = max(1.0, 1.4826 * float(e.abs().median()))
-    assert torch.equal(model.suspicious, e.abs() > SUSPICION_THRESHOLD * scale)
-    assert int(model.suspicious.sum()) < 15  # fewer than half
+    e, flags = model.residuals, model.suspicious
+    scale = max(SCALE_FLOOR, 1.4826 * float(e.abs().median()))
+    spread = 1.4826 * float((Y - Y.median()).abs().median())
+    assert bool(flags[0])
+    assert (e[flags].abs() > SUSPICION_THRESHOLD * scale).all()
+    moved = (model.raw_Y - model.train_Y).abs().squeeze(-1)  # |z_i - m_i| where flagged
+    assert (moved[flags] > SUSPICION_THRESHOLD * spread).all()
+    assert (moved[~flags] < 1e-12).all()
+    assert int(flags.sum()) < 15  # fewer than half
+
+
+def test_a_deviation_within_the_readings_spread_is_not_flagged():
+    """An improbable residual (tiny noise) smaller than the readings' spread is averaged: the
+    model's predictive spread, not the data, would call it an outlier."""
+    X, Y = _data(40, seed=23, noise=1e-3)
+    spread = 1.4826 * float((Y - Y.median()).abs().median())
+    mild, far = Y.clone(), Y.clone()
+    mild[9] += 0.5 * spread
+    far[9] += 5.0 * spread
+    model = robust_gp(X, mild)
+    scale = max(SCALE_FLOOR, 1.4826 * float(model.residuals.abs().median()))
+    assert float(model.residuals[9].abs()) > SUSPICION_THRESHOLD * scale  # improbable ...
+    assert not bool(model.suspicious[9])  # ... but within the spread: kept
+    assert torch.allclose(model.train_Y, mild, rtol=0.0, atol=1e-12)
+    assert bool(robust_gp(X, far).suspicious[9])
 
 
 def test_few_readings_are_not_screened():
@@ -186,7 +208,7 @@ def test_few_readings_are_not_screened():
 
 def test_threshold_controls_the_flags():
     X, Y = _data(40, seed=6)
-    Y[7] += 3.0
+    Y[7] += 6.0
     loose = RobustGP(X, Y, threshold=1e3)
     assert not loose.suspicious.any()
     assert bool(RobustGP(X, Y, threshold=SUSPICION_THRESHOLD).suspicious[7])
