@@ -22,10 +22,11 @@
 #
 # * `robust_gp(X, Y, bounds)` (`botorch_mtucb.models`): a GP whose training readings are first
 #   **screened**: each reading is compared with what the *other* readings predict at its
-#   input (the closed-form leave-one-out prediction), and a reading whose standardised
-#   residual is far out is flagged as suspicious and replaced by that prediction. Peaks that
-#   neighbouring readings share are kept; isolated readings far above or below them are not.
-#   `model.suspicious` lists the flags.
+#   input (the closed-form leave-one-out prediction), and a reading that is both improbable
+#   under the model and far from that prediction on the scale of the readings themselves is
+#   flagged as suspicious and replaced by the prediction. Peaks that neighbouring readings
+#   share are kept; isolated readings far above or below them are not. With nothing flagged,
+#   the model is BoTorch's `SingleTaskGP`. `model.suspicious` lists the flags.
 # * `robust_acquisition(model)` (`botorch_mtucb.acquisition`): the acquisition for
 #   `optimize_acqf` (expected improvement over a robust incumbent, or UCB; see the API
 #   reference for the default and the options).
