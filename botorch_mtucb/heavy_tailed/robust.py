@@ -7,44 +7,43 @@ with a large range), and one-sided sensor failures (a reading far above every re
 must not stay the largest target. :func:`robust_gp` needs no knowledge of the kind: it judges
 each reading against what the *other* readings predict at its input.
 
-The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
+The rule (:class:`RobustGP`), on the readings ``y``:
 
 1. **Screening fit.** Kernel, ``λ`` and constant mean ``c`` fitted the BoTorch way on the raw
-   centred readings ``z`` (:func:`~botorch_mtucb.heavy_tailed.moments.fit_gp_on_targets`, a
-   ``SingleTaskGP`` with inputs normalised to the unit cube). Corrupted readings inflate ``λ`` here,
-   which can hide a milder one among them; winsorising ``z`` first (at paper 001's level
+   readings ``y`` (:func:`~botorch_mtucb.heavy_tailed.moments.fit_gp_on_targets`, a
+   ``SingleTaskGP`` with inputs normalised to the unit cube). Corrupted readings inflate ``λ``
+   here, which can hide a milder one among them; winsorising ``y`` first (at paper 001's level
    ``b = v̂^{1/2} t^{1/4}``) would avoid that but clips the best clean readings too, and a
    kernel fitted on clipped peaks predicts them badly from their neighbours, so that the
    screening then flags the best clean readings. Missing a mild outlier costs less than
    discarding the best point.
-2. **Leave-one-out residuals.** With ``A = K + λI`` and ``r = z − c``, the leave-one-out
+2. **Leave-one-out residuals.** With ``A = K + λI`` and ``r = y − c``, the leave-one-out
    predictive mean and variance of reading ``i`` (Rasmussen & Williams 2006, eq. 5.12;
    :func:`loo_moments`) are
 
-       m_i = z_i − [A⁻¹r]_i / [A⁻¹]_ii,      s²_i = 1 / [A⁻¹]_ii,
+       m_i = y_i − [A⁻¹r]_i / [A⁻¹]_ii,      s²_i = 1 / [A⁻¹]_ii,
 
-   both independent of ``z_i``; the standardised residual is ``e_i = (z_i − m_i) / s_i``.
+   both independent of ``y_i``; the standardised residual is ``e_i = (y_i − m_i) / s_i``.
 3. **Flags.** Reading ``i`` is *suspicious* iff both
 
-       |e_i| > c · max(f, ŝ)      and      |z_i − m_i| > c · σ_y,
+       |e_i| > c · max(f, ŝ)      and      |y_i − m_i| > c · σ_y,
 
    with ``c = SUSPICION_THRESHOLD``, ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
-   residuals, ``f = SCALE_FLOOR`` and ``σ_y = 1.4826 · median_j |z_j|`` the robust spread of
-   the readings themselves. The first condition asks that the reading be improbable under the
-   model. ``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the fitted noise is too small for
-   the data (e.g. heavy tails everywhere), so ordinary noise is not flagged; ``ŝ < 1`` when
-   corrupted readings have inflated the fitted ``λ``, which would otherwise hide them
-   (masking). The floor ``f`` bounds how far an overdispersed fit may tighten the rule. The
-   second condition asks that the reading also be far from its prediction on the scale of
-   the data: a smooth GP's predictive spread is too small where the function is steeper or
-   more peaked than its lengthscale allows, and there the best clean readings, at the top of
-   a peak the fit under-predicts, have large standardised residuals; a deviation smaller
-   than the readings' own spread is within what the function does over the domain, and is
-   averaged, not removed. The rule is two-sided, so readings far above (sensor failures) and
-   far below their neighbours are both caught, while a large reward that its neighbours
-   explain (a peak) has a small residual, and one that nothing near it predicts has a large
-   ``s_i``. Fewer than half of the readings can be flagged (``ŝ`` and ``σ_y`` are medians).
-   No flags with fewer than ``MIN_SCREENED`` readings.
+   residuals, ``f = SCALE_FLOOR`` and ``σ_y = 1.4826 · median_j |y_j − median(y)|`` the robust
+   spread of the readings themselves. The first condition asks that the reading be improbable under
+   the model. ``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the fitted noise is too small for the
+   data (e.g. heavy tails everywhere), so ordinary noise is not flagged; ``ŝ < 1`` when corrupted
+   readings have inflated the fitted ``λ``, which would otherwise hide them (masking). The floor
+   ``f`` bounds how far an overdispersed fit may tighten the rule. The second condition asks that
+   the reading also be far from its prediction on the scale of the data: a smooth GP's predictive
+   spread is too small where the function is steeper or more peaked than its lengthscale allows, and
+   there the best clean readings, at the top of a peak the fit under-predicts, have large
+   standardised residuals; a deviation smaller than the readings' own spread is within what the
+   function does over the domain, and is averaged, not removed. The rule is two-sided, so readings
+   far above (sensor failures) and far below their neighbours are both caught, while a large reward
+   that its neighbours explain (a peak) has a small residual, and one that nothing near it predicts
+   has a large ``s_i``. Fewer than half of the readings can be flagged (``ŝ`` and ``σ_y`` are
+   medians). No flags with fewer than ``MIN_SCREENED`` readings.
 4. **Second pass.** The kernel and ``λ`` are refitted on the first pass's cleaned targets
    (step 5), and steps 2–3 are repeated with the readings flagged in the first pass left out
    of every conditioning (``ROBUST_PASSES = 2`` passes in all): for those, ``m_i`` and
@@ -59,8 +58,9 @@ The rule (:class:`RobustGP`), with ``z = y − loc``, ``loc = median(y)``:
 
 The final model is BoTorch's ``SingleTaskGP`` (Standardize, inputs normalised to the box) on the
 cleaned readings, with the last fit's hyperparameters: a zero-mean GP on the cleaned targets less
-``loc + c`` (:class:`~botorch_mtucb.models.TruncatedGP` with ``truncate=False``, ``loc + c`` added
-back), on the caller's inputs. With no reading flagged it is ``SingleTaskGP`` on the raw readings.
+the fitted constant ``c`` (:class:`~botorch_mtucb.models.TruncatedGP` with ``truncate=False``,
+``c`` added back), on the caller's inputs. With no reading flagged it is ``SingleTaskGP`` fitted
+on the raw readings, the same fit.
 The unit-cube kernel ``k((x − lb)/w, (x' − lb)/w)`` is the same kernel on raw inputs with its
 lengthscales multiplied by the box widths ``w``. :func:`recommend` returns the evaluated point with
 the largest posterior mean among those with an unflagged reading.
@@ -82,11 +82,7 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_mtucb.heavy_tailed.arms import check_training_data
-from botorch_mtucb.heavy_tailed.moments import (
-    FittedTargetGP,
-    fit_gp_on_targets,
-    robust_location_and_moment,
-)
+from botorch_mtucb.heavy_tailed.moments import FittedTargetGP, fit_gp_on_targets
 from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
 from botorch_mtucb.utils.incumbent import robust_incumbent
 
@@ -181,21 +177,21 @@ def loo_moments(
     return m.to(targets), s2.to(targets)
 
 
-def _screen(fit: FittedTargetGP, U: Tensor, z: Tensor, exclude: Tensor | None,
+def _screen(fit: FittedTargetGP, U: Tensor, y: Tensor, exclude: Tensor | None,
             threshold: float) -> tuple[Tensor, Tensor, Tensor]:
     """One pass of steps 2–3 and step 5's replacement: ``(flags, cleaned targets,
-    standardised residuals)``; the
-    readings in ``exclude`` (the previous pass's flags) are left out of the conditioning."""
-    m, s2 = loo_moments(fit.kernel, fit.lam, U, z - fit.mean, exclude)
+    standardised residuals)``; the readings in ``exclude`` (the previous pass's flags) are
+    left out of the conditioning."""
+    m, s2 = loo_moments(fit.kernel, fit.lam, U, y - fit.mean, exclude)
     m = m + fit.mean
-    e = (z - m) / s2.sqrt()
-    if z.shape[0] < MIN_SCREENED:
-        flags = torch.zeros_like(z, dtype=torch.bool)
+    e = (y - m) / s2.sqrt()
+    if y.shape[0] < MIN_SCREENED:
+        flags = torch.zeros_like(y, dtype=torch.bool)
     else:
         scale = (_MAD_TO_SD * e.abs().median()).clamp_min(SCALE_FLOOR)
-        spread = _MAD_TO_SD * z.abs().median()  # z is centred at the median reading
-        flags = (e.abs() > threshold * scale) & ((z - m).abs() > threshold * spread)
-    return flags, torch.where(flags, m, z), e
+        spread = _MAD_TO_SD * (y - y.median()).abs().median()
+        flags = (e.abs() > threshold * scale) & ((y - m).abs() > threshold * spread)
+    return flags, torch.where(flags, m, y), e
 
 
 def _normalising_box(X: Tensor, bounds: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -298,18 +294,16 @@ class RobustGP(TruncatedGP):
             raise ValueError(f"`threshold` must be a positive finite number, got {threshold!r}.")
         lower, width = _normalising_box(X, bounds)
         U = (X - lower) / width  # new tensors: the caller's are never written to
-        loc, _ = robust_location_and_moment(y, 1.0)
-        z = y - loc
-        fit = fit_gp_on_targets(U, z)  # step 1
+        fit = fit_gp_on_targets(U, y)  # step 1
         flags = None
         for _ in range(ROBUST_PASSES):  # steps 2-5, bounded; the last fit is the model's
-            flags, targets, residuals = _screen(fit, U, z, flags, threshold)
+            flags, targets, residuals = _screen(fit, U, y, flags, threshold)
             fit = fit_gp_on_targets(U, targets)
         super().__init__(
-            X, (targets + loc).unsqueeze(-1), v=1.0,
+            X, targets.unsqueeze(-1), v=1.0,
             covar_module=_raw_input_kernel(fit.kernel, width), lam=fit.lam,
             constants="practical", truncate=False, centre=True,
-            moment_estimator=_FixedLocation(loc + fit.mean),
+            moment_estimator=_FixedLocation(fit.mean),
         )
         self.threshold = threshold
         self._suspicious = flags

@@ -240,6 +240,12 @@ def test_without_flags_the_model_is_botorchs_single_task_gp():
     constant = ref.outcome_transform.means + ref.outcome_transform.stdvs * ref.mean_module.constant
     assert torch.allclose(far.squeeze(), constant.squeeze().detach(), atol=1e-6)
     assert not torch.allclose(constant.squeeze(), Y.median(), atol=1e-2)  # not the median
+    # the same fit, not only the same optimum: lengthscales (unit cube) and noise
+    width = bounds[1] - bounds[0]
+    ls = model.covar_module.base_kernel.lengthscale / width
+    assert torch.allclose(ls, ref.covar_module.lengthscale.detach(), rtol=1e-8, atol=0.0)
+    noise = ref.likelihood.noise.detach() * ref.outcome_transform.stdvs.square()
+    assert model.lam == pytest.approx(float(noise.squeeze()), rel=1e-8)
 
 
 # ---------------------------------------------------------------------------- the box

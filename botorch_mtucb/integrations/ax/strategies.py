@@ -486,7 +486,7 @@ def heavy_tailed_generation_strategy(
 
     * The model sees the raw rewards: :data:`HEAVY_TAILED_TRANSFORMS` drops Ax's outcome
       transforms (the truncation level b_t = v^{1/(1+α)} t^{1/(2(1+α))} is in the units of
-      the rewards; the robust model centres at the median itself). Inputs reach it in
+      the rewards; the robust model standardises the readings itself). Inputs reach it in
       [0, 1]^d (Ax's ``UnitX``), the domain of paper 001 and of the default kernels.
     * Rows are rounds 1, …, t in trial-index order, Sobol trials included.
     * Trials still running are pending points (GP-BUCB: the model conditioned on its own
