@@ -188,3 +188,16 @@ def test_summarize_writes_summary_tables_and_plot(tmp_path):
     md = (res / "tables.md").read_text()
     assert "| ROBUST-UCB | 4 | 1.500 ± " in md and "3–1–0" in md and "1–1–2 (RRP-LogEI)" in md
     assert (res / "ratio_heatmap.png").stat().st_size > 0
+
+
+def test_summarize_trials_keeps_the_first_seeds_of_every_method(tmp_path):
+    out, res = tmp_path / "runs", tmp_path / "res"
+    for r in _fixture():
+        p = rs.unit_path(out, r)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(r))
+    rs.main(["summarize", "--rounds", "2", "--at", "1", "--out", str(out),
+             "--results", str(res), "--trials", "2", "--no-plots"])
+    s = json.loads((res / "summary.json").read_text())
+    assert s["settings"]["trials"] == 2 and s["settings"]["units"] == 12
+    assert s["cells"]["branin/gross"]["ROBUST-UCB"]["final"]["n"] == 2

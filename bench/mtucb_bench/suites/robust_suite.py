@@ -8,7 +8,8 @@ k uses seed k for every method), written once to
 (git-ignored). A finished unit is never rerun nor overwritten (files are created exclusively),
 so a killed run continues where it stopped.
 
-``summarize`` reads the units of one ``--rounds`` and writes ``docs/results/robust_suite/``:
+``summarize`` reads the units of one ``--rounds`` (with ``--trials N``: of trials ``0..N−1``
+only, the same seeds for every method) and writes ``docs/results/robust_suite/``:
 ``summary.json`` (provenance: commit, date, load, command), ``tables.md`` and
 ``ratio_heatmap.png``. Per cell and method: mean ± se simple regret of the recommendation at
 the final round and at round ``--at`` (15), mean seconds per round, and paired
@@ -321,7 +322,8 @@ def plot(cells: dict[str, dict], path: Path) -> None:
 
 def summarize(ns: argparse.Namespace) -> dict:
     """The ``summarize`` subcommand; returns the summary written."""
-    records = load_records(ns.out, ns.rounds)
+    records = [r for r in load_records(ns.out, ns.rounds)
+               if ns.trials is None or r["seed"] < ns.trials]
     if not records:
         raise SystemExit(f"No units with {ns.rounds} rounds under {ns.out}.")
     by_cell: dict[str, list[dict]] = {}
@@ -332,7 +334,7 @@ def summarize(ns: argparse.Namespace) -> dict:
     first = records[0]
     settings = {"rounds": ns.rounds, "at": ns.at, "num_restarts": first["num_restarts"],
                 "raw_samples": first["raw_samples"], "n_init": "max(5, 2d)",
-                "units": len(records)}
+                "units": len(records), "trials": ns.trials}
     write_summary(ns.results / "summary.json",
                   {"settings": settings, "targets": tgt, "cells": cells})
     text = markdown(cells, tgt, ns.rounds, ns.at)
@@ -361,6 +363,8 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--rounds", type=int, default=30)
     s.add_argument("--at", type=int, default=15)
     s.add_argument("--candidate", default="ROBUST-UCB")
+    s.add_argument("--trials", type=int, default=None,
+                   help="only trials 0..N-1 of every method (the same seeds everywhere)")
     s.add_argument("--out", type=Path, default=OUT)
     s.add_argument("--results", type=Path, default=SUMMARY)
     s.add_argument("--no-plots", action="store_true")
