@@ -76,6 +76,7 @@ def practical_multitask_gp(
     train_Yvar: Tensor | None = None,
     fit_kwargs: dict[str, Any] | None = None,
     lengthscale_prior: LengthscalePrior = "dim-scaled",
+    log_space_priors: bool = False,
 ) -> ExactMultiTaskGP:
     r"""An :class:`ExactMultiTaskGP` with a careful BoTorch user's defaults, fitted.
 
@@ -99,6 +100,20 @@ def practical_multitask_gp(
     model local; it suits problems believed to have interior optima in most inputs, the
     default suits optima on the faces. Neither is better in general.
 
+    **Log-space priors** (``log_space_priors=True``). GPyTorch adds ``log p(θ)``, the prior's
+    density in θ itself, to the likelihood, so the fit is the posterior mode of θ. For a
+    positive scale θ (η, a lengthscale) it is the density of log θ times the Jacobian 1/θ,
+    which rewards a smaller η and shorter lengthscales by ``log(θ₁/θ₂)`` nats
+    whatever the number of points, which is the direction of the degenerate fit that
+    interpolates the noise (lengthscales at their lower bound, η at its prior's mode). With
+    ``log_space_priors`` the fit is the posterior mode of log θ instead (the same priors, as
+    densities of log θ): each prior p(θ) becomes p(θ)·θ, i.e. LogNormal(μ, σ) becomes
+    LogNormal(μ + σ², σ), whose mode is the original median (noise: LogNormal(−3, 1),
+    mode e^{−4}; dimension-scaled lengthscales: LogNormal(√2 + ½ log d + 3, √3)), and
+    Gamma(a, b) becomes Gamma(a + 1, b). The starting values stay those of the default
+    priors. The objective remains ``ExactMarginalLogLikelihood``'s value (with these priors).
+    The default (``False``) keeps BoTorch's priors as they are.
+
     Args:
         train_X: ``N x d`` training inputs (not modified).
         train_Y: ``N x n`` training observations, all ``n`` tasks at each input (not modified).
@@ -121,6 +136,8 @@ def practical_multitask_gp(
         lengthscale_prior: Prior of the Matérn-5/2 lengthscales (unit cube), one of
             :data:`LENGTHSCALE_PRIORS`: ``"dim-scaled"`` (default, BoTorch's) or ``"gamma"``
             (Gamma(3, 6)); see "Lengthscale prior" above.
+        log_space_priors: Fit the posterior mode of the log-hyperparameters (the lengthscale
+            and noise priors times θ); see "Log-space priors" above.
 
     Returns:
         The :class:`ExactMultiTaskGP` in eval mode, with the dtype and device of ``train_X``;
@@ -153,7 +170,7 @@ def practical_multitask_gp(
     if bounds is not None:
         bounds = check_bounds(bounds, d).to(train_X).clone()
         _warn_outside(train_X, bounds)
-    kernel, mean = practical_modules(d, n, independent, lengthscale_prior)
+    kernel, mean = practical_modules(d, n, independent, lengthscale_prior, log_space_priors)
     known = train_Yvar is not None
     model = ExactMultiTaskGP(
         train_X,
@@ -167,7 +184,7 @@ def practical_multitask_gp(
         train_Yvar=train_Yvar,
     )
     if not known:
-        add_practical_noise_prior(model)
+        add_practical_noise_prior(model, log_space_priors)
     model = model.to(train_X)
     if fit:
         fit_practical_model(model, fit_kwargs=fit_kwargs)
@@ -176,7 +193,11 @@ def practical_multitask_gp(
 
 
 def practical_modules(
-    d: int, n: int, independent: bool = False, lengthscale_prior: LengthscalePrior = "dim-scaled"
+    d: int,
+    n: int,
+    independent: bool = False,
+    lengthscale_prior: LengthscalePrior = "dim-scaled",
+    log_space_priors: bool = False,
 ) -> tuple[MultiTaskKernel, MultitaskMean]:
     """The practical model's kernel and mean: ICM over an ARD Matérn-5/2 with the
     ``lengthscale_prior`` and a learned full-rank B (``independent``: one Matérn-5/2 per
@@ -187,6 +208,8 @@ def practical_modules(
         n: Number of tasks (outputs).
         independent: Independent tasks instead of the learned ICM B.
         lengthscale_prior: One of :data:`LENGTHSCALE_PRIORS` (see
+            :func:`practical_multitask_gp`).
+        log_space_priors: The lengthscale prior as a density of log ℓ (p(ℓ)·ℓ; see
             :func:`practical_multitask_gp`).
 
     Returns:
@@ -205,16 +228,23 @@ def practical_modules(
         )
     if independent:
         kernel: MultiTaskKernel = IndependentTasksKernel(
-            [_matern(d, lengthscale_prior) for _ in range(n)]
+            [_matern(d, lengthscale_prior, log_space_priors) for _ in range(n)]
         )
     else:
-        kernel = ICMKernel(_matern(d, lengthscale_prior), num_tasks=n, rank=n)
+        kernel = ICMKernel(_matern(d, lengthscale_prior, log_space_priors), num_tasks=n, rank=n)
     return kernel, MultitaskMean(ConstantMean(), n)
 
 
-def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
+def add_practical_noise_prior(
+    model: ExactMultiTaskGP, log_space_priors: bool = False
+) -> ExactMultiTaskGP:
     """Give a learned-noise model BoTorch's LogNormal(−4, 1) noise prior and the floor
     :data:`PRACTICAL_NOISE_FLOOR` (in place; returns ``model``).
+
+    Args:
+        model: A multi-task GP that learns its noise.
+        log_space_priors: The prior as a density of log η instead (p(η)·η = LogNormal(−3, 1)
+            up to a constant; see :func:`practical_multitask_gp`).
 
     Raises:
         ValueError: If the model's noise is known (``train_Yvar``) or not learned.
@@ -227,7 +257,10 @@ def add_practical_noise_prior(model: ExactMultiTaskGP) -> ExactMultiTaskGP:
             "`model` must learn its noise (learn_noise=True, no train_Yvar) to take a noise prior."
         )
     lik = model.likelihood
-    lik.register_prior("noise_prior", LogNormalPrior(-4.0, 1.0), _likelihood_noise, _set_noise)
+    prior = LogNormalPrior(-4.0, 1.0)
+    if log_space_priors:
+        prior = _log_space_prior(prior)
+    lik.register_prior("noise_prior", prior, _likelihood_noise, _set_noise)
     lik.raw_noise_constraint.lower_bound.fill_(PRACTICAL_NOISE_FLOOR)
     return model
 
@@ -300,6 +333,8 @@ class WarmStartPracticalFactory:
         max_dictionary_size: Cap on the sparse model's dictionary.
         generator: Random generator of the subset and the dictionary draws (``None``:
             torch's global RNG).
+        log_space_priors: Fit the posterior mode of the log-hyperparameters
+            (:func:`practical_multitask_gp`).
         num_fits: Number of calls so far.
         num_restarts_kept: Number of calls whose cold restart beat the warm-started fit.
 
@@ -330,6 +365,7 @@ class WarmStartPracticalFactory:
         max_dictionary_size: int = MAX_DICTIONARY_SIZE,
         generator: torch.Generator | None = None,
         restart: bool = True,
+        log_space_priors: bool = False,
     ) -> None:
         """
         Args:
@@ -345,6 +381,8 @@ class WarmStartPracticalFactory:
                 global RNG).
             restart: Repeat each warm-started fit from the initial hyperparameters and keep
                 the fit with the higher penalised marginal likelihood.
+            log_space_priors: Priors as densities of the log-hyperparameters (see
+                :func:`practical_multitask_gp`).
 
         Raises:
             ValueError: If ``sparse_above``, ``fit_subset_size``, ``max_dictionary_size`` or
@@ -355,6 +393,7 @@ class WarmStartPracticalFactory:
         self.lean = bool(lean)
         self.warm = bool(warm)
         self.restart = bool(restart)
+        self.log_space_priors = bool(log_space_priors)
         if sparse_above is not None:
             self._check_count(sparse_above, "sparse_above", 0)
         self._check_count(fit_subset_size, "fit_subset_size", 2)
@@ -389,16 +428,23 @@ class WarmStartPracticalFactory:
     def _fit(self, X: Tensor, Y: Tensor, start: MultiTaskGPBase | None) -> ExactMultiTaskGP:
         """The exact practical model on ``(X, Y)`` fitted from ``start`` (cold when ``None``);
         with :attr:`restart` and a warm start, also fitted cold, the better of the two kept."""
-        model = practical_multitask_gp(X, Y, self.bounds, self.independent, fit=False)
+        model = self._unfitted(X, Y)
         fit_practical_model(model, warm_start=start, lean=self.lean)
         if start is None or not self.restart:
             return model
-        cold = practical_multitask_gp(X, Y, self.bounds, self.independent, fit=False)
+        cold = self._unfitted(X, Y)
         fit_practical_model(cold, lean=self.lean)
         if fit_objective_value(cold) > fit_objective_value(model):
             self.num_restarts_kept += 1
             return cold
         return model
+
+    def _unfitted(self, X: Tensor, Y: Tensor) -> ExactMultiTaskGP:
+        """The practical model on ``(X, Y)`` with this factory's options, not fitted."""
+        return practical_multitask_gp(
+            X, Y, self.bounds, self.independent, fit=False,
+            log_space_priors=self.log_space_priors,
+        )
 
     def fit_subset(self, N: int) -> Tensor:
         """Rows the sparse mode fits on: ``min(N, fit_subset_size)`` of ``range(N)``, uniform
@@ -426,7 +472,7 @@ class WarmStartPracticalFactory:
             max_dictionary_size=self.max_dictionary_size,
             pinv_method="eigh",  # one O(m³) factorisation of a capped dictionary's Gram
         )
-        add_practical_noise_prior(model)
+        add_practical_noise_prior(model, self.log_space_priors)
         copy_hyperparameters(fitted, model)  # η's raw value under the floor of the prior
         return model.to(X).eval()
 
@@ -485,13 +531,31 @@ def _set_noise(likelihood: Module, value: Tensor) -> None:
     likelihood._set_noise(value)
 
 
-def _matern(d: int, prior: LengthscalePrior = "dim-scaled") -> Kernel:
+def _matern(d: int, prior: LengthscalePrior = "dim-scaled", log_space: bool = False) -> Kernel:
     """ARD Matérn-5/2 over ``d`` inputs with the lengthscale ``prior``: Gamma(3, 6) started at
     GPyTorch's softplus(0) = 0.69 (``"gamma"``), or BoTorch's dimension-scaled LogNormal
-    started at its mode (``"dim-scaled"``)."""
+    started at its mode (``"dim-scaled"``); with ``log_space`` the prior times ℓ
+    (:func:`_log_space_prior`), same start."""
     if prior == "dim-scaled":
-        return get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
-    return MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_prior=GammaPrior(3.0, 6.0))
+        kernel = get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
+    else:
+        kernel = MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_prior=GammaPrior(3.0, 6.0))
+    if log_space:
+        kernel.register_prior(
+            "lengthscale_prior", _log_space_prior(kernel.lengthscale_prior),
+            kernel._lengthscale_param, kernel._lengthscale_closure,
+        )
+    return kernel
+
+
+def _log_space_prior(prior: LogNormalPrior | GammaPrior) -> LogNormalPrior | GammaPrior:
+    """The prior whose density in θ is ``prior``'s density of log θ, p(θ)·θ, up to a constant:
+    LogNormal(μ, σ) → LogNormal(μ + σ², σ), Gamma(a, b) → Gamma(a + 1, b)."""
+    if isinstance(prior, LogNormalPrior):
+        return LogNormalPrior(prior.loc + prior.scale**2, prior.scale)
+    if isinstance(prior, GammaPrior):
+        return GammaPrior(prior.concentration + 1.0, prior.rate)
+    raise ValueError(f"`prior` must be a LogNormalPrior or GammaPrior, got {type(prior).__name__}.")
 
 
 def _warn_outside(train_X: Tensor, bounds: Tensor) -> None:

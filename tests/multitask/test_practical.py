@@ -251,3 +251,68 @@ def test_map_objective_carries_the_gamma_prior():
     expected = float(_gamma_log_pdf(ls, 3.0, 6.0).sum()) / Y.numel()  # GPyTorch: per datum
     assert with_prior - without == pytest.approx(expected, rel=1e-6)
 
+
+
+def _log_space_reference(prior_kind: str, theta: torch.Tensor, d: int = 1) -> torch.Tensor:
+    """log of BoTorch's prior as a density of log θ, written out (up to a constant):
+    Normal(μ, σ) at log θ for a LogNormal(μ, σ), log Gamma(3, 6)(θ) + log θ for the Gamma."""
+    if prior_kind == "gamma":
+        return _gamma_log_pdf(theta, 3.0, 6.0) + theta.log()
+    mu, sigma = (-4.0, 1.0) if prior_kind == "noise" else (math.sqrt(2) + 0.5 * math.log(d),
+                                                             math.sqrt(3))
+    return -0.5 * ((theta.log() - mu) / sigma) ** 2
+
+
+@pytest.mark.parametrize("d", [1, 2, 6])
+@pytest.mark.parametrize("kind", ["dim-scaled", "gamma"])
+def test_log_space_priors_are_the_log_densities(d, kind):
+    """log_space_priors: each prior's log density in θ equals its log density of log θ plus a
+    constant (differences over a grid of θ agree); the starts stay the default ones."""
+    from botorch_mtucb.multitask.practical import add_practical_noise_prior, practical_modules
+
+    theta = torch.tensor([0.003, 0.025, 0.1, 0.4, 2.0, 30.0], dtype=torch.float64)
+    kernel, _ = practical_modules(d, 2, lengthscale_prior=kind, log_space_priors=True)
+    default, _ = practical_modules(d, 2, lengthscale_prior=kind)
+    base, ref_base = kernel.data_covar_module, default.data_covar_module
+    got = base.lengthscale_prior.log_prob(theta).double()
+    diff = got - _log_space_reference(kind, theta, d)
+    torch.testing.assert_close(diff - diff[0], torch.zeros_like(diff), atol=1e-5, rtol=0)
+    torch.testing.assert_close(base.lengthscale, ref_base.lengthscale)  # same start
+    X, Y, bounds = _data(N=8, d=d if d <= 2 else 2)
+    model = practical_multitask_gp(X, Y, bounds, fit=False, log_space_priors=True)
+    noise = model.likelihood.noise_prior.log_prob(theta).double()
+    diff = noise - _log_space_reference("noise", theta)
+    torch.testing.assert_close(diff - diff[0], torch.zeros_like(diff), atol=1e-5, rtol=0)
+    plain = practical_multitask_gp(X, Y, bounds, fit=False)
+    torch.testing.assert_close(model.likelihood.noise, plain.likelihood.noise)
+    assert float(plain.likelihood.noise_prior.loc) == -4.0  # the default is BoTorch's
+    with pytest.raises(ValueError, match="`model` must learn its noise"):
+        add_practical_noise_prior(ExactMultiTaskGP(X, Y), log_space_priors=True)
+
+
+def test_log_space_priors_shift_the_fit_objective_by_log_theta():
+    """At equal hyperparameters the objective with log-space priors minus the default one is
+    (Σ log ℓ + log η)/(Nn) + a constant (closed-form path), and the factory carries the option
+    into its exact and sparse models."""
+    from botorch_mtucb.multitask.practical import WarmStartPracticalFactory, fit_objective_value
+
+    X, Y, bounds = _data(N=10)
+    diffs = []
+    for ls, eta in (([0.05, 0.3], 0.01), ([0.7, 2.0], 0.2)):
+        values = []
+        for log_space in (False, True):
+            model = practical_multitask_gp(X, Y, bounds, fit=False, log_space_priors=log_space)
+            model.covar_module.data_covar_module.lengthscale = torch.tensor([ls], dtype=X.dtype)
+            model.likelihood.noise = torch.tensor([eta], dtype=X.dtype)
+            values.append(fit_objective_value(model))
+        shift = (math.log(ls[0]) + math.log(ls[1]) + math.log(eta)) / Y.numel()
+        diffs.append(values[1] - values[0] - shift)
+    assert diffs[0] == pytest.approx(diffs[1], abs=1e-6)
+    for sparse_above in (None, 6):
+        factory = WarmStartPracticalFactory(
+            bounds, sparse_above=sparse_above, fit_subset_size=6, log_space_priors=True
+        )
+        model = factory(X, Y)
+        assert float(model.likelihood.noise_prior.loc) == -3.0
+        prior = model.covar_module.data_covar_module.lengthscale_prior
+        assert float(prior.loc) == pytest.approx(math.sqrt(2) + 0.5 * math.log(2) + 3.0)

@@ -24,6 +24,8 @@ Methods (``--methods``):
   without the ``restart`` option);
 * ``patched``: the defaults with ``WarmStartPracticalFactory(bounds, restart=True)`` (needs
   the patch ``/work/notes/n1_practical.patch``);
+* ``logprior``: the defaults with ``WarmStartPracticalFactory(bounds, log_space_priors=True)``
+  (the priors as densities of the log-hyperparameters);
 * ``readme``: the README's loop: a cold ``practical_multitask_gp`` refit every round;
 * ``warm-every``: the warm-started factory refitted every round;
 * ``multistart``: the patch's rule monkeypatched into an unpatched checkout (each
@@ -230,6 +232,10 @@ def run_method(method: str, setup: dict, observe, X0: Tensor, T: int, seed: int,
     elif method in ("before", "patched"):
         X, w = _loop(setup, observe, X0, T, seed,
                      model_factory=wrap(_factory(bounds, method == "patched")),
+                     refit_every=RefitSchedule())
+    elif method == "logprior":  # the defaults with the priors as densities of log θ
+        X, w = _loop(setup, observe, X0, T, seed,
+                     model_factory=wrap(WarmStartPracticalFactory(bounds, log_space_priors=True)),
                      refit_every=RefitSchedule())
     elif method == "readme":
         X, w = _loop(setup, observe, X0, T, seed,
