@@ -5,7 +5,9 @@ acquisition in Ax's modular BoTorch generator): :func:`mtucb_generation_strategy
 several objectives), :func:`multitask_gp_generation_strategy` (Ax's acquisition on the joint
 multi-task GP) and :func:`heavy_tailed_generation_strategy` (paper 001, one objective); and
 the pieces they are built from: the Ax-facing models, :class:`JointSurrogate`,
-:class:`UCBAcquisition` and the BoTorch input constructors. Importing this package registers
+:class:`UCBAcquisition` and the BoTorch input constructors; and
+:func:`recommended_parameterization`, the model's best point without Ax's fallback to the best
+raw reading. Importing this package registers
 the input constructors with BoTorch and the package's classes with Ax's storage.
 
 Needs Ax: ``pip install 'botorch-mtucb[ax]'`` (``ax-platform>=1.3.1``).
@@ -61,6 +63,7 @@ from botorch_mtucb.integrations.ax.strategies import (
     heavy_tailed_generation_strategy,
     mtucb_generation_strategy,
     multitask_gp_generation_strategy,
+    recommended_parameterization,
 )
 from botorch_mtucb.integrations.ax.surrogate import JointSurrogate
 
@@ -81,6 +84,7 @@ __all__ = [
     "heavy_tailed_generation_strategy",
     "mtucb_generation_strategy",
     "multitask_gp_generation_strategy",
+    "recommended_parameterization",
     "register_ax_storage",
 ]
 

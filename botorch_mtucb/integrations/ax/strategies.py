@@ -19,6 +19,12 @@ the experiment is attached); the BO step starts once half of them (at least one)
   default kind and :func:`~botorch_mtucb.models.recommend` as the best point; or TGP-UCB /
   ATA-GP-UCB (paper 001): a heavy-tailed model and
   :class:`~botorch_mtucb.acquisition.HeavyTailedUCB`.
+
+:func:`~botorch_mtucb.integrations.ax.strategies.recommended_parameterization` returns the
+best point of the strategy's model itself (for the robust default,
+:func:`~botorch_mtucb.models.recommend`'s arm), where ``client.get_best_parameterization()``
+may answer with the best raw reading instead (Ax's cross-validation gate, see
+:func:`heavy_tailed_generation_strategy`).
 """
 
 from __future__ import annotations
@@ -28,15 +34,20 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from ax.adapter.registry import Generators, MBM_X_trans
+from ax.adapter.torch import TorchAdapter
 from ax.adapter.transforms.base import Transform
 from ax.adapter.transforms.derelativize import Derelativize
 from ax.adapter.transforms.unit_x import UnitX
+from ax.api.client import Client
 from ax.core.experiment import Experiment
 from ax.generation_strategy.generation_node import GenerationStep
 from ax.generation_strategy.generation_strategy import GenerationStrategy
 from ax.generation_strategy.transition_criterion import MinTrials
 from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig
+from ax.service.utils.best_point import (
+    get_best_parameters_from_model_predictions_with_trial_index,
+)
 from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement
 
@@ -61,6 +72,7 @@ __all__ = [
     "heavy_tailed_generation_strategy",
     "mtucb_generation_strategy",
     "multitask_gp_generation_strategy",
+    "recommended_parameterization",
 ]
 
 #: Ax transforms of :func:`heavy_tailed_generation_strategy`: Ax's BoTorch input transforms,
@@ -491,13 +503,20 @@ def heavy_tailed_generation_strategy(
     * Rows are rounds 1, …, t in trial-index order, Sobol trials included.
     * Trials still running are pending points (GP-BUCB: the model conditioned on its own
       mean there); reported SEMs are ignored with a ``UserWarning``.
-    * Best point (``client.get_best_parameterization()``, once Ax's cross-validation judges
-      the model adequate; otherwise Ax falls back to the best raw reading): the evaluated
-      arm :func:`~botorch_mtucb.models.recommend` picks (:class:`JointSurrogate`), i.e. the
-      best predicted mean among arms with a trusted reading, so it agrees with
-      ``client.predict``. Both use the model of the last generated trial. Ax's check is a
-      leave-one-out cross-validation that rebuilds the model once per observation (for the
-      robust model: its screening and kernel fits each time), the main cost of the call.
+    * Best point: the model's best in-sample arm is the evaluated arm
+      :func:`~botorch_mtucb.models.recommend` picks (:class:`JointSurrogate`), i.e. the best
+      predicted mean among arms with a trusted reading, so it agrees with ``client.predict``
+      (both use the model of the last generated trial).
+      :func:`recommended_parameterization` returns it. ``client.get_best_parameterization()``
+      returns it only when Ax's fit check passes: Ax first cross-validates the model
+      leave-one-out (rebuilding it once per observation: for the robust model, its screening
+      and kernel fits each time, the main cost of the call) and applies Fisher's exact test
+      to whether the predictions separate the better half of the readings from the worse;
+      at p > 0.1 it returns the arm of the best *raw* reading instead, which with corrupted
+      readings is often a corrupted one. The test fails when the readings do not let the
+      model rank the arms: a flagged reading is scored against its raw value like any other,
+      and late trials clustered at the optimum differ by noise only. Ax offers no setting to
+      skip the check or the fallback for a ``TorchAdapter``.
     * With a ``seed``, the trial after t observations fits the model (data-driven kernel fit,
       Nyström features), builds the acquisition and maximises it on torch's generator seeded
       from ``(seed, t)`` (:class:`JointSurrogate`, :class:`UCBAcquisition`): the strategy
@@ -612,3 +631,114 @@ def heavy_tailed_generation_strategy(
         optimizer_options,
         HEAVY_TAILED_TRANSFORMS if transforms is None else transforms,
     )
+
+
+def recommended_parameterization(
+    source: Client | GenerationStrategy,
+) -> tuple[dict[str, Any], dict[str, tuple[float, float]], int, str]:
+    r"""The best point of the strategy's model, without Ax's fallback to the best raw reading.
+
+    ``client.get_best_parameterization()`` first runs a leave-one-out cross-validation of the
+    model and Fisher's exact test of its ranking (Ax's ``assess_model_fit``); when the test
+    finds no significant agreement (p > 0.1), Ax returns the arm of the best *raw* reading,
+    which under corrupted readings is often a corrupted one. This function returns what Ax
+    returns when that check passes, without running it:
+
+    * while the strategy holds a fitted BO model (its ``adapter`` is a ``TorchAdapter``),
+      ``adapter.model_best_point()``: the model's best in-sample arm (for
+      :func:`heavy_tailed_generation_strategy`'s robust default,
+      :func:`~botorch_mtucb.models.recommend`'s arm, :class:`JointSurrogate`; for Ax's own
+      surrogate, its best predicted in-sample arm) and the model's prediction there, from the
+      adapter ``client.predict`` uses, so the two agree;
+    * otherwise (e.g. right after ``Client.load_from_json_file``), the best arm recorded with
+      the latest generator run (what Ax's best-point utility returns without an adapter),
+      computed by the same model when that trial was generated.
+
+    Both answer from the model of the last generated trial (the readings completed since
+    enter at the next one), as ``client.get_best_parameterization()`` and ``client.predict``
+    do. Nothing is refitted and no cross-validation is run.
+
+    Args:
+        source: The ``ax.api.client.Client`` (its generation strategy is read from the
+            Client's ``_maybe_generation_strategy`` attribute) or the ``GenerationStrategy``
+            passed to ``client.set_generation_strategy``, attached to a single-objective
+            experiment.
+
+    Returns:
+        ``(parameters, {metric: (mean, variance)}, trial_index, arm_name)``, the layout of
+        ``client.get_best_parameterization()``: the arm's parameters, the model's predicted
+        mean and variance of each modelled metric there, the first trial that ran the arm and
+        its name.
+
+    Raises:
+        ValueError: if ``source`` is neither, no experiment is attached, the experiment has no
+            single-objective optimization config, or no model has proposed a trial yet (the
+            Sobol step: use ``client.get_best_parameterization(use_model_predictions=False)``).
+
+    Example:
+        >>> import math
+        >>> from ax.api.client import Client
+        >>> from ax.api.configs import RangeParameterConfig
+        >>> from botorch_mtucb.integrations.ax.strategies import (
+        ...     heavy_tailed_generation_strategy, recommended_parameterization)
+        >>> client = Client(random_seed=0)
+        >>> client.configure_experiment(parameters=[
+        ...     RangeParameterConfig(name=n, parameter_type="float", bounds=(0.0, 1.0))
+        ...     for n in ("x0", "x1")])
+        >>> client.configure_optimization(objective="y")
+        >>> client.set_generation_strategy(heavy_tailed_generation_strategy(
+        ...     num_initial_trials=6, seed=0,
+        ...     optimizer_options={"num_restarts": 2, "raw_samples": 32}))
+        >>> for _ in range(8):
+        ...     for i, p in client.get_next_trials(max_trials=1).items():
+        ...         y = 50.0 if i == 1 else math.sin(3 * p["x0"]) - (p["x1"] - 0.6) ** 2
+        ...         _ = client.complete_trial(i, raw_data={"y": y})
+        >>> parameters, prediction, trial_index, arm_name = recommended_parameterization(client)
+        >>> trial_index != 1  # never the failure reading
+        True
+    """
+    if isinstance(source, Client):
+        strategy = getattr(source, "_maybe_generation_strategy", None)
+        if not isinstance(strategy, GenerationStrategy):
+            raise ValueError(
+                "`source` is a Client without a generation strategy: call "
+                "client.set_generation_strategy(...) and generate trials first."
+            )
+    elif isinstance(source, GenerationStrategy):
+        strategy = source
+    else:
+        raise ValueError(
+            "`source` must be an ax.api.client.Client or a GenerationStrategy, got "
+            f"{type(source).__name__}."
+        )
+    experiment = strategy.experiment  # ValueError when none is attached
+    config = experiment.optimization_config
+    if config is None or config.is_moo_problem:
+        raise ValueError(
+            "`source` needs a single-objective optimization config (for several objectives "
+            "use client.get_pareto_frontier())."
+        )
+    adapter = strategy.adapter
+    found: tuple[int, dict[str, Any], Any] | None = None
+    if isinstance(adapter, TorchAdapter):
+        best = adapter.model_best_point()
+        if best is not None:
+            arm, prediction = best
+            index = next((i for i, t in experiment.trials.items() if arm in t.arms), None)
+            if index is not None:
+                found = (index, dict(arm.parameters), prediction)
+    if found is None:
+        found = get_best_parameters_from_model_predictions_with_trial_index(
+            experiment=experiment, adapter=None, optimization_config=config
+        )
+    if found is None or found[2] is None:
+        raise ValueError(
+            "No model has proposed a trial yet (the strategy is still in its Sobol step), so "
+            "there is no model-based best point; use "
+            "client.get_best_parameterization(use_model_predictions=False) for the best raw "
+            "reading."
+        )
+    index, parameters, (mean, covariance) = found
+    values = {m: (float(mean[m]), float(covariance[m][m])) for m in mean}
+    arm_name = next(a.name for a in experiment.trials[index].arms if a.parameters == parameters)
+    return dict(parameters), values, int(index), arm_name

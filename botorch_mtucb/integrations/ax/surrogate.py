@@ -11,8 +11,10 @@ the fit of the trial after t observations runs on torch's generator seeded from 
 (:func:`~botorch_mtucb.integrations.ax.objective.seeded_trial`), so a fit depends on the data
 and the seed only, also after the strategy is saved and loaded.
 
-Its best in-sample point (what Ax's ``client.get_best_parameterization()`` returns once the
-model's cross-validation is judged adequate) follows
+Its best in-sample point (what
+:func:`~botorch_mtucb.integrations.ax.strategies.recommended_parameterization` returns, and
+Ax's ``client.get_best_parameterization()`` once the model's cross-validation is judged
+adequate, the best raw reading otherwise) follows
 :func:`~botorch_mtucb.models.recommend` for the package's single-output models: the
 evaluated point with the best posterior mean among those with a trusted reading.
 """

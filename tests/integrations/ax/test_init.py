@@ -29,6 +29,7 @@ from tests.integrations.ax.helpers import mt_model, truncated_gp  # noqa: E402
 
 HOMES = {
     "HEAVY_TAILED_TRANSFORMS": "strategies",
+    "recommended_parameterization": "strategies",
     "AxAdaptiveTruncationGP": "models",
     "AxExactMultiTaskGP": "models",
     "AxPracticalMultiTaskGP": "models",

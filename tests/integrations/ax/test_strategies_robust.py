@@ -16,6 +16,11 @@ import torch
 
 pytest.importorskip("ax")
 
+from ax.adapter.cross_validation import (  # noqa: E402
+    assess_model_fit,
+    compute_diagnostics,
+    cross_validate,
+)
 from ax.api.client import Client  # noqa: E402
 from ax.api.configs import RangeParameterConfig  # noqa: E402
 from botorch.acquisition.analytic import LogExpectedImprovement  # noqa: E402
@@ -36,6 +41,7 @@ from botorch_mtucb.integrations.ax.input_constructors import (  # noqa: E402
     robust_best_index,
 )
 from botorch_mtucb.integrations.ax.models import AxRobustGP  # noqa: E402
+from botorch_mtucb.integrations.ax.strategies import recommended_parameterization  # noqa: E402
 from botorch_mtucb.models import recommend, robust_gp  # noqa: E402
 from tests.integrations.ax.helpers import FAST_OPT  # noqa: E402
 
@@ -328,3 +334,84 @@ def test_robust_default_json_round_trip(tmp_path: Path) -> None:
         for idx, p in loaded.get_next_trials(max_trials=1).items():
             loaded.complete_trial(idx, raw_data={"y": _f(p)})
     assert type(loaded._generation_strategy.adapter.generator.surrogate.model) is AxRobustGP
+
+
+def _poor_fit_client() -> Client:
+    """10 trials of f + 0.3 sin(12.9898 i) (deterministic noise), trial 2 a failure (+50)."""
+    client = _planted_client("y")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(10):
+            ((idx, p),) = client.get_next_trials(max_trials=1).items()
+            y = 50.0 if idx == 2 else _f(p) + 0.3 * math.sin(12.9898 * idx)
+            client.complete_trial(idx, raw_data={"y": y})
+    return client
+
+
+def test_recommended_parameterization_where_ax_falls_back_to_the_raw_best(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ax's fit check fails here and it returns the failure; the helper returns recommend's."""
+    client = _poor_fit_client()
+    adapter = client._generation_strategy.adapter
+    model = adapter.generator.surrogate.model
+    trials = client._experiment.trials
+    # the situation: Ax's check judges the fit poor, so Ax answers with the best raw reading
+    fit = assess_model_fit(compute_diagnostics(cross_validate(adapter=adapter)))
+    assert "y" in fit.bad_fit_metrics_to_fisher_score
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert client.get_best_parameterization()[2] == 2
+    assert bool(model.suspicious[2])
+    # the helper runs no cross-validation ...
+    import ax.service.utils.best_point as best_point
+
+    def _no_cv(**kwargs):
+        raise AssertionError("recommended_parameterization ran Ax's cross-validation")
+
+    monkeypatch.setattr(best_point, "cross_validate", _no_cv)
+    params, values, index, name = recommended_parameterization(client)
+    # ... and answers with recommend's arm (rows = trials in order), never the failure
+    rec = recommend(model, model.train_X)
+    rec_idx = int((model.train_X == rec).all(dim=-1).nonzero()[0])
+    assert index == rec_idx != 2
+    assert params == trials[index].arm.parameters and name == trials[index].arm.name
+    # the best predicted mean among the trusted arms, as client.predict reports it
+    n = model.train_X.shape[0]
+    preds = client.predict(points=[trials[i].arm.parameters for i in range(n)])
+    means = torch.tensor([pr["y"][0] for pr in preds], dtype=DT)
+    sems = torch.tensor([pr["y"][1] for pr in preds], dtype=DT)
+    brute, _ = _trusted_best(model, model.train_X, model.suspicious, maximize=True)
+    assert int(torch.where(~model.suspicious, means, -torch.inf).argmax()) == brute == index
+    assert values["y"][0] == pytest.approx(float(means[index]), rel=1e-9)
+    assert values["y"][1] == pytest.approx(float(sems[index]) ** 2, rel=1e-9)
+    # the strategy itself works too; after a JSON round trip (no adapter yet) the arm
+    # recorded with the last generator run, the same one
+    assert recommended_parameterization(client._generation_strategy)[2] == index
+    path = str(tmp_path / "client.json")
+    client.save_to_json_file(path)
+    loaded = Client.load_from_json_file(path)
+    assert loaded._generation_strategy.adapter is None
+    assert recommended_parameterization(loaded)[:3:2] == (params, index)
+
+
+def test_recommended_parameterization_refusals() -> None:
+    with pytest.raises(ValueError, match="Client or a GenerationStrategy"):
+        recommended_parameterization(object())
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=[
+        RangeParameterConfig(name="x0", parameter_type="float", bounds=(0.0, 1.0))
+    ])
+    with pytest.raises(ValueError, match="without a generation strategy"):
+        recommended_parameterization(client)
+    client.configure_optimization(objective="y")
+    client.set_generation_strategy(heavy_tailed_generation_strategy(num_initial_trials=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for idx, _ in client.get_next_trials(max_trials=2).items():
+            client.complete_trial(idx, raw_data={"y": float(idx)})
+    with pytest.raises(ValueError, match="Sobol step"):  # no model yet
+        recommended_parameterization(client)
+    client.configure_optimization(objective="y, z")
+    with pytest.raises(ValueError, match="single-objective"):
+        recommended_parameterization(client)
