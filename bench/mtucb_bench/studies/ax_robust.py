@@ -22,7 +22,8 @@ Per run: the regret ``f* − f(x)`` (noise-free, units of ``s``) of the arm retu
 ``client.get_best_parameterization()``, whether Ax fell back to the best raw reading (its
 cross-validation judged the fit bad, or the model gave no best point), the regret of the
 best raw reading's arm and of ``argmax client.predict`` over the evaluated arms, the wall
-time per trial and of the best-point call. For ``robust`` also: the arm ``recommend`` picks
+time per trial and of the best-point call; the regret of the arm
+``recommended_parameterization(client)`` returns. For ``robust`` also: the arm ``recommend`` picks
 on the adapter's model (the agreement check) and the flagged readings.
 
     OMP_NUM_THREADS=1 python -m mtucb_bench.studies.ax_robust --seeds 10 --trials 25 \\
@@ -135,6 +136,13 @@ def run_one(name: str, arm: str, seed: int, trials: int) -> dict[str, Any]:
         "final_regret_simple": float(p.regret(X_all).min()),
     }
     record.update(_model_checks(client, X_all, best_trial))
+    from botorch_mtucb.integrations.ax import recommended_parameterization
+
+    t2 = time.perf_counter()
+    params, _, rec_trial, _ = recommended_parameterization(client)
+    record.update({"recommended_regret": regret(_point(params, p.dim)),
+                   "recommended_trial": int(rec_trial),
+                   "recommended_time_s": time.perf_counter() - t2})
     return record
 
 
@@ -205,8 +213,8 @@ def summarise(records: list[dict[str, Any]], arms: list[str]) -> tuple[dict[str,
     """Per problem and arm: mean ± s.e. and median regret, fallbacks, times; paired counts."""
     rows, lines = [], [
         "| problem | arm | runs | mean regret ± s.e. | median | fell back to raw | "
-        "s / trial | best-point call s |",
-        "|---|---|---|---|---|---|---|---|",
+        "s / trial | best-point call s | `recommended_parameterization` regret |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     paired = []
     for name in PROBLEMS:
@@ -227,11 +235,17 @@ def summarise(records: list[dict[str, Any]], arms: list[str]) -> tuple[dict[str,
             if a == "robust":
                 row["agrees_with_recommend"] = sum(r.get("agrees_with_recommend", False)
                                                    for r in rs)
+            helper = [r["recommended_regret"] for r in rs if "recommended_regret" in r]
+            cell = "—"
+            if len(helper) == len(rs):
+                hm, hse = _mean_se(helper)
+                row.update({"recommended_mean_regret": hm, "recommended_se": hse})
+                cell = f"{hm:.3f} ± {hse:.3f}"
             rows.append(row)
             lines.append(
                 f"| {name} | {a} | {len(rs)} | {m:.3f} ± {se:.3f} | {row['median_regret']:.3f} "
                 f"| {fallback} | {row['time_per_trial_s']:.2f} | "
-                f"{row['best_point_time_s']:.2f} |"
+                f"{row['best_point_time_s']:.2f} | {cell} |"
             )
         if "robust" in by_arm and "ax_default" in by_arm:
             seeds = sorted(set(by_arm["robust"]) & set(by_arm["ax_default"]))
@@ -259,11 +273,12 @@ from a generator seeded 1000 + seed). Regret `f* − f(x)` of the arm
 deviation over the box (so the base noise sd is 0.1). `sixhump/gross`: SixHumpCamel (d = 2),
 4 % readings `± U(5, 20)`; `hartmann6/failure`: Hartmann6, 5 % readings the constant f* + 10.
 "fell back to raw": Ax's leave-one-out check judged the model's fit poor and returned the arm
-of the best raw reading (for the package's models the check is in effect in-sample: Ax loads
-the full model's saved state, training data included, into each fold's model, so it never
-falls back). "best-point call s": the `get_best_parameterization()` call (Ax's
-cross-validation rebuilds the model once per observation). Both strategies answer from the
-model fitted when the last trial was generated (the last reading is not in it). Command:
+of the best raw reading. "best-point call s": the `get_best_parameterization()` call (Ax's
+cross-validation rebuilds the model once per observation). Last column: the regret of the
+arm `botorch_mtucb.integrations.ax.recommended_parameterization(client)` returns (the
+model's best point, never Ax's raw fallback; "—" where the runs predate it). Both strategies
+answer from the model fitted when the last trial was generated (the last reading is not in
+it). Command:
 `OMP_NUM_THREADS=1 python -m mtucb_bench.studies.ax_robust --seeds {seeds} --trials {trials}`
 (from `bench/`), one process, 2 shared cores. Raw runs: `benchmark-runs/studies/ax_robust/`.
 
