@@ -171,12 +171,18 @@ def test_targets_by_hand():
     assert tm["pooled"]["ratio"] == pytest.approx(0.35) and not tm["pooled"]["pass"]
 
 
-def test_summarize_writes_summary_tables_and_plot(tmp_path):
-    out, res = tmp_path / "runs", tmp_path / "res"
+def _write_fixture(tmp_path):
+    """The fixture's units under ``tmp_path/runs``; returns ``(runs, results)`` folders."""
+    out = tmp_path / "runs"
     for r in _fixture():
         p = rs.unit_path(out, r)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(r))
+    return out, tmp_path / "res"
+
+
+def test_summarize_writes_summary_tables_and_plot(tmp_path):
+    out, res = _write_fixture(tmp_path)
     (out / "branin__gross" / "ROBUST-UCB_r3_t0.json").write_text(
         json.dumps({**_fixture()[2], "rounds": 3}))  # other --rounds: ignored
     rs.main(["summarize", "--rounds", "2", "--at", "1", "--out", str(out),
@@ -191,11 +197,7 @@ def test_summarize_writes_summary_tables_and_plot(tmp_path):
 
 
 def test_summarize_trials_keeps_the_first_seeds_of_every_method(tmp_path):
-    out, res = tmp_path / "runs", tmp_path / "res"
-    for r in _fixture():
-        p = rs.unit_path(out, r)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(r))
+    out, res = _write_fixture(tmp_path)
     rs.main(["summarize", "--rounds", "2", "--at", "1", "--out", str(out),
              "--results", str(res), "--trials", "2", "--no-plots"])
     s = json.loads((res / "summary.json").read_text())
