@@ -97,7 +97,7 @@ __all__ = [
     "robust_gp",
 ]
 
-#: ``c`` of the flag rule ``|e_i| > c · max(f, ŝ)`` and ``|z_i − m_i| > c · σ_y`` (module
+#: ``c`` of the flag rule ``|e_i| > c · max(f, ŝ)`` and ``|y_i − m_i| > c · σ_y`` (module
 #: docstring, step 3; a standardised Gaussian residual exceeds 3 with probability 0.27 %).
 SUSPICION_THRESHOLD = 3.0
 
