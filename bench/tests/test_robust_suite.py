@@ -162,6 +162,11 @@ def test_targets_by_hand():
     reg = t["regret_vs_best_baseline"]
     assert (reg["passed"], reg["of"]) == (2, 2)
     assert reg["cells"]["branin/gross"]["ratio"] == pytest.approx(1.5 / 1.625)
+    # every seed is common here: the same check
+    com = t["regret_vs_best_baseline_common_seeds"]
+    assert (com["passed"], com["of"]) == (2, 2)
+    assert com["cells"]["branin/gross"]["ratio"] == pytest.approx(1.5 / 1.625)
+    assert com["cells"]["branin/gross"]["seeds"] == 4
     # clean: 1.2 > 1.1 × 1.0 fails
     cl = t["clean_vs_stgp"]
     assert (cl["passed"], cl["of"]) == (0, 1) and not cl["cells"]["branin/clean"]["pass"]
@@ -169,6 +174,19 @@ def test_targets_by_hand():
     tm = t["time_vs_rrp"]
     assert (tm["passed"], tm["of"]) == (1, 2)
     assert tm["pooled"]["ratio"] == pytest.approx(0.35) and not tm["pooled"]["pass"]
+
+
+def test_common_seed_target_uses_only_the_seeds_every_method_ran():
+    """RRP on seeds 0 and 3 only: means over those two seeds (ROBUST [0.5, 1], STGP [1, 4],
+    RRP [2, 0.5]): 0.75 vs min(2.5, 1.25) = 1.25, ratio 0.6; on all seeds RRP's mean is
+    (2 + 0.5) / 2 = 1.25 against ROBUST's 1.5 over four seeds."""
+    recs = [r for r in _fixture() if r["cell"] == "branin/gross"
+            and (r["method"] != "RRP-LogEI" or r["seed"] in (0, 3))]
+    t = rs.targets({"branin/gross": rs.summarize_cell(recs, at=1)})
+    assert t["regret_vs_best_baseline"]["cells"]["branin/gross"]["ratio"] == pytest.approx(
+        1.5 / 1.25)
+    com = t["regret_vs_best_baseline_common_seeds"]["cells"]["branin/gross"]
+    assert com["seeds"] == 2 and com["ratio"] == pytest.approx(0.75 / 1.25) and com["pass"]
 
 
 def _write_fixture(tmp_path):

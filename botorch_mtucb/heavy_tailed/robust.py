@@ -26,9 +26,10 @@ The rule (:class:`RobustGP`), on the readings ``y``:
    both independent of ``y_i``; the standardised residual is ``e_i = (y_i − m_i) / s_i``.
 3. **Flags.** Reading ``i`` is *suspicious* iff both
 
-       |e_i| > c · max(f, ŝ)      and      |y_i − m_i| > c · σ_y,
+       |e_i| > c · max(f, ŝ)      and      |y_i − m_i| > k · σ_y,
 
-   with ``c = SUSPICION_THRESHOLD``, ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
+   with ``c = SUSPICION_THRESHOLD``, ``k = SPREAD_THRESHOLD``,
+   ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
    residuals, ``f = SCALE_FLOOR`` and ``σ_y = 1.4826 · median_j |y_j − median(y)|`` the robust
    spread of the readings themselves. The first condition asks that the reading be improbable under
    the model. ``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the fitted noise is too small for the
@@ -54,7 +55,12 @@ The rule (:class:`RobustGP`), on the readings ``y``:
 5. **Cleaning.** Flagged targets are replaced by their means ``m_i`` from the second pass (a
    failure reading then no longer pulls the fit up and is not the largest target); the others
    keep their raw values (no clipping of signal). The kernel and ``λ`` are refitted on the
-   cleaned targets.
+   cleaned targets. A replaced reading adds no information about ``f``: its target is its
+   predictive mean given the other readings, so the posterior mean is (up to the refit) that
+   of the GP conditioned on the others. It does keep the posterior variance at its input
+   small, as if it had been read there, so that the search does not return to re-read an
+   input whose reading was judged corrupted (leaving flagged readings out of the
+   conditioning instead sends it back; the benchmarks' docs measure both).
 
 The final model is BoTorch's ``SingleTaskGP`` (Standardize, inputs normalised to the box) on the
 cleaned readings, with the last fit's hyperparameters: a zero-mean GP on the cleaned targets less
@@ -90,6 +96,7 @@ __all__ = [
     "MIN_SCREENED",
     "ROBUST_PASSES",
     "SCALE_FLOOR",
+    "SPREAD_THRESHOLD",
     "SUSPICION_THRESHOLD",
     "RobustGP",
     "loo_moments",
@@ -97,9 +104,13 @@ __all__ = [
     "robust_gp",
 ]
 
-#: ``c`` of the flag rule ``|e_i| > c · max(f, ŝ)`` and ``|y_i − m_i| > c · σ_y`` (module
+#: ``c`` of the flag rule ``|e_i| > c · max(f, ŝ)`` and ``|y_i − m_i| > k · σ_y`` (module
 #: docstring, step 3; a standardised Gaussian residual exceeds 3 with probability 0.27 %).
 SUSPICION_THRESHOLD = 3.0
+
+#: ``k`` of the flag rule's second condition ``|y_i − m_i| > k · σ_y`` (module docstring,
+#: step 3).
+SPREAD_THRESHOLD = 3.0
 
 #: ``f`` of the flag rule ``|e_i| > c · max(f, ŝ)``: the smallest robust residual scale the
 #: rule trusts (module docstring, step 3).
@@ -178,7 +189,7 @@ def loo_moments(
 
 
 def _screen(fit: FittedTargetGP, U: Tensor, y: Tensor, exclude: Tensor | None,
-            threshold: float) -> tuple[Tensor, Tensor, Tensor]:
+            threshold: float, spread_threshold: float) -> tuple[Tensor, Tensor, Tensor]:
     """One pass of steps 2–3 and step 5's replacement: ``(flags, cleaned targets,
     standardised residuals)``; the readings in ``exclude`` (the previous pass's flags) are
     left out of the conditioning."""
@@ -190,7 +201,7 @@ def _screen(fit: FittedTargetGP, U: Tensor, y: Tensor, exclude: Tensor | None,
     else:
         scale = (_MAD_TO_SD * e.abs().median()).clamp_min(SCALE_FLOOR)
         spread = _MAD_TO_SD * (y - y.median()).abs().median()
-        flags = (e.abs() > threshold * scale) & ((y - m).abs() > threshold * spread)
+        flags = (e.abs() > threshold * scale) & ((y - m).abs() > spread_threshold * spread)
     return flags, torch.where(flags, m, y), e
 
 
@@ -249,6 +260,7 @@ class RobustGP(TruncatedGP):
         residuals: ``t₀`` standardised leave-one-out residuals ``e_i`` of the second pass
             (``t₀`` the readings the model was built on).
         threshold: ``c`` of the flag rule.
+        spread_threshold: ``k`` of the flag rule.
 
     ``train_Y`` holds the cleaned rewards; ``raw_Y`` the readings as given.
 
@@ -270,6 +282,7 @@ class RobustGP(TruncatedGP):
         bounds: Tensor | None = None,
         *,
         threshold: float = SUSPICION_THRESHOLD,
+        spread_threshold: float = SPREAD_THRESHOLD,
     ) -> None:
         """
         Args:
@@ -280,24 +293,30 @@ class RobustGP(TruncatedGP):
                 min/max box (as BoTorch's learned ``Normalize``; a dimension without spread
                 gets width 1).
             threshold: ``c > 0`` of the flag rule (module docstring, step 3).
+            spread_threshold: ``k ≥ 0`` of the flag rule's second condition
+                ``|y_i − m_i| > k · σ_y`` (``0``: the first condition alone).
 
         Raises:
             TypeError: if ``train_X`` / ``train_Y`` are not float tensors.
-            ValueError: for wrong shapes, non-finite values, ``t < 2``, bad ``bounds`` or
-                ``threshold``.
+            ValueError: for wrong shapes, non-finite values, ``t < 2``, bad ``bounds``,
+                ``threshold`` or ``spread_threshold``.
         """
         X, y = check_training_data(train_X, train_Y)
         if X.shape[0] < 2:
             raise ValueError(f"`train_X` must hold at least 2 observations, got {X.shape[0]}.")
-        threshold = float(threshold)
+        threshold, spread_threshold = float(threshold), float(spread_threshold)
         if not threshold > 0.0 or threshold == float("inf"):
             raise ValueError(f"`threshold` must be a positive finite number, got {threshold!r}.")
+        if not spread_threshold >= 0.0 or spread_threshold == float("inf"):
+            raise ValueError(
+                f"`spread_threshold` must be a finite number >= 0, got {spread_threshold!r}."
+            )
         lower, width = _normalising_box(X, bounds)
         U = (X - lower) / width  # new tensors: the caller's are never written to
         fit = fit_gp_on_targets(U, y)  # step 1
         flags = None
         for _ in range(ROBUST_PASSES):  # steps 2-5, bounded; the last fit is the model's
-            flags, targets, residuals = _screen(fit, U, y, flags, threshold)
+            flags, targets, residuals = _screen(fit, U, y, flags, threshold, spread_threshold)
             fit = fit_gp_on_targets(U, targets)
         super().__init__(
             X, targets.unsqueeze(-1), v=1.0,
@@ -305,12 +324,12 @@ class RobustGP(TruncatedGP):
             constants="practical", truncate=False, centre=True,
             moment_estimator=_FixedLocation(fit.mean),
         )
-        self.threshold = threshold
+        self.threshold, self.spread_threshold = threshold, spread_threshold
         self._suspicious = flags
         self._residuals = residuals
         self._raw_y = y.clone()
 
-    _STATE = (*TruncatedGP._STATE, "threshold")
+    _STATE = (*TruncatedGP._STATE, "threshold", "spread_threshold")
 
     def _extra_primary(self) -> dict:
         return {**super()._extra_primary(), "suspicious": self._suspicious.clone(),

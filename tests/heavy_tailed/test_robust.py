@@ -23,6 +23,7 @@ from gpytorch.kernels import RBFKernel, ScaleKernel
 from botorch_mtucb.heavy_tailed.robust import (
     MIN_SCREENED,
     SCALE_FLOOR,
+    SPREAD_THRESHOLD,
     SUSPICION_THRESHOLD,
     RobustGP,
     loo_moments,
@@ -188,14 +189,27 @@ def test_a_deviation_within_the_readings_spread_is_not_flagged():
     X, Y = _data(40, seed=23, noise=1e-3)
     spread = 1.4826 * float((Y - Y.median()).abs().median())
     mild, far = Y.clone(), Y.clone()
-    mild[9] += 0.5 * spread
-    far[9] += 5.0 * spread
+    mild[9] += 0.25 * SPREAD_THRESHOLD * spread
+    far[9] += 2.0 * SPREAD_THRESHOLD * spread
     model = robust_gp(X, mild)
     scale = max(SCALE_FLOOR, 1.4826 * float(model.residuals.abs().median()))
     assert float(model.residuals[9].abs()) > SUSPICION_THRESHOLD * scale  # improbable ...
     assert not bool(model.suspicious[9])  # ... but within the spread: kept
     assert torch.allclose(model.train_Y, mild, rtol=0.0, atol=1e-12)
     assert bool(robust_gp(X, far).suspicious[9])
+
+
+def test_spread_threshold_sets_the_second_condition():
+    """``k`` of ``|y_i − m_i| > k · σ_y``: a planted deviation of 2.5 σ_y (improbable under the
+    model) is flagged for k = 2 and kept for k = 3; k = 0 leaves only the first condition."""
+    X, Y = _data(40, seed=23, noise=1e-3)
+    spread = 1.4826 * float((Y - Y.median()).abs().median())
+    Y[9] += 2.5 * spread
+    assert bool(RobustGP(X, Y, spread_threshold=2.0).suspicious[9])
+    kept = RobustGP(X, Y, spread_threshold=3.0)
+    assert not bool(kept.suspicious[9])
+    assert float(kept.residuals[9].abs()) > SUSPICION_THRESHOLD * SCALE_FLOOR  # improbable
+    assert bool(RobustGP(X, Y, spread_threshold=0.0).suspicious[9])
 
 
 def test_few_readings_are_not_screened():
@@ -399,3 +413,10 @@ def test_bad_threshold(threshold):
     X, Y = _data(6)
     with pytest.raises(ValueError, match="`threshold`"):
         RobustGP(X, Y, threshold=threshold)
+
+
+@pytest.mark.parametrize("spread_threshold", [-1.0, math.inf, math.nan])
+def test_bad_spread_threshold(spread_threshold):
+    X, Y = _data(6)
+    with pytest.raises(ValueError, match="`spread_threshold`"):
+        RobustGP(X, Y, spread_threshold=spread_threshold)

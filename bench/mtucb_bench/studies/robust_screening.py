@@ -14,10 +14,11 @@ corruption kind of the suite:
 * the recommendation's excess regret: regret of ``recommend(model, X)`` minus the regret of
   the best evaluated point,
 
-at t = 11, 20 and 40 readings and for the given thresholds ``c`` of the flag rule.
+at t = 11, 20 and 40 readings and for the given thresholds ``c`` and ``k`` of the flag rule's
+two conditions.
 
     OMP_NUM_THREADS=1 python -m mtucb_bench.studies.robust_screening --seeds 2 \\
-        [--functions branin ackley3 ...] [--thresholds 3]
+        [--functions branin ackley3 ...] [--thresholds 3] [--spread-thresholds 3 1]
 
 The designs are the suite's own ``STGP-LogEI`` units of the clean cells when they exist
 (``benchmark-runs/robust_suite``), otherwise they are run here (about 20 s each). The summary
@@ -27,6 +28,7 @@ goes to ``docs/results/studies/robust_screening.json``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import warnings
 from pathlib import Path
@@ -57,11 +59,11 @@ def design(function: str, seed: int = 0) -> tuple[torch.Tensor, str]:
 
 
 def screen_once(X: torch.Tensor, Y: torch.Tensor, F: torch.Tensor, optimum: float,
-                problem, threshold: float) -> dict[str, float]:
+                problem, threshold: float, spread: float = 3.0) -> dict[str, float]:
     """The four measures of one model on readings ``Y`` (``t x 1``) at ``X``."""
     bad = (Y.squeeze(-1) - F).abs() > 1.0
     unit = torch.stack([torch.zeros(X.shape[1], dtype=DT), torch.ones(X.shape[1], dtype=DT)])
-    model = RobustGP(X, Y, unit, threshold=threshold)
+    model = RobustGP(X, Y, unit, threshold=threshold, spread_threshold=spread)
     flags = model.suspicious
     clean = (~bad).nonzero().view(-1)
     best = int(clean[F[clean].argmax()])
@@ -74,7 +76,8 @@ def screen_once(X: torch.Tensor, Y: torch.Tensor, F: torch.Tensor, optimum: floa
     }
 
 
-def run(functions: list[str], seeds: int, thresholds: list[float]) -> dict:
+def run(functions: list[str], seeds: int, thresholds: list[float],
+        spreads: tuple[float, ...] = (3.0,)) -> dict:
     """The measures per threshold and corruption kind, summed over designs, sizes and seeds."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for function in functions:
@@ -89,10 +92,11 @@ def run(functions: list[str], seeds: int, thresholds: list[float]) -> dict:
                 for t in SIZES:
                     if t > X_all.shape[0]:
                         continue
-                    for c in thresholds:
-                        row = out.setdefault(f"c={c:g}", {}).setdefault(kind, {"fits": 0})
+                    for c, k in itertools.product(thresholds, spreads):
+                        row = out.setdefault(f"c={c:g}, k={k:g}", {}).setdefault(
+                            kind, {"fits": 0})
                         m = screen_once(X_all[:t], Y_all[:t], F_all[:t], problem.optimum,
-                                        problem, c)
+                                        problem, c, k)
                         row["fits"] += 1
                         for k, v in m.items():
                             row[k] = row.get(k, 0) + v
@@ -101,7 +105,7 @@ def run(functions: list[str], seeds: int, thresholds: list[float]) -> dict:
 
 
 def table(out: dict) -> str:
-    lines = ["| c | kind | false-flag rate | best clean reading flagged | recall | "
+    lines = ["| c, k | kind | false-flag rate | best clean reading flagged | recall | "
              "recommendation excess regret |", "|---|---|---|---|---|---|"]
     for c, kinds in out.items():
         for kind, r in kinds.items():
@@ -117,14 +121,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS), choices=FUNCTIONS)
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--thresholds", type=float, nargs="+", default=[3.0])
+    parser.add_argument("--spread-thresholds", type=float, nargs="+", default=[3.0])
     parser.add_argument("--out", type=Path, default=RESULTS / "studies" / "robust_screening.json")
     ns = parser.parse_args(argv)
     torch.set_num_threads(1)
-    out = run(ns.functions, ns.seeds, ns.thresholds)
+    out = run(ns.functions, ns.seeds, ns.thresholds, tuple(ns.spread_thresholds))
     text = table(out)
     print(text)
     write_summary(ns.out, {"settings": {"functions": ns.functions, "seeds": ns.seeds,
-                                        "thresholds": ns.thresholds, "sizes": SIZES},
+                                        "thresholds": ns.thresholds,
+                                        "spread_thresholds": ns.spread_thresholds,
+                                        "sizes": SIZES},
                            "results": out, "table": text})
 
 
