@@ -261,7 +261,7 @@ def _wtl(p: dict | None) -> str:
 def _targets_md(t: dict) -> list[str]:
     cand = t["candidate"]
     r, c, tm = t["regret_vs_best_baseline"], t["clean_vs_stgp"], t["time_vs_rrp"]
-    rc = t.get("regret_vs_best_baseline_common_seeds", {"passed": 0, "of": 0, "cells": {}})
+    rc = t["regret_vs_best_baseline_common_seeds"]
     lines = [f"## Targets ({cand})", "",
              f"* mean final regret ≤ {r['factor']} × min(STGP-LogEI, RRP-LogEI): "
              f"{r['passed']} of {r['of']} cells",
