@@ -17,6 +17,15 @@ Ax's ``client.get_best_parameterization()`` once the model's cross-validation is
 adequate, the best raw reading otherwise) follows
 :func:`~botorch_mtucb.models.recommend` for the package's single-output models: the
 evaluated point with the best posterior mean among those with a trusted reading.
+
+Ax's cross-validation (``refit_on_cv=False``) builds each fold's model on the other readings
+and loads the full model's ``state_dict`` into it, so the fold keeps the full model's
+hyperparameters. The heavy-tailed models' state also carries their training data and what
+they derived from it (screened targets, centre, truncation level), so a plain load would put
+the held-out reading back in and every fold would predict in-sample. For them
+:class:`JointSurrogate` loads only the hyperparameters, the kernel's and the regulariser λ:
+each fold model keeps the fold's readings, screened and centred on their own, a true
+leave-one-out with the full model's hyperparameters, as Ax's own models get.
 """
 
 from __future__ import annotations
@@ -48,8 +57,11 @@ class JointSurrogate(Surrogate):
     is. Reported noise variances (``Yvar: N x n``) are kept only when every metric
     has them (the model then takes them as ``train_Yvar``, see
     :meth:`AxExactMultiTaskGP.construct_inputs`); when only some do, they are dropped with a
-    ``UserWarning``. With ``seed`` set, the fit on N rows draws its random numbers (BoTorch's
-    restarts from the priors) from torch's generator seeded from ``(seed, N)`` inside
+    ``UserWarning``. From a ``state_dict`` (Ax's cross-validation) the heavy-tailed models,
+    whose state carries their training data, take the hyperparameters only (kernel and λ)
+    and keep the fold's data (module docstring). With ``seed`` set, the fit on N
+    rows draws its random numbers (BoTorch's restarts from the priors) from torch's generator
+    seeded from ``(seed, N)`` inside
     ``torch.random.fork_rng``: the same data and seed give the same model, whatever ran
     before; the caller's random stream is left as it was. ``seed`` is saved with the
     surrogate (Ax's JSON and SQL storage).
@@ -101,18 +113,34 @@ class JointSurrogate(Surrogate):
                     stacklevel=2,
                 )
             datasets = convert_to_block_design(datasets=datasets, force=True)
+        # heavy-tailed models: built on the fold's data, then given the hyperparameters only
+        carried = state_dict if state_dict is not None and self._state_carries_data() else None
         rows = sum(ds.Y.shape[0] for ds in datasets)
         with seeded_trial(self.seed, rows, FIT_STREAM):
             super().fit(
                 datasets=datasets,
                 search_space_digest=search_space_digest,
                 candidate_metadata=candidate_metadata,
-                state_dict=state_dict,
+                state_dict=None if carried is not None else state_dict,
                 refit=refit,
                 repeat_model_selection_if_dataset_changed=(
                     repeat_model_selection_if_dataset_changed
                 ),
             )
+        model = getattr(self, "_model", None)
+        if carried is not None and not refit and isinstance(model, HeavyTailedModel):
+            _load_hyperparameters(model, carried)
+
+    def _state_carries_data(self) -> bool:
+        """Whether a model class of the spec keeps its training data in its state
+        (:class:`~botorch_mtucb.heavy_tailed.base.HeavyTailedModel`)."""
+        spec = self.surrogate_spec
+        configs = [*spec.model_configs, *sum(spec.metric_to_model_configs.values(), [])]
+        return any(
+            isinstance(cfg.botorch_model_class, type)
+            and issubclass(cfg.botorch_model_class, HeavyTailedModel)
+            for cfg in configs
+        )
 
     def best_in_sample_point(
         self,
@@ -145,6 +173,34 @@ class JointSurrogate(Surrogate):
         index, mean = robust_best_index(model, X, maximize)
         value = float(mean) if maximize else -float(mean)
         return X[index].detach().to(dtype=self.dtype, device=torch.device("cpu")), value
+
+
+def _load_hyperparameters(model: HeavyTailedModel, state_dict: Mapping[str, Any]) -> None:
+    """Load the hyperparameters of ``state_dict`` into ``model``, keeping ``model``'s data.
+
+    ``state_dict`` is that of a model of the same class fitted on other data. Taken from it:
+    the kernel's hyperparameters (the sub-modules' entries) and the regulariser λ. Kept from
+    ``model``: its training data and what it derived from them (screened or truncated
+    targets, centre, truncation level, flags). The model's factors are rebuilt.
+
+    Args:
+        model: A heavy-tailed model (:class:`~botorch_mtucb.heavy_tailed.base.HeavyTailedModel`).
+        state_dict: ``other.state_dict()`` of a model of the same class.
+
+    Example:
+        >>> import torch
+        >>> from botorch_mtucb.models import robust_gp
+        >>> X = torch.rand(10, 1, dtype=torch.float64)
+        >>> Y = torch.sin(6 * X)
+        >>> full, fold = robust_gp(X, Y), robust_gp(X[1:], Y[1:])
+        >>> _load_hyperparameters(fold, full.state_dict())
+        >>> fold.noise == full.noise, fold.num_observations
+        (tensor(True), 9)
+    """
+    extra = model.get_extra_state()
+    lam = state_dict["_extra_state"]["scalars"]["lam"]
+    extra["scalars"] = {**extra["scalars"], "lam": lam}
+    model.load_state_dict({**state_dict, "_extra_state": extra})
 
 
 def joint_surrogate(

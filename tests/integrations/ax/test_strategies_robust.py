@@ -17,6 +17,7 @@ import torch
 pytest.importorskip("ax")
 
 from ax.adapter.cross_validation import (  # noqa: E402
+    AssessModelFitResult,
     assess_model_fit,
     compute_diagnostics,
     cross_validate,
@@ -41,6 +42,7 @@ from botorch_mtucb.integrations.ax.input_constructors import (  # noqa: E402
     robust_best_index,
 )
 from botorch_mtucb.integrations.ax.models import AxRobustGP  # noqa: E402
+from botorch_mtucb.integrations.ax.objective import FIT_STREAM, seeded_trial  # noqa: E402
 from botorch_mtucb.integrations.ax.strategies import recommended_parameterization  # noqa: E402
 from botorch_mtucb.models import recommend, robust_gp  # noqa: E402
 from tests.integrations.ax.helpers import FAST_OPT  # noqa: E402
@@ -261,8 +263,25 @@ def _f(p: dict[str, float]) -> float:
     return math.sin(3 * u0) - (u1 - 0.6) ** 2
 
 
-def test_client_best_parameterization_agrees_with_predict_and_recommend() -> None:
-    """Planted failure reading (+50 at trial 2): the best raw reading, but never the answer."""
+def _ax_fit_check_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make Ax's best-point fit check (leave-one-out + Fisher test) pass without running it:
+    ``get_best_parameterization`` then answers with the model's best point. Whether the
+    check passes is Ax's business; what the model answers is the package's."""
+    import ax.service.utils.best_point as best_point
+
+    good = AssessModelFitResult(good_fit_metrics_to_fisher_score={},
+                                bad_fit_metrics_to_fisher_score={})
+    monkeypatch.setattr(best_point, "cross_validate", lambda **kwargs: [])
+    monkeypatch.setattr(best_point, "compute_diagnostics", lambda **kwargs: {})
+    monkeypatch.setattr(best_point, "assess_model_fit", lambda **kwargs: good)
+
+
+def test_client_best_parameterization_agrees_with_predict_and_recommend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Planted failure reading (+50 at trial 2): the best raw reading, but never the model's
+    answer (``get_best_parameterization`` once Ax's fit check passes, and
+    ``recommended_parameterization``)."""
     client = _planted_client("y")
     g = torch.Generator().manual_seed(0)
     with warnings.catch_warnings():
@@ -271,8 +290,10 @@ def test_client_best_parameterization_agrees_with_predict_and_recommend() -> Non
             ((idx, p),) = client.get_next_trials(max_trials=1).items()
             y = 50.0 if idx == 2 else _f(p) + 0.01 * float(torch.randn(1, generator=g))
             client.complete_trial(idx, raw_data={"y": y})
-        params, values, best_idx, _ = client.get_best_parameterization()
         raw_idx = client.get_best_parameterization(use_model_predictions=False)[2]
+        _ax_fit_check_passes(monkeypatch)
+        params, values, best_idx, _ = client.get_best_parameterization()
+    assert recommended_parameterization(client)[:3] == (params, values, best_idx)
     gen = client._generation_strategy.adapter.generator
     model = gen.surrogate.model
     assert type(model) is AxRobustGP
@@ -294,8 +315,9 @@ def test_client_best_parameterization_agrees_with_predict_and_recommend() -> Non
     assert values["y"][0] == pytest.approx(float(means[best_idx]), rel=1e-9)
 
 
-def test_client_minimised_with_pending_trials() -> None:
+def test_client_minimised_with_pending_trials(monkeypatch: pytest.MonkeyPatch) -> None:
     """Minimised, two trials generated at once (pending points): the failure (−50) is skipped."""
+    _ax_fit_check_passes(monkeypatch)
     client = _planted_client("-loss", seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -315,7 +337,7 @@ def test_client_minimised_with_pending_trials() -> None:
     model = gen.surrogate.model
     assert bool(model.suspicious[1]) and best_idx != 1
     index, _ = robust_best_index(model, model.train_X, maximize=False)
-    assert best_idx == index
+    assert best_idx == index == recommended_parameterization(client)[2]
     if DEFAULT_ROBUST_ACQUISITION == "logei":
         negate = gen._acquisition.acqf.posterior_transform
         assert float(negate.weights) == -1.0
@@ -346,6 +368,44 @@ def _poor_fit_client() -> Client:
             y = 50.0 if idx == 2 else _f(p) + 0.3 * math.sin(12.9898 * idx)
             client.complete_trial(idx, raw_data={"y": y})
     return client
+
+
+def test_cross_validation_folds_never_see_the_held_out_reading() -> None:
+    """Ax's leave-one-out (refit_on_cv=False) on the robust model: each fold predicts from the
+    other readings only (screened and centred on their own: AxRobustGP built on the fold's
+    data, same fit seed) with the full model's kernel and λ, as Ax's own models keep their
+    hyperparameters. Reference: the GP mean loc + k_x^T (K + λ I)^{-1} (y − loc) by hand."""
+    client = _poor_fit_client()
+    adapter = client._generation_strategy.adapter
+    surrogate = adapter.generator.surrogate
+    full = surrogate.model
+    X, y = full.train_X, full.get_extra_state()["raw_y"].reshape(-1, 1)
+    n, lam = X.shape[0], float(full.noise)
+    with torch.no_grad():
+        in_sample = full.posterior(X).mean.reshape(-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = cross_validate(adapter=adapter)
+    assert len(results) == n
+    gaps = []
+    for res in results:
+        i = res.observed.features.trial_index
+        keep = torch.arange(n) != i
+        ds = SupervisedDataset(X[keep], y[keep], feature_names=["x0", "x1"],
+                               outcome_names=["y"])
+        with seeded_trial(surrogate.seed, n - 1, FIT_STREAM):
+            fold = AxRobustGP(**AxRobustGP.construct_inputs(ds))
+        with torch.no_grad():
+            K = full.covar_module(X[keep], X[keep]).to_dense()
+            k = full.covar_module(X[i : i + 1], X[keep]).to_dense()
+            centred = (fold.train_Y - fold.location).reshape(-1)
+            mean = fold.location + k @ torch.linalg.solve(K + lam * torch.eye(n - 1).to(K),
+                                                          centred)
+        assert res.predicted.means[0] == pytest.approx(float(mean), rel=1e-6, abs=1e-9)
+        gaps.append(abs(res.predicted.means[0] - float(in_sample[i])))
+    assert max(gaps) > 1e-3  # in-sample predictions would agree to rounding
+    # the full model is untouched by the folds
+    assert adapter.generator.surrogate.model is full and full.train_X.shape[0] == n
 
 
 def test_recommended_parameterization_where_ax_falls_back_to_the_raw_best(
