@@ -510,11 +510,11 @@ def heavy_tailed_generation_strategy(
       :func:`recommended_parameterization` returns it. ``client.get_best_parameterization()``
       returns it only when Ax's fit check passes: Ax first cross-validates the model
       leave-one-out (rebuilding it once per observation from the other readings, with the
-      full model's kernel and λ, as for Ax's own models: for the robust model, its
-      screening and fit each time, the main cost of the call; :class:`JointSurrogate` keeps the
+      full model's kernel and λ, as for Ax's own models: for the robust model, its screening
+      and fit each time, the main cost of the call; :class:`JointSurrogate` keeps the
       held-out reading, which the full model's state carries, out of the folds) and applies
-      Fisher's exact test
-      to whether the predictions separate the better half of the readings from the worse;
+      Fisher's exact test to whether the predictions separate the better half of the
+      readings from the worse;
       at p > 0.1 it returns the arm of the best *raw* reading instead, which with corrupted
       readings is often a corrupted one. The test fails when the readings do not let the
       model rank the arms: a flagged reading is scored against its raw value like any other,

@@ -59,12 +59,11 @@ class JointSurrogate(Surrogate):
     :meth:`AxExactMultiTaskGP.construct_inputs`); when only some do, they are dropped with a
     ``UserWarning``. From a ``state_dict`` (Ax's cross-validation) the heavy-tailed models,
     whose state carries their training data, take the hyperparameters only (kernel and λ)
-    and keep the fold's data (module docstring). With ``seed`` set, the fit on N
-    rows draws its random numbers (BoTorch's restarts from the priors) from torch's generator
-    seeded from ``(seed, N)`` inside
-    ``torch.random.fork_rng``: the same data and seed give the same model, whatever ran
-    before; the caller's random stream is left as it was. ``seed`` is saved with the
-    surrogate (Ax's JSON and SQL storage).
+    and keep the fold's data (module docstring). With ``seed`` set, the fit on N rows draws
+    its random numbers (BoTorch's restarts from the priors) from torch's generator seeded from
+    ``(seed, N)`` inside ``torch.random.fork_rng``: the same data and seed give the same
+    model, whatever ran before; the caller's random stream is left as it was. ``seed`` is
+    saved with the surrogate (Ax's JSON and SQL storage).
 
     Args:
         *args: Ax's ``Surrogate`` arguments (``surrogate_spec``, ...).
