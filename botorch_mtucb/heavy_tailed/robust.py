@@ -28,23 +28,23 @@ The rule (:class:`RobustGP`), on the readings ``y``:
 
        |e_i| > c · max(f, ŝ)      and      |y_i − m_i| > k · σ_y,
 
-   with ``c = SUSPICION_THRESHOLD``, ``k = SPREAD_THRESHOLD``,
-   ``ŝ = 1.4826 · median_j |e_j|`` a robust scale of the
-   residuals, ``f = SCALE_FLOOR`` and ``σ_y = 1.4826 · median_j |y_j − median(y)|`` the robust
-   spread of the readings themselves. The first condition asks that the reading be improbable under
-   the model. ``ŝ ≈ 1`` for a calibrated model; ``ŝ > 1`` when the fitted noise is too small for the
-   data (e.g. heavy tails everywhere), so ordinary noise is not flagged; ``ŝ < 1`` when corrupted
-   readings have inflated the fitted ``λ``, which would otherwise hide them (masking). The floor
-   ``f`` bounds how far an overdispersed fit may tighten the rule. The second condition asks that
-   the reading also be far from its prediction on the scale of the data: a smooth GP's predictive
-   spread is too small where the function is steeper or more peaked than its lengthscale allows, and
-   there the best clean readings, at the top of a peak the fit under-predicts, have large
-   standardised residuals; a deviation smaller than the readings' own spread is within what the
-   function does over the domain, and is averaged, not removed. The rule is two-sided, so readings
-   far above (sensor failures) and far below their neighbours are both caught, while a large reward
-   that its neighbours explain (a peak) has a small residual, and one that nothing near it predicts
-   has a large ``s_i``. Fewer than half of the readings can be flagged (``ŝ`` and ``σ_y`` are
-   medians). No flags with fewer than ``MIN_SCREENED`` readings.
+   with ``c = SUSPICION_THRESHOLD``, ``k = SPREAD_THRESHOLD``, ``ŝ = 1.4826 · median_j |e_j|`` a
+   robust scale of the residuals, ``f = SCALE_FLOOR`` and
+   ``σ_y = 1.4826 · median_j |y_j − median(y)|`` the robust spread of the readings themselves. The
+   first condition asks that the reading be improbable under the model. ``ŝ ≈ 1`` for a calibrated
+   model; ``ŝ > 1`` when the fitted noise is too small for the data (e.g. heavy tails everywhere),
+   so ordinary noise is not flagged; ``ŝ < 1`` when corrupted readings have inflated the fitted
+   ``λ``, which would otherwise hide them (masking). The floor ``f`` bounds how far an overdispersed
+   fit may tighten the rule. The second condition asks that the reading also be far from its
+   prediction on the scale of the data: a smooth GP's predictive spread is too small where the
+   function is steeper or more peaked than its lengthscale allows, and there the best clean
+   readings, at the top of a peak the fit under-predicts, have large standardised residuals; a
+   deviation smaller than the readings' own spread is within what the function does over the domain,
+   and is averaged, not removed. The rule is two-sided, so readings far above (sensor failures) and
+   far below their neighbours are both caught, while a large reward that its neighbours explain (a
+   peak) has a small residual, and one that nothing near it predicts has a large ``s_i``. Fewer than
+   half of the readings can be flagged (``ŝ`` and ``σ_y`` are medians). No flags with fewer than
+   ``MIN_SCREENED`` readings.
 4. **Second pass.** The kernel and ``λ`` are refitted on the first pass's cleaned targets
    (step 5), and steps 2–3 are repeated with the readings flagged in the first pass left out
    of every conditioning (``ROBUST_PASSES = 2`` passes in all): for those, ``m_i`` and

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import torch
@@ -134,7 +135,7 @@ class JointSurrogate(Surrogate):
         """Whether a model class of the spec keeps its training data in its state
         (:class:`~botorch_mtucb.heavy_tailed.base.HeavyTailedModel`)."""
         spec = self.surrogate_spec
-        configs = [*spec.model_configs, *sum(spec.metric_to_model_configs.values(), [])]
+        configs = chain(spec.model_configs, *spec.metric_to_model_configs.values())
         return any(
             isinstance(cfg.botorch_model_class, type)
             and issubclass(cfg.botorch_model_class, HeavyTailedModel)
