@@ -26,6 +26,14 @@ Run from the repository root::
     python -m mtucb_bench.suites.mo_suite run --problems corr-rff dtlz2 --trials 10 \\
         --horizon 20 --workers 2 --algorithms MT-UCB IT-UCB qLogNParEGO Sobol
     python -m mtucb_bench.suites.mo_suite summarize [--cache /tmp/mo_cache.json]
+
+Noisy versions (Gaussian noise of σ in the normalised units, where each objective's front spans
+about 1) go to their own folders; pooling refuses folders of different noise::
+
+    python -m mtucb_bench.suites.mo_suite run --problems branin-currin ... --noise 0.07 \
+        --out benchmark-runs/mo_suite_noisy
+    python -m mtucb_bench.suites.mo_suite summarize --out benchmark-runs/mo_suite_noisy \
+        --results docs/results/mo_suite_noisy
 """
 
 from __future__ import annotations
@@ -60,6 +68,8 @@ def run(ns: argparse.Namespace) -> None:
                "--out", str(ns.out / (prob + (f"+{ns.tag}" if ns.tag else "")))]
         if ns.algorithms:
             cmd += ["--algorithms", *ns.algorithms]
+        if ns.noise:
+            cmd += ["--noise", f"gaussian:{ns.noise:g}"]
         print(" ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
 
@@ -126,8 +136,8 @@ def pooled_runs(
         runs: dict[str, dict[int, dict]] = {}
         manifests = [json.loads((f / "manifest.json").read_text()) for f in folders
                      if (f / "manifest.json").is_file()]
-        for key in ("experiment", "horizon", "seed", "initial_design", "bound"):
-            if len({json.dumps(m.get(key)) for m in manifests}) > 1:
+        for key in ("experiment", "horizon", "seed", "initial_design", "bound", "noise"):
+            if len({json.dumps(_manifest_key(m, key)) for m in manifests}) > 1:
                 raise ValueError(f"{[str(f) for f in folders]} disagree on {key!r}: not pooled")
         for f in folders:
             for alg, trials in load_problem_runs(f, cache).items():
@@ -138,6 +148,13 @@ def pooled_runs(
                 runs.setdefault(alg, {}).update(trials)
         pooled[name] = (manifests, runs)
     return pooled
+
+
+def _manifest_key(manifest: dict, key: str):
+    """A manifest's value of ``key``; ``noise`` is the canonical ``--noise`` spec or ``None``."""
+    if key == "noise":
+        return manifest.get("options", {}).get("noise")
+    return manifest.get(key)
 
 
 def _paired(a: dict[int, dict], b: dict[int, dict], key: str, higher_better: bool) -> dict:
@@ -198,10 +215,12 @@ def summarize(ns: argparse.Namespace) -> None:
                     f"{h['mean_diff']:+.1f} ± {h['std_diff']:.1f} | {h['sign_p']:.3f} | "
                     f"{r['wins']}/{r['losses']} | {r['mean_diff']:+.4f} ± {r['std_diff']:.4f} | "
                     f"{_ratio(pairs[alg]['time_ratio'], rows[alg])} |")
-        T = manifest.get("horizon")
-        summary[folder.name] = {"horizon": T, "algorithms": rows, f"paired_{ns.focus}": pairs}
+        T, noise = manifest.get("horizon"), _manifest_key(manifest, "noise")
+        summary[folder.name] = {"horizon": T, "noise": noise, "algorithms": rows,
+                                f"paired_{ns.focus}": pairs}
         n0 = sorted({v for r in rows.values() for v in r["n0"]})
-        lines += [f"**mo-{folder.name}** (T = {T}, initial design {n0} points)", "",
+        noted = f", noise {noise}" if noise else ""
+        lines += [f"**mo-{folder.name}** (T = {T}, initial design {n0} points{noted})", "",
                   "| algorithm | trials | HV % | R_C(T)/T | Bayes regret R_B | s / round |",
                   "|---|---|---|---|---|---|"]
         for alg, row in rows.items():
@@ -287,6 +306,10 @@ def main() -> None:
     r.add_argument("--workers", type=int, default=2)
     r.add_argument("--algorithms", nargs="+", default=None)
     r.add_argument("--tag", default="", help="run folder <problem>+<tag> (extra algorithms)")
+    r.add_argument("--noise", type=float, default=0.0, metavar="SIGMA",
+                   help="Gaussian observation noise σ in the normalised units (the front's "
+                        "extent inside the reference box is 1 per objective); give the noisy "
+                        "runs their own --out and --results")
     s = sub.add_parser("summarize")
     s.add_argument("--focus", default="MT-UCB", help="algorithm compared pairwise to the rest")
     s.add_argument("--cache", type=Path, default=None,

@@ -1,0 +1,48 @@
+"""The multi-objective suite's runner and pooling (``mtucb_bench.suites.mo_suite``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from mtucb_bench.suites import mo_suite
+
+
+def _folder(root: Path, name: str, noise: str | None) -> None:
+    options = {"continuous": False} | ({"noise": noise} if noise else {})
+    manifest = {"experiment": "mo-zdt1", "horizon": 20, "seed": 0, "bound": "directional",
+                "initial_design": "sobol:8", "options": options, "algorithms": []}
+    (root / name).mkdir()
+    (root / name / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_pooling_refuses_folders_of_different_noise(tmp_path):
+    _folder(tmp_path, "zdt1", None)
+    _folder(tmp_path, "zdt1+noisy", "gaussian:0.07")
+    with pytest.raises(ValueError, match="'noise'"):
+        mo_suite.pooled_runs(tmp_path)
+
+
+def test_pooling_accepts_folders_of_the_same_noise(tmp_path):
+    _folder(tmp_path, "zdt1", "gaussian:0.07")
+    _folder(tmp_path, "zdt1+more", "gaussian:0.07")
+    manifests, runs = mo_suite.pooled_runs(tmp_path)["zdt1"]
+    assert len(manifests) == 2 and runs == {}
+
+
+@pytest.mark.parametrize(("noise", "expected"), [(0.0, None), (0.07, "gaussian:0.07")])
+def test_run_passes_the_noise_to_the_cli(monkeypatch, tmp_path, noise, expected):
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, check: calls.append(cmd))
+    ns = Namespace(problems=["zdt1"], trials=2, first_trial=0, horizon=3, workers=1,
+                   algorithms=None, tag="", noise=noise, out=tmp_path)
+    mo_suite.run(ns)
+    (cmd,) = calls
+    if expected is None:
+        assert "--noise" not in cmd
+    else:
+        assert cmd[cmd.index("--noise") + 1] == expected
