@@ -97,7 +97,7 @@ from botorch_mtucb.acquisition.scalarization import (
 )
 from botorch_mtucb.acquisition.thompson import ScalarizedThompsonSampling
 from botorch_mtucb.kernels import ICMKernel
-from botorch_mtucb.loop import RefitSchedule, TrustRegionOptimizer
+from botorch_mtucb.loop import RefitSchedule, TrustRegionOptimizer, hypervolume_ucb_factory
 from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP, practical_multitask_gp
 from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
 from botorch_mtucb.utils import training_data
@@ -231,14 +231,16 @@ def _scale_free(model: Model, scal: Scalarization | None, bounds: Tensor | None,
 
 def _practical(independent: bool, every_round: bool = False,
                trust_region: bool = False, thompson: bool = False,
-               hypervolume: bool = False) -> _Builder:
+               hypervolume: bool = False, improvement: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
     ``trust_region``: the maximiser is TuRBO's isotropic trust region, ``MT-UCB-TR``;
     ``thompson``: s_λ of one Matheron posterior path instead of the UCB, seeded per round,
     ``MT-TS``; ``hypervolume``: the scale-free hypervolume s_λ with λ uniform on the
-    positive unit sphere, ``MT-UCB-HV``)."""
+    positive unit sphere, ``MT-UCB-HV``; ``improvement``: the hypervolume improvement of the
+    per-objective UCBs over the model's front, reference point from the round's scale-free
+    s_λ, ``MT-UCB-HVI``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -254,6 +256,8 @@ def _practical(independent: bool, every_round: bool = False,
                 n_obs = training_data(model)[1].shape[0]
                 return ScalarizedThompsonSampling(model, scal, seed=1_000_003 * cfg.seed + n_obs)
             beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
+            if improvement:
+                return hypervolume_ucb_factory(beta)(model, scal)
             return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
         optimizer = None
@@ -322,6 +326,10 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   "MT-UCB with the scale-free hypervolume scalarization (Zhang & Golovin; "
                   "lambda uniform on the positive unit sphere)",
                   _practical(False, hypervolume=True), practical=True, tunable_width=True),
+    AlgorithmSpec("MT-UCB-HVI", "multi_task",
+                  "MT-UCB with the hypervolume improvement of the per-objective UCBs over the "
+                  "model's front (HypervolumeImprovementUCB) instead of the scalarized UCB",
+                  _practical(False, improvement=True), practical=True, tunable_width=True),
     AlgorithmSpec("MT-TS", "multi_task",
                   "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
                   "round) instead of the UCB", _practical(False, thompson=True), practical=True),

@@ -5,6 +5,8 @@
   :class:`ChebyshevScalarization` / :class:`HypervolumeScalarization` and λ ~ P_λ
   (:func:`sample_scalarization_weights`, :class:`ScalarizationSampler`);
   :mod:`~botorch_mtucb.acquisition.scalarization`.
+* :class:`HypervolumeImprovementUCB` — the hypervolume improvement of the per-objective upper
+  bounds μ + βσ over the model's front (UCB-HVI); :mod:`~botorch_mtucb.acquisition.hypervolume_ucb`.
 * :class:`ScalarizedThompsonSampling` — s_λ of a Matheron posterior sample path (scalarized
   Thompson sampling).
 * :class:`HeavyTailedUCB` — TGP-UCB / ATA-GP-UCB (paper 001, Algorithms 1–2).
@@ -34,6 +36,7 @@ from botorch_mtucb.acquisition.beta import (
     log_det_information,
 )
 from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
+from botorch_mtucb.acquisition.hypervolume_ucb import HypervolumeImprovementUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.pending import gp_bucb_inflation, hallucinate_mean
 from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition, ScalarizedAcquisition
@@ -57,6 +60,7 @@ __all__ = [
     "ConstantBeta",
     "DEFAULT_ROBUST_ACQUISITION",
     "HeavyTailedUCB",
+    "HypervolumeImprovementUCB",
     "HypervolumeScalarization",
     "LinearScalarization",
     "ParetoSetRecommendation",

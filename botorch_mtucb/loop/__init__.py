@@ -10,7 +10,11 @@ from botorch_mtucb.acquisition.dedup import DedupOptimizer
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer, FiniteArmOptimizer
 from botorch_mtucb.acquisition.pending import condition_model
 from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
-from botorch_mtucb.loop.defaults import RefitSchedule, scalarized_ucb_factory
+from botorch_mtucb.loop.defaults import (
+    RefitSchedule,
+    hypervolume_ucb_factory,
+    scalarized_ucb_factory,
+)
 from botorch_mtucb.loop.failures import LoopInterrupted
 from botorch_mtucb.loop.history import LoopHistory, RoundRecord
 from botorch_mtucb.loop.rounds import gaussian_observer
@@ -27,6 +31,7 @@ __all__ = [
     "TrustRegionOptimizer",
     "condition_model",
     "gaussian_observer",
+    "hypervolume_ucb_factory",
     "run_bo_loop",
     "scalarized_ucb_factory",
 ]

@@ -41,12 +41,14 @@ from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.dedup import DedupOptimizer
+from botorch_mtucb.acquisition.hypervolume_ucb import HypervolumeImprovementUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
 from botorch_mtucb.acquisition.pending import PendingInflation, resolve_inflation
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.acquisition.scalarization.sampling import ScalarizationSampler
 from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
+from botorch_mtucb.utils import training_data
 from botorch_mtucb.utils.initial_design import check_bounds, sobol_initial_design
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "RefitRule",
     "RefitSchedule",
     "practical_model_factory",
+    "hypervolume_ucb_factory",
     "scalarized_ucb_factory",
 ]
 
@@ -184,6 +187,55 @@ def scalarized_ucb_factory(
             pending_beta_inflation=pending_beta_inflation,
         )
 
+    return factory
+
+
+def hypervolume_ucb_factory(
+    beta: float = 1.0,
+) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
+    """Acquisition factory for :func:`~botorch_mtucb.loop.run_bo_loop`: ``(model, s_λ) ->``
+    :class:`~botorch_mtucb.acquisition.HypervolumeImprovementUCB` (UCB of the hypervolume
+    improvement over the model's front).
+
+    The round's scalarization supplies only the reference point z (and the minimised
+    objectives); its λ is not used. :func:`~botorch_mtucb.loop.run_bo_loop` gives it its
+    default sampler unless another is passed (the factory has ``uses_default_sampler = True``):
+    ``ScalarizationSampler(n, "chebyshev", ref_point="data", front="predicted")``, whose z sits
+    just below the nadir of the observed and predicted fronts, so the rule is scale-free. The
+    front is the non-dominated set of the model's posterior means at its training inputs.
+
+    Args:
+        beta: Width β ≥ 0 of the per-objective upper bounds μ_i + βσ_i.
+
+    Returns:
+        ``(model, scalarization) -> HypervolumeImprovementUCB``; it raises ``ValueError``
+        when called without a scalarization that has a ``ref_point``.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import ChebyshevScalarization
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> model = ExactMultiTaskGP(X, torch.stack([X[:, 0], 1 - X[:, 0] * X[:, 1]], -1))
+        >>> s = ChebyshevScalarization([0.5, 0.5], ref_point=[-0.1, -0.1])
+        >>> acqf = hypervolume_ucb_factory()(model, s)
+        >>> acqf(torch.rand(4, 1, 2, dtype=torch.float64)).shape
+        torch.Size([4])
+    """
+
+    def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
+        ref_point = getattr(scalarization, "ref_point", None)
+        if ref_point is None:
+            raise ValueError(
+                "The hypervolume UCB takes its reference point from the round's scalarization: "
+                "pass a `scalarization_sampler` whose scalarizations have a `ref_point` (e.g. "
+                "ScalarizationSampler(n, 'chebyshev', ref_point='data'))."
+            )
+        X, _ = training_data(model)
+        return HypervolumeImprovementUCB(
+            model, ref_point, X, beta=beta, minimize=scalarization.minimize
+        )
+
+    factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
     return factory
 
 

@@ -158,7 +158,8 @@ def run_bo_loop(
             point) seeded from ``generator``.
         scalarization_sampler: ``generator -> s_λ`` drawing λ_t ~ P_λ each round (e.g.
             :class:`~botorch_mtucb.acquisition.ScalarizationSampler`); ``None`` for n = 1.
-            With the default acquisition: ``ScalarizationSampler(n, "chebyshev",
+            With the default acquisition (or a factory with ``uses_default_sampler = True``,
+            such as :func:`hypervolume_ucb_factory` ()): ``ScalarizationSampler(n, "chebyshev",
             ref_point="data", front="predicted", minimize=...)`` (scale-free, augmented,
             reference point and ranges from the observed and the model-predicted front;
             n ≥ 2; ``front="observed"`` without a box). A sampler with
@@ -484,7 +485,8 @@ def _start(
     try:
         X, Y = out.observed_X, out.observed_Y
         mask = _minimize_mask(minimize, Y.shape[-1])
-        if setup.default_acquisition and sampler is None:
+        wants_sampler = getattr(setup.acquisition_factory, "uses_default_sampler", False)
+        if (setup.default_acquisition or wants_sampler) and sampler is None:
             sampler = default_sampler(Y.shape[-1], setup.box is not None, mask)
         _check_sampler_minimize(sampler, mask)
         proposer = Proposer(

@@ -16,6 +16,7 @@ from botorch_mtucb.loop import (
     FiniteArmOptimizer,
     RefitSchedule,
     TrustRegionOptimizer,
+    hypervolume_ucb_factory,
     run_bo_loop,
     scalarized_ucb_factory,
 )
@@ -107,6 +108,34 @@ def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
     again = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
                         generator=torch.Generator().manual_seed(5))
     assert torch.equal(again.X, h.X)
+
+
+def test_hypervolume_ucb_factory_rounds_equal_a_by_hand_build(problem):
+    """With ``hypervolume_ucb_factory``, each round maximises HypervolumeImprovementUCB with the
+    round's scale-free reference point z and the model's front at the evaluated inputs."""
+    from botorch_mtucb.acquisition import HypervolumeImprovementUCB, sample_scalarization_weights
+    from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
+
+    arms = sobol_initial_design(problem.bounds, n=256, seed=9)
+    opt = FiniteArmOptimizer(arms)
+    h = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
+                    acquisition_factory=hypervolume_ucb_factory(),
+                    generator=torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    seed = int(torch.randint(2**31 - 1, (1,), generator=g))
+    X = sobol_initial_design(problem.bounds, seed=seed)
+    Y = problem(X)
+    factory = practical_model_factory(problem.bounds)
+    for t, r in enumerate(h.rounds, start=1):
+        model = factory(X, Y)
+        lam = sample_scalarization_weights(2, 1, generator=g)[0]
+        P = predicted_anchors(model, problem.bounds, Y, seed=seed + 2 + t)
+        scal = ChebyshevScalarization.from_data(lam, Y, predicted=P, span="front")
+        x = opt(HypervolumeImprovementUCB(model, scal.ref_point, X))
+        torch.testing.assert_close(r.x, x[0])
+        X, Y = torch.cat([X, x]), torch.cat([Y, problem(x)])
+    with pytest.raises(ValueError, match="reference point from the round's scalarization"):
+        hypervolume_ucb_factory()(h.model, None)
 
 
 def test_default_refit_schedule_with_the_default_model(problem, monkeypatch):

@@ -1,0 +1,218 @@
+r"""Hypervolume improvement of the optimistic outcome vector (UCB-HVI), q = 1.
+
+The scalarized UCB of paper 000 targets one random direction λ_t of the front per round.
+:class:`HypervolumeImprovementUCB` targets the front as a whole: it asks how much hypervolume
+an evaluation at x could add if every objective came out at its upper confidence bound,
+
+.. math::
+    u_i(x) = μ_i(x) + β σ_i(x), \qquad σ_i^2(x) = Γ_{ii}(x, x),
+
+    a(x) = \mathrm{HVI}\big(u(x) \mid P, z\big) / \textstyle\prod_i r_i
+           \;-\; ε\big(u(x) \mid P, z\big),
+
+with
+
+* ``P`` the non-dominated posterior means μ(x_j) at the evaluated points ``X_baseline`` (the
+  model's, not the raw readings, so that noise does not enter the front), plus the means at
+  pending points;
+* ``z`` the reference point (e.g. the one of
+  :meth:`~botorch_mtucb.acquisition.ChebyshevScalarization.from_data`, just below the nadir of
+  the front) and ``r_i = max_j P_ji − z_i`` the front's ranges, so that a(x) does not depend
+  on the objectives' units;
+* HVI(u | P, z) the volume of the part of the box [z, u] that P does not dominate: with the
+  region above z that P does not dominate split into boxes [l_c, h_c] (BoTorch's
+  ``FastNondominatedPartitioning``), HVI(u) = Σ_c Π_i max(0, min(u_i, h_ci) − l_ci);
+* ε(u | P, z) = min_c max_i max(0, l_ci − u_i) / r_i, the additive-ε distance from u to the
+  non-dominated region (how far u must rise, in units of the ranges, to add any
+  hypervolume). It is 0 wherever HVI > 0 and keeps a gradient where u is dominated, where
+  HVI is flat zero; both terms vanish on the region's boundary, so a(x) is continuous.
+
+**What the bound says.** On the event of paper 000's Theorem 1, projected on the task axes
+(the directional bound of :mod:`~botorch_mtucb.acquisition.multi_task_ucb`:
+f_i(x) ≤ μ_i(x) + β_t σ_i(x) for all i, x and t at once), and since HVI(· | P, z) is monotone
+(non-decreasing in every coordinate), HVI(u(x)) ≥ HVI(f(x)): a(x) is an upper confidence
+bound on the hypervolume that evaluating x adds to the hypervolume of P. The rule is the
+optimistic (UCB) choice for the hypervolume improvement; unlike paper 000's random
+scalarizations (and the hypervolume scalarization of Zhang & Golovin, 2020, whose expectation
+over λ is the hypervolume) it carries no regret bound of its own: it is greedy in the
+improvement over the model's current front. With the practical width (β = 1) it is a
+heuristic, as the practical UCB is.
+
+**Cost.** The partition is built once per acquisition (at construction and when pending
+points change); its number of boxes grows quickly with the number of objectives n (BoTorch's
+box decompositions are exponential in n), so the acquisition suits n ≤ 4–5 best. An
+evaluation costs one posterior (marginal means and variances) and a ``batch x cells x n``
+tensor operation.
+
+**Batches.** :meth:`HypervolumeImprovementUCB.set_X_pending` conditions the model on
+hallucinated means at the pending points (GP-BUCB, as
+:class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`) and adds their means to P, so
+``optimize_acqf(q=k, sequential=True)`` returns k distinct points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.models.model import Model
+from botorch.utils.multi_objective.box_decompositions.non_dominated import (
+    FastNondominatedPartitioning,
+)
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from torch import Tensor
+
+from botorch_mtucb.acquisition.pending import PendingState, check_pending
+from botorch_mtucb.utils.validation import check_test_tensor
+
+__all__ = ["HypervolumeImprovementUCB"]
+
+
+class HypervolumeImprovementUCB(AcquisitionFunction):
+    r"""UCB of the hypervolume improvement: a(x) = HVI(μ(x) + βσ(x) | P, z) − ε (module docstring).
+
+    Scale-free: the hypervolume is measured in units of the front's ranges, so rescaling an
+    objective (or its reference) leaves a(x) unchanged. Objectives listed in ``minimize`` are
+    negated internally (give ``ref_point`` and the data in the original units). Works with any
+    BoTorch model whose ``posterior(X)`` has ``mean`` and ``variance`` of shape
+    ``batch_shape x 1 x n`` (the package's multi-task GPs, ``SingleTaskGP`` with n outputs,
+    ``ModelListGP``); t-batches ``batch_shape x 1 x d``; differentiable for ``optimize_acqf``.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> from botorch.optim import optimize_acqf
+        >>> train_X = torch.rand(12, 2, dtype=torch.float64)
+        >>> train_Y = torch.stack([train_X[:, 0], 1 - train_X[:, 0] * train_X[:, 1]], -1)
+        >>> model = SingleTaskGP(train_X, train_Y)
+        >>> acqf = HypervolumeImprovementUCB(model, ref_point=[-0.1, -0.1], X_baseline=train_X)
+        >>> acqf(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        torch.Size([5])
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> x, _ = optimize_acqf(acqf, bounds, q=2, num_restarts=2, raw_samples=32,
+        ...                      sequential=True)
+        >>> x.shape
+        torch.Size([2, 2])
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        ref_point: Sequence[float] | Tensor,
+        X_baseline: Tensor,
+        beta: float = 1.0,
+        minimize: Sequence[bool] | Tensor | None = None,
+        X_pending: Tensor | None = None,
+    ) -> None:
+        """
+        Args:
+            model: A fitted multi-output model (n ≥ 2 outputs, the objectives).
+            ref_point: ``n`` reference point z in the objectives' original units (below every
+                objective's range of interest; for minimised objectives, above it).
+            X_baseline: ``t x d`` evaluated inputs (``t ≥ 1``); the front P is the
+                non-dominated set of the posterior means there.
+            beta: Width β ≥ 0 of the per-objective upper bounds (1.0: the practical width of
+                :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`).
+            minimize: Optional ``n`` bools; ``True`` marks an objective to minimise.
+            X_pending: Optional ``m x d`` points under evaluation (see :meth:`set_X_pending`).
+
+        Raises:
+            ValueError: for a ``ref_point`` that is not ``n`` finite numbers, an empty or
+                non-``t x d`` ``X_baseline``, a negative or non-finite ``beta`` or a
+                ``minimize`` of the wrong length.
+        """
+        super().__init__(model)
+        X_baseline = _check_baseline(X_baseline)
+        with torch.no_grad():
+            n = model.posterior(X_baseline[:1]).mean.shape[-1]
+        like = X_baseline
+        z = torch.as_tensor(ref_point, dtype=like.dtype, device=like.device)
+        if z.shape != (n,) or not bool(z.isfinite().all()):
+            raise ValueError(
+                f"`ref_point` must be {n} finite numbers (one per objective), got "
+                f"{ref_point!r}."
+            )
+        beta = float(beta)
+        if not beta >= 0.0 or beta == float("inf"):
+            raise ValueError(f"`beta` must be a finite number >= 0, got {beta!r}.")
+        signs = torch.ones(n, dtype=like.dtype, device=like.device)
+        if minimize is not None:
+            mask = torch.as_tensor(minimize, dtype=torch.bool, device=like.device)
+            if mask.shape != (n,):
+                raise ValueError(f"`minimize` must hold {n} bools, got {minimize!r}.")
+            signs = torch.where(mask, -signs, signs)
+        self.beta = beta
+        self.register_buffer("signs", signs)
+        self.register_buffer("ref_point", z * signs)  # maximisation convention
+        self.register_buffer("X_baseline", X_baseline.clone())
+        self._pending = PendingState(model)
+        self._input_dim = X_baseline.shape[-1]
+        self.set_X_pending(X_pending)
+
+    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
+        """Hallucinate pending points (GP-BUCB) and add their means to the front P.
+
+        Args:
+            X_pending: ``m x d`` pending points, or ``None`` / an empty tensor for none.
+        """
+        X = check_pending(X_pending, self._input_dim)
+        if X is not None:
+            X = X.to(self.X_baseline)
+        self.model = self._pending.update(X)
+        self.X_pending = X
+        points = self.X_baseline if X is None else torch.cat([self.X_baseline, X])
+        with torch.no_grad():
+            front = self.model.posterior(points).mean * self.signs
+        self._set_front(front)
+
+    def _set_front(self, front: Tensor) -> None:
+        """Ranges r, the cells [l_c, h_c] of the region P does not dominate (units of r)."""
+        z = self.ref_point
+        front = front[is_non_dominated(front)]
+        span = front.max(dim=0).values - z
+        spread = front.max(dim=0).values - front.min(dim=0).values
+        ones = torch.ones_like(span)
+        ranges = torch.where(span > 0, span, torch.where(spread > 0, spread, ones))
+        lower, upper = FastNondominatedPartitioning(ref_point=z, Y=front).get_hypercell_bounds()
+        self.register_buffer("ranges", ranges)
+        self.register_buffer("cell_lower", (lower - z) / ranges)
+        self.register_buffer("cell_upper", (upper - z) / ranges)
+
+    def forward(self, X: Tensor) -> Tensor:
+        """Evaluate a(x) on ``batch_shape x 1 x d`` candidates (a ``1 x d`` input is one point).
+
+        Args:
+            X: ``batch_shape x 1 x d`` candidates (q = 1).
+
+        Returns:
+            ``batch_shape`` acquisition values (≥ 0 where u(x) adds hypervolume, < 0 where it
+            is dominated).
+
+        Raises:
+            ValueError: if ``X`` is not ``batch_shape x 1 x d`` or holds NaN / inf values.
+        """
+        check_test_tensor(X, "X")
+        if X.dim() == 2:
+            X = X.unsqueeze(0)
+        if X.dim() < 2 or X.shape[-2] != 1:
+            raise ValueError(
+                "HypervolumeImprovementUCB supports q = 1 only: `X` must be batch_shape x 1 x "
+                f"d, got shape {tuple(X.shape)}. For batches use optimize_acqf(..., q=k, "
+                "sequential=True) (pending points)."
+            )
+        posterior = self.model.posterior(X)
+        mean, var = posterior.mean[..., 0, :], posterior.variance[..., 0, :]
+        u = mean * self.signs + self.beta * var.clamp_min(0.0).sqrt()
+        u = ((u - self.ref_point) / self.ranges).unsqueeze(-2)  # batch x 1 x n
+        lower = self.cell_lower
+        hvi = (torch.minimum(u, self.cell_upper) - lower).clamp_min(0.0).prod(dim=-1).sum(-1)
+        eps = (lower - u).clamp_min(0.0).max(dim=-1).values.min(dim=-1).values
+        return hvi - eps
+
+
+def _check_baseline(X: Tensor) -> Tensor:
+    if not torch.is_tensor(X) or X.dim() != 2 or X.shape[0] < 1:
+        shape = tuple(X.shape) if torch.is_tensor(X) else type(X).__name__
+        raise ValueError(f"`X_baseline` must be a non-empty t x d tensor, got {shape}.")
+    check_test_tensor(X, "X_baseline")
+    return X

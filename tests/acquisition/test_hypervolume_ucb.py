@@ -1,0 +1,194 @@
+"""HypervolumeImprovementUCB against BoTorch's Hypervolume and the additive-ε distance."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from botorch.models import ModelListGP, SingleTaskGP
+from botorch.optim import optimize_acqf
+from botorch.utils.multi_objective.hypervolume import Hypervolume
+from botorch.utils.multi_objective.pareto import is_non_dominated
+
+from botorch_mtucb.acquisition import HypervolumeImprovementUCB
+from botorch_mtucb.models import practical_multitask_gp
+
+DT = torch.float64
+
+
+def _data(n: int, t: int = 12, d: int = 3, seed: int = 0, dtype=DT):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(t, d, generator=g, dtype=DT)
+    W = torch.randn(d, n, generator=g, dtype=DT)
+    Y = torch.sin(2 * X @ W) + 0.3 * torch.cos(3 * X).sum(-1, keepdim=True)
+    return X.to(dtype), Y.to(dtype)
+
+
+def _reference(acqf: HypervolumeImprovementUCB, X: torch.Tensor, beta: float) -> torch.Tensor:
+    """a(x) from BoTorch's exact hypervolume (HVI > 0) or a bisection on ε (HVI = 0)."""
+    model, z = acqf.model, acqf.ref_point
+    with torch.no_grad():
+        P = model.posterior(acqf.X_baseline).mean
+        P = P[is_non_dominated(P)]
+        post = model.posterior(X)
+        U = post.mean[..., 0, :] + beta * post.variance[..., 0, :].sqrt()
+    r = P.max(0).values - z
+    hv = Hypervolume(z)
+    base = hv.compute(P)
+    out = []
+    for u in U:
+        gain = hv.compute(torch.cat([P, u.unsqueeze(0)])) - base
+        if gain > 1e-12 * r.prod():
+            out.append(gain / float(r.prod()))
+            continue
+        lo, hi = 0.0, 10.0  # smallest t with u + t r adding hypervolume
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            w = (u + mid * r).unsqueeze(0)
+            (lo, hi) = (lo, mid) if hv.compute(torch.cat([P, w])) - base > 1e-14 else (mid, hi)
+        out.append(-hi)
+    return torch.tensor(out, dtype=DT)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_value_matches_exact_hypervolume_improvement_and_epsilon(n, beta):
+    X, Y = _data(n, seed=n)
+    model = SingleTaskGP(X, Y)
+    z = Y.min(0).values - 0.1 * (Y.max(0).values - Y.min(0).values)
+    acqf = HypervolumeImprovementUCB(model, z, X, beta=beta)
+    Xc = torch.rand(40, 1, 3, generator=torch.Generator().manual_seed(7), dtype=DT)
+    got = acqf(Xc)
+    want = _reference(acqf, Xc, beta)
+    assert (got > 0).any() and (got < 0).any()  # both branches are exercised
+    torch.testing.assert_close(got, want, atol=1e-8, rtol=1e-6)
+
+
+def test_scale_free_and_minimize_match_the_maximised_problem():
+    X, Y = _data(3, seed=1)
+    z = Y.min(0).values - 0.2
+    Xc = torch.rand(25, 1, 3, dtype=DT)
+    base = HypervolumeImprovementUCB(SingleTaskGP(X, Y), z, X)(Xc)
+    scale = torch.tensor([10.0, 0.01, 1.0], dtype=DT)
+    scaled = HypervolumeImprovementUCB(SingleTaskGP(X, Y * scale), z * scale, X)(Xc)
+    torch.testing.assert_close(scaled, base, atol=1e-7, rtol=1e-6)
+    flip = torch.tensor([1.0, -1.0, 1.0], dtype=DT)
+    minimised = HypervolumeImprovementUCB(
+        SingleTaskGP(X, Y * flip), z * flip, X, minimize=[False, True, False]
+    )(Xc)
+    torch.testing.assert_close(minimised, base, atol=1e-7, rtol=1e-6)
+
+
+def test_optimistic_never_below_the_mean_improvement():
+    X, Y = _data(2, seed=3)
+    model = SingleTaskGP(X, Y)
+    z = Y.min(0).values - 0.1
+    Xc = torch.rand(200, 1, 3, dtype=DT)
+    ucb = HypervolumeImprovementUCB(model, z, X, beta=1.0)(Xc)
+    mean = HypervolumeImprovementUCB(model, z, X, beta=0.0)(Xc)
+    # same front and ranges, u ≥ μ in every coordinate: a(x) is monotone in u
+    assert bool((ucb >= mean - 1e-12).all()) and bool((ucb > mean).any())
+
+
+def test_dominated_candidates_keep_a_gradient():
+    X, Y = _data(2, seed=4)
+    model = SingleTaskGP(X, Y)
+    acqf = HypervolumeImprovementUCB(model, Y.min(0).values - 0.1, X, beta=0.0)
+    Xc = torch.rand(100, 1, 3, dtype=DT, requires_grad=True)
+    values = acqf(Xc)
+    values.sum().backward()
+    dominated = values.detach() < 0
+    assert bool(dominated.any())
+    assert bool((Xc.grad[dominated].abs().sum(-1) > 0).all())
+
+
+def test_front_is_the_model_means_not_the_raw_readings():
+    X, Y = _data(2, seed=5)
+    Y_noisy = Y.clone()
+    Y_noisy[0] = Y.max(0).values + 5.0  # one reading far above the rest
+    model = SingleTaskGP(X, Y_noisy)
+    acqf = HypervolumeImprovementUCB(model, Y.min(0).values - 0.1, X)
+    with torch.no_grad():
+        means = model.posterior(X).mean
+    r = means[is_non_dominated(means)].max(0).values - acqf.ref_point
+    torch.testing.assert_close(acqf.ranges, r)
+    assert torch.equal(Y_noisy[0], Y.max(0).values + 5.0)  # the caller's data untouched
+
+
+def test_pending_points_lower_the_value_and_batches_are_distinct():
+    X, Y = _data(2, seed=6)
+    model = SingleTaskGP(X, Y)
+    z = Y.min(0).values - 0.1
+    acqf = HypervolumeImprovementUCB(model, z, X)
+    bounds = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=DT)
+    torch.manual_seed(0)
+    x1, _ = optimize_acqf(acqf, bounds, q=1, num_restarts=2, raw_samples=64)
+    before = acqf(x1.unsqueeze(0))
+    acqf.set_X_pending(x1)
+    after = acqf(x1.unsqueeze(0))
+    assert float(after.detach()) < float(before.detach())
+    acqf.set_X_pending(None)
+    torch.testing.assert_close(acqf(x1.unsqueeze(0)), before)
+    torch.manual_seed(0)
+    batch, _ = optimize_acqf(acqf, bounds, q=3, num_restarts=2, raw_samples=64, sequential=True)
+    assert torch.cdist(batch, batch).add(torch.eye(3, dtype=DT)).min() > 1e-4
+
+
+@pytest.mark.filterwarnings("ignore:The model inputs are of type torch.float32")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("batch_shape", [(), (4,), (2, 3)])
+def test_batch_shapes_and_dtypes(dtype, batch_shape):
+    X, Y = _data(3, dtype=dtype)
+    model = SingleTaskGP(X, Y)
+    acqf = HypervolumeImprovementUCB(model, (Y.min(0).values - 0.1).tolist(), X)
+    Xc = torch.rand(*batch_shape, 1, 3, dtype=dtype)
+    out = acqf(Xc)
+    assert out.shape == (batch_shape if batch_shape else (1,)) and out.dtype == dtype
+    flat = acqf(Xc.reshape(-1, 1, 3))
+    torch.testing.assert_close(out.reshape(-1), flat)
+
+
+def test_model_list_and_practical_multitask_gp():
+    X, Y = _data(2, t=15, seed=8)
+    z = Y.min(0).values - 0.1
+    Xc = torch.rand(6, 1, 3, dtype=DT)
+    models = [
+        ModelListGP(SingleTaskGP(X, Y[:, :1]), SingleTaskGP(X, Y[:, 1:])),
+        practical_multitask_gp(X, Y, torch.tensor([[0.0] * 3, [1.0] * 3], dtype=DT)),
+    ]
+    for model in models:
+        out = HypervolumeImprovementUCB(model, z, X)(Xc)
+        assert out.shape == (6,) and bool(out.isfinite().all())
+
+
+def test_no_front_point_above_the_reference_gives_the_box_volume():
+    X, Y = _data(2, seed=9)
+    model = SingleTaskGP(X, Y)
+    z = Y.max(0).values + 1.0  # every mean below z: nothing dominated, HVI = Π (u − z)₊ / r
+    acqf = HypervolumeImprovementUCB(model, z, X, beta=0.0)
+    Xc = torch.rand(30, 1, 3, dtype=DT)
+    with torch.no_grad():
+        u = model.posterior(Xc).mean[..., 0, :]
+    want = -((z - u) / acqf.ranges).clamp_min(0).max(-1).values  # below z: only ε
+    torch.testing.assert_close(acqf(Xc), want)
+
+
+def test_bad_arguments_are_refused():
+    X, Y = _data(2)
+    model = SingleTaskGP(X, Y)
+    with pytest.raises(ValueError, match="`ref_point` must be 2 finite"):
+        HypervolumeImprovementUCB(model, [0.0, 0.0, 0.0], X)
+    with pytest.raises(ValueError, match="`ref_point` must be 2 finite"):
+        HypervolumeImprovementUCB(model, [0.0, math.nan], X)
+    with pytest.raises(ValueError, match="`X_baseline` must be a non-empty t x d"):
+        HypervolumeImprovementUCB(model, [0.0, 0.0], X[:0])
+    with pytest.raises(ValueError, match="`beta` must be a finite number >= 0"):
+        HypervolumeImprovementUCB(model, [0.0, 0.0], X, beta=-1.0)
+    with pytest.raises(ValueError, match="`minimize` must hold 2 bools"):
+        HypervolumeImprovementUCB(model, [0.0, 0.0], X, minimize=[True])
+    acqf = HypervolumeImprovementUCB(model, [0.0, 0.0], X)
+    with pytest.raises(ValueError, match="q = 1 only"):
+        acqf(torch.rand(4, 2, 3, dtype=DT))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        acqf(torch.full((1, 1, 3), math.nan, dtype=DT))
