@@ -64,6 +64,7 @@ from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
 from botorch_mtucb.acquisition.pending import PendingState, check_pending
+from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["HypervolumeImprovementUCB"]
@@ -103,6 +104,7 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
         beta: float = 1.0,
         minimize: Sequence[bool] | Tensor | None = None,
         X_pending: Tensor | None = None,
+        scalarization: Scalarization | None = None,
     ) -> None:
         """
         Args:
@@ -115,6 +117,10 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
                 :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`).
             minimize: Optional ``n`` bools; ``True`` marks an objective to minimise.
             X_pending: Optional ``m x d`` points under evaluation (see :meth:`set_X_pending`).
+            scalarization: Optional s_λ of the round, kept as ``self.scalarization`` for
+                optimizers that pick an incumbent with it
+                (:class:`~botorch_mtucb.acquisition.trust_region.TrustRegionOptimizer`); the
+                value a(x) does not use it.
 
         Raises:
             ValueError: for a ``ref_point`` that is not ``n`` finite numbers, an empty or
@@ -142,6 +148,7 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
                 raise ValueError(f"`minimize` must hold {n} bools, got {minimize!r}.")
             signs = torch.where(mask, -signs, signs)
         self.beta = beta
+        self.scalarization = scalarization
         self.register_buffer("signs", signs)
         self.register_buffer("ref_point", z * signs)  # maximisation convention
         self.register_buffer("X_baseline", X_baseline.clone())

@@ -203,10 +203,11 @@ class TrustRegionOptimizer(BoxOptimizer):
         Returns:
             The ``1 x d`` maximiser found in the trust region.
         """
-        if not isinstance(acqf, ScalarizedAcquisition):
+        if not isinstance(acqf, ScalarizedAcquisition) or acqf.scalarization is None:
             raise TypeError(
                 "TrustRegionOptimizer needs an acquisition with `model` and `scalarization` "
-                f"(e.g. ScalarizedMultiTaskUCB), got {type(acqf).__name__}."
+                f"(e.g. ScalarizedMultiTaskUCB, or HypervolumeImprovementUCB given the round's "
+                f"`scalarization`), got {type(acqf).__name__} without one."
             )
         if getattr(acqf, "X_pending", None) is not None and self.regions:
             # a later point of the same round (GP-BUCB pending points, the loop's q > 1):

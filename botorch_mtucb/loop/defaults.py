@@ -15,8 +15,13 @@ BoTorch user writes by hand:
   (``ScalarizationSampler(n, "chebyshev", ref_point="data", front="predicted")``: reference
   point and ranges from the observed non-dominated points and the model's payoff table;
   n ≥ 2 objectives);
-* :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with its default (practical)
-  width and the directional bound (:func:`scalarized_ucb_factory`), maximised by
+* for n ≤ :data:`HYPERVOLUME_UCB_MAX_OBJECTIVES` objectives
+  :class:`~botorch_mtucb.acquisition.HypervolumeImprovementUCB` (the hypervolume that the
+  per-objective UCBs μ_i + βσ_i would add to the model's front, reference point from the
+  round's scalarization; :func:`hypervolume_ucb_factory`), for more
+  :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` with the directional bound
+  (:func:`scalarized_ucb_factory`), both at their default (practical) width
+  (:func:`practical_acquisition_factory`), maximised by
   ``DedupOptimizer(bounds, num_restarts=4, raw_samples=256)``: ``BoxOptimizer``'s multi-start
   L-BFGS-B, except that it returns the best point that has not been evaluated yet (a repeat
   teaches a noise-free model nothing; ``optimizer=BoxOptimizer(bounds, 4, 256)`` allows
@@ -57,9 +62,15 @@ __all__ = [
     "RefitRule",
     "RefitSchedule",
     "practical_model_factory",
+    "HYPERVOLUME_UCB_MAX_OBJECTIVES",
     "hypervolume_ucb_factory",
+    "practical_acquisition_factory",
     "scalarized_ucb_factory",
 ]
+
+#: Most objectives for which the loop's default acquisition is the hypervolume UCB
+#: (:func:`practical_acquisition_factory`); its box decomposition grows exponentially with n.
+HYPERVOLUME_UCB_MAX_OBJECTIVES = 4
 
 #: ``optimize_acqf`` starts and raw samples of the default optimizer.
 DEFAULT_NUM_RESTARTS, DEFAULT_RAW_SAMPLES = 4, 256
@@ -232,10 +243,57 @@ def hypervolume_ucb_factory(
             )
         X, _ = training_data(model)
         return HypervolumeImprovementUCB(
-            model, ref_point, X, beta=beta, minimize=scalarization.minimize
+            model, ref_point, X, beta=beta, minimize=scalarization.minimize,
+            scalarization=scalarization,
         )
 
     factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
+    return factory
+
+
+def practical_acquisition_factory(
+    beta: float | None = None,
+) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
+    """The default acquisition factory of :func:`~botorch_mtucb.loop.run_bo_loop`.
+
+    ``(model, s_λ) ->``
+
+    * :class:`~botorch_mtucb.acquisition.HypervolumeImprovementUCB` (reference point from
+      s_λ, :func:`hypervolume_ucb_factory`) for n ≤ :data:`HYPERVOLUME_UCB_MAX_OBJECTIVES`
+      objectives;
+    * :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB` (directional bound, s_λ as
+      drawn, :func:`scalarized_ucb_factory`) for more objectives, where the box
+      decomposition of the front becomes expensive, and whenever s_λ has no reference point
+      (e.g. a :class:`~botorch_mtucb.acquisition.LinearScalarization` sampler).
+
+    Args:
+        beta: Width β of either acquisition (``None``: their practical default, 1.0).
+
+    Returns:
+        ``(model, scalarization) -> AcquisitionFunction``; it raises ``ValueError`` when
+        called without a scalarization.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import ChebyshevScalarization
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> model = ExactMultiTaskGP(X, torch.stack([X[:, 0], 1 - X[:, 0] * X[:, 1]], -1))
+        >>> s = ChebyshevScalarization([0.5, 0.5], ref_point=[-0.1, -0.1])
+        >>> type(practical_acquisition_factory()(model, s)).__name__
+        'HypervolumeImprovementUCB'
+    """
+    hypervolume = hypervolume_ucb_factory(1.0 if beta is None else beta)
+    scalarized = scalarized_ucb_factory(beta)
+
+    def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
+        if scalarization is None:
+            raise ValueError("The loop's default acquisition needs a `scalarization_sampler`.")
+        n = scalarization.num_objectives
+        if n <= HYPERVOLUME_UCB_MAX_OBJECTIVES and hasattr(scalarization, "ref_point"):
+            return hypervolume(model, scalarization)
+        return scalarized(model, scalarization)
+
+    factory.uses_default_sampler = True
     return factory
 
 
@@ -294,7 +352,7 @@ def default_sampler(
     booleans ``minimize`` minimised; needs n ≥ 2 objectives."""
     if num_objectives < 2:
         raise ValueError(
-            "The default acquisition is the scalarized multi-task UCB, for n >= 2 objectives; "
+            "The default acquisition is multi-objective, for n >= 2 objectives; "
             f"`observe` returned n = {num_objectives}. For one objective pass "
             "`acquisition_factory` (e.g. lambda model, s: UpperConfidenceBound(model, beta=1.0)) "
             "and a single-output `model_factory`."

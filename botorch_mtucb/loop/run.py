@@ -71,9 +71,9 @@ from botorch_mtucb.loop.defaults import (
     default_optimizer,
     default_sampler,
     draw_seed,
+    practical_acquisition_factory,
     practical_model_factory,
     resolve_box,
-    scalarized_ucb_factory,
 )
 from botorch_mtucb.loop.failures import (
     FailurePolicy,
@@ -124,12 +124,15 @@ def run_bo_loop(
     """Run T rounds of scalarized (or single-objective) optimistic BO (paper 000,
     Algorithm 1; see the module docstring).
 
-    Each evaluation t maximises a UCB of s_{λ_t}(f(x)) with a fresh λ_t ~ P_λ (paper 000,
-    eq. (2) with the default acquisition), observes y_t = f(x_t) + ε_t and updates the
-    model. Every argument but ``observe`` and ``num_rounds`` has a practical default
+    Each evaluation t maximises an acquisition built from the current model and a fresh
+    s_{λ_t}, λ_t ~ P_λ (paper 000, Algorithm 1: a UCB of s_{λ_t}(f(x)), eq. (2), with
+    ``acquisition_factory=scalarized_ucb_factory()``), observes y_t = f(x_t) + ε_t and updates
+    the model. Every argument but ``observe`` and ``num_rounds`` has a practical default
     (:mod:`botorch_mtucb.loop.defaults`): ``run_bo_loop(observe, num_rounds=30,
-    bounds=bounds)`` runs MT-UCB from a Sobol design with the fitted practical model, the
-    scale-free Chebyshev scalarization and the default width.
+    bounds=bounds)`` runs from a Sobol design with the fitted practical model, the scale-free
+    Chebyshev sampler and :func:`~botorch_mtucb.loop.defaults.practical_acquisition_factory`:
+    the UCB of the hypervolume improvement for n ≤ 4 objectives, the scalarized UCB (MT-UCB)
+    for more, both at the default width.
 
     Args:
         observe: ``N x d -> N x n`` noisy observations (a tensor, or a NumPy array converted
@@ -150,8 +153,11 @@ def run_bo_loop(
             ``update="refit"`` and the refits of ``refit_every``). Default (needs the box):
             :func:`~botorch_mtucb.models.practical_multitask_gp` on ``bounds``.
         acquisition_factory: ``(model, s_λ or None) -> AcquisitionFunction`` (q = 1).
-            Default: :func:`scalarized_ucb_factory` () (directional bound, the default β of
-            :class:`ScalarizedMultiTaskUCB`).
+            Default: :func:`~botorch_mtucb.loop.defaults.practical_acquisition_factory` ()
+            (:class:`~botorch_mtucb.acquisition.HypervolumeImprovementUCB` for n ≤ 4
+            objectives, :class:`ScalarizedMultiTaskUCB` with the directional bound for more;
+            the default β of each). Paper 000's rule at every n:
+            :func:`~botorch_mtucb.loop.defaults.scalarized_ucb_factory` ().
         optimizer: ``acqf -> 1 x d`` maximiser (:class:`BoxOptimizer`,
             :class:`FiniteArmOptimizer`, or any callable). Default (needs ``bounds``):
             ``DedupOptimizer(bounds, num_restarts=4, raw_samples=256)`` (never an evaluated
@@ -393,7 +399,7 @@ def _resolve_arguments(
     model_factory = _resolve_model_factory(model_factory, box)
     default_acquisition = acquisition_factory is None
     if default_acquisition:
-        acquisition_factory = scalarized_ucb_factory()
+        acquisition_factory = practical_acquisition_factory()
     if optimizer is None:  # call n seeds seed + 1 + n, counting a continued history's calls
         calls = 0 if history is None else len(history.rounds)
         optimizer = default_optimizer(box, seed + 1 + calls)

@@ -192,3 +192,19 @@ def test_bad_arguments_are_refused():
         acqf(torch.rand(4, 2, 3, dtype=DT))
     with pytest.raises(ValueError, match="NaN or infinite"):
         acqf(torch.full((1, 1, 3), math.nan, dtype=DT))
+
+
+def test_trust_region_needs_the_rounds_scalarization():
+    from botorch_mtucb.acquisition import ChebyshevScalarization
+    from botorch_mtucb.loop import TrustRegionOptimizer
+
+    X, Y = _data(2, seed=10)
+    bounds = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=DT)
+    model = practical_multitask_gp(X, Y, bounds)
+    z = Y.min(0).values - 0.1
+    optimizer = TrustRegionOptimizer(bounds, num_restarts=2, raw_samples=32, seed=0)
+    with pytest.raises(TypeError, match="without one"):
+        optimizer(HypervolumeImprovementUCB(model, z, X))
+    s = ChebyshevScalarization([0.5, 0.5], ref_point=z)
+    x = optimizer(HypervolumeImprovementUCB(model, z, X, scalarization=s))
+    assert x.shape == (1, 3)

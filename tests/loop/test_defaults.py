@@ -20,7 +20,7 @@ from botorch_mtucb.loop import (
     run_bo_loop,
     scalarized_ucb_factory,
 )
-from botorch_mtucb.loop.defaults import practical_model_factory
+from botorch_mtucb.loop.defaults import default_sampler, practical_model_factory
 from botorch_mtucb.models import ExactMultiTaskGP
 from botorch_mtucb.utils import initial_design_size, sobol_initial_design
 
@@ -77,7 +77,8 @@ def test_defaults_run_mtucb_from_a_sobol_design(problem):
 
 
 def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
-    """Each round equals a by-hand build: practical model (refitted every round while N <= 20),
+    """With paper 000's rule (the scalarized UCB) and the default sampler, each round equals a
+    by-hand build: practical model (refitted every round while N <= 20),
     scale-free augmented Chebyshev with λ_t from ``generator`` and z / ranges from the observed
     and the model-predicted front (its payoff table, seeded ``seed + 2 + t``), the default
     width. Finite arms
@@ -88,8 +89,10 @@ def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
 
     arms = sobol_initial_design(problem.bounds, n=256, seed=9)
     opt = FiniteArmOptimizer(arms)
+    paper_rule = {"acquisition_factory": scalarized_ucb_factory(),
+                  "scalarization_sampler": default_sampler(2)}
     h = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
-                    generator=torch.Generator().manual_seed(5))
+                    generator=torch.Generator().manual_seed(5), **paper_rule)
     g = torch.Generator().manual_seed(5)
     seed = int(torch.randint(2**31 - 1, (1,), generator=g))  # the design's seed draw
     X = sobol_initial_design(problem.bounds, seed=seed)
@@ -106,21 +109,23 @@ def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
         torch.testing.assert_close(r.x, x[0])
         X, Y = torch.cat([X, x]), torch.cat([Y, problem(x)])
     again = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
-                        generator=torch.Generator().manual_seed(5))
+                        generator=torch.Generator().manual_seed(5), **paper_rule)
     assert torch.equal(again.X, h.X)
 
 
-def test_hypervolume_ucb_factory_rounds_equal_a_by_hand_build(problem):
-    """With ``hypervolume_ucb_factory``, each round maximises HypervolumeImprovementUCB with the
-    round's scale-free reference point z and the model's front at the evaluated inputs."""
+@pytest.mark.parametrize("explicit", [False, True])
+def test_default_rounds_maximise_the_hypervolume_ucb(problem, explicit):
+    """By default (n = 2 ≤ 4), or with ``hypervolume_ucb_factory``, each round maximises
+    HypervolumeImprovementUCB with the round's scale-free reference point z and the model's
+    front at the evaluated inputs."""
     from botorch_mtucb.acquisition import HypervolumeImprovementUCB, sample_scalarization_weights
     from botorch_mtucb.acquisition.scalarization.chebyshev import predicted_anchors
 
     arms = sobol_initial_design(problem.bounds, n=256, seed=9)
     opt = FiniteArmOptimizer(arms)
+    given = {"acquisition_factory": hypervolume_ucb_factory()} if explicit else {}
     h = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
-                    acquisition_factory=hypervolume_ucb_factory(),
-                    generator=torch.Generator().manual_seed(5))
+                    generator=torch.Generator().manual_seed(5), **given)
     g = torch.Generator().manual_seed(5)
     seed = int(torch.randint(2**31 - 1, (1,), generator=g))
     X = sobol_initial_design(problem.bounds, seed=seed)
@@ -136,6 +141,29 @@ def test_hypervolume_ucb_factory_rounds_equal_a_by_hand_build(problem):
         X, Y = torch.cat([X, x]), torch.cat([Y, problem(x)])
     with pytest.raises(ValueError, match="reference point from the round's scalarization"):
         hypervolume_ucb_factory()(h.model, None)
+
+
+def test_practical_acquisition_factory_dispatches_on_n_and_the_scalarization():
+    from botorch_mtucb.acquisition import HypervolumeImprovementUCB, LinearScalarization
+    from botorch_mtucb.loop.defaults import (
+        HYPERVOLUME_UCB_MAX_OBJECTIVES,
+        practical_acquisition_factory,
+    )
+
+    factory = practical_acquisition_factory()
+    for n in (2, HYPERVOLUME_UCB_MAX_OBJECTIVES, HYPERVOLUME_UCB_MAX_OBJECTIVES + 1):
+        X = torch.rand(8, 2, dtype=DT)
+        model = ExactMultiTaskGP(X, torch.rand(8, n, dtype=DT))
+        s = ChebyshevScalarization(torch.full((n,), 1.0 / n, dtype=DT), ref_point=[0.0] * n)
+        acqf = factory(model, s)
+        want = HypervolumeImprovementUCB if n <= HYPERVOLUME_UCB_MAX_OBJECTIVES else (
+            ScalarizedMultiTaskUCB)
+        assert type(acqf) is want and float(acqf.beta) == 1.0
+        linear = factory(model, LinearScalarization(torch.full((n,), 1.0 / n, dtype=DT)))
+        assert type(linear) is ScalarizedMultiTaskUCB
+    assert float(practical_acquisition_factory(beta=2.0)(model, s).beta) == 2.0
+    with pytest.raises(ValueError, match="needs a `scalarization_sampler`"):
+        factory(model, None)
 
 
 def test_default_refit_schedule_with_the_default_model(problem, monkeypatch):
