@@ -76,7 +76,7 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
     Scale-free: the hypervolume is measured in units of the front's ranges, so rescaling an
     objective (or its reference) leaves a(x) unchanged. Objectives listed in ``minimize`` are
     negated internally (give ``ref_point`` and the data in the original units). Works with any
-    BoTorch model whose ``posterior(X)`` has ``mean`` and ``variance`` of shape
+    unbatched BoTorch model whose ``posterior(X)`` has ``mean`` and ``variance`` of shape
     ``batch_shape x 1 x n`` (the package's multi-task GPs, ``SingleTaskGP`` with n outputs,
     ``ModelListGP``); t-batches ``batch_shape x 1 x d``; differentiable for ``optimize_acqf``.
 
