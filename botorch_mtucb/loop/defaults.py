@@ -59,12 +59,12 @@ from botorch_mtucb.utils.initial_design import check_bounds, sobol_initial_desig
 __all__ = [
     "DEFAULT_NUM_RESTARTS",
     "DEFAULT_RAW_SAMPLES",
+    "HYPERVOLUME_UCB_MAX_OBJECTIVES",
     "RefitRule",
     "RefitSchedule",
-    "practical_model_factory",
-    "HYPERVOLUME_UCB_MAX_OBJECTIVES",
     "hypervolume_ucb_factory",
     "practical_acquisition_factory",
+    "practical_model_factory",
     "scalarized_ucb_factory",
 ]
 
