@@ -209,7 +209,7 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
             )
         posterior = self.model.posterior(X)
         mean, var = posterior.mean[..., 0, :], posterior.variance[..., 0, :]
-        u = mean * self.signs + self.beta * var.clamp_min(0.0).sqrt()
+        u = mean * self.signs + self.beta * var.clamp_min(1e-30).sqrt()  # finite gradient at 0
         u = ((u - self.ref_point) / self.ranges).unsqueeze(-2)  # batch x 1 x n
         lower = self.cell_lower
         hvi = (torch.minimum(u, self.cell_upper) - lower).clamp_min(0.0).prod(dim=-1).sum(-1)
