@@ -11,7 +11,8 @@ import pytest
 import torch
 from botorch.test_functions.multi_objective import DTLZ2
 
-from botorch_mtucb.loop import run_bo_loop
+from botorch_mtucb.loop import run_bo_loop, scalarized_ucb_factory
+from botorch_mtucb.loop.defaults import default_sampler
 from mtucb_bench.perf import round_scaling as rs
 
 
@@ -33,7 +34,9 @@ def test_mtucb_round_is_the_loops_first_round() -> None:
         return data.Y.clone() if X.shape[0] == 12 else problem(X)
 
     history = run_bo_loop(observe, initial_X=data.X, num_rounds=1, bounds=data.bounds,
-                          generator=torch.Generator().manual_seed(7))
+                          generator=torch.Generator().manual_seed(7),
+                          acquisition_factory=scalarized_ucb_factory(),
+                          scalarization_sampler=default_sampler(2))
     out = rs.mtucb_round(data, seed=7, settings=rs.Settings())
     torch.testing.assert_close(out["x"][0], history.rounds[0].x, rtol=0, atol=1e-12)
     other = rs.mtucb_round(data, seed=8, settings=rs.Settings())

@@ -144,10 +144,11 @@ def make_data(N: int, n: int, seed: int = 0) -> Data:
 # ----------------------------------------------------------------------------- rounds
 def mtucb_round(data: Data, seed: int, settings: Settings) -> dict[str, Any]:
     """The first round of ``run_bo_loop(observe, initial_X=X, num_rounds=1, bounds=bounds,
-    generator=torch.Generator().manual_seed(seed))`` with its defaults: the model factory's
-    cold fit, the round's scalarization (payoff table included) and the acquisition's
-    maximisation (``settings``'s restarts and raw samples). Returns the point and the model's
-    class."""
+    generator=torch.Generator().manual_seed(seed), acquisition_factory=scalarized_ucb_factory(),
+    scalarization_sampler=default_sampler(n))``: the default model factory's cold fit, the
+    round's scalarization (payoff table included) and the maximisation of the scalarized UCB
+    (``settings``'s restarts and raw samples; the loop's default acquisition for n ≤ 4 is the
+    hypervolume UCB, which this round does not time). Returns the point and the model's class."""
     X, Y, bounds = data.X, data.Y, data.bounds
     generator = torch.Generator().manual_seed(seed)
     base = draw_seed(generator)  # run_bo_loop's seed (and the base of its global-RNG seeds)
