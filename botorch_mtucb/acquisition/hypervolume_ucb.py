@@ -129,8 +129,7 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
         """
         super().__init__(model)
         X_baseline = _check_baseline(X_baseline)
-        with torch.no_grad():
-            n = model.posterior(X_baseline[:1]).mean.shape[-1]
+        n = model.num_outputs
         like = X_baseline
         z = torch.as_tensor(ref_point, dtype=like.dtype, device=like.device)
         if z.shape != (n,) or not bool(z.isfinite().all()):

@@ -202,7 +202,7 @@ def scalarized_ucb_factory(
 
 
 def hypervolume_ucb_factory(
-    beta: float = 1.0,
+    beta: float | None = None,
 ) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
     """Acquisition factory for :func:`~botorch_mtucb.loop.run_bo_loop`: ``(model, s_λ) ->``
     :class:`~botorch_mtucb.acquisition.HypervolumeImprovementUCB` (UCB of the hypervolume
@@ -216,7 +216,8 @@ def hypervolume_ucb_factory(
     front is the non-dominated set of the model's posterior means at its training inputs.
 
     Args:
-        beta: Width β ≥ 0 of the per-objective upper bounds μ_i + βσ_i.
+        beta: Width β ≥ 0 of the per-objective upper bounds μ_i + βσ_i; ``None`` keeps the
+            acquisition's default (practical) width.
 
     Returns:
         ``(model, scalarization) -> HypervolumeImprovementUCB``; it raises ``ValueError``
@@ -232,6 +233,7 @@ def hypervolume_ucb_factory(
         >>> acqf(torch.rand(4, 1, 2, dtype=torch.float64)).shape
         torch.Size([4])
     """
+    width = {} if beta is None else {"beta": beta}
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
         ref_point = getattr(scalarization, "ref_point", None)
@@ -243,7 +245,7 @@ def hypervolume_ucb_factory(
             )
         X, _ = training_data(model)
         return HypervolumeImprovementUCB(
-            model, ref_point, X, beta=beta, minimize=scalarization.minimize,
+            model, ref_point, X, **width, minimize=scalarization.minimize,
             scalarization=scalarization,
         )
 
@@ -282,7 +284,7 @@ def practical_acquisition_factory(
         >>> type(practical_acquisition_factory()(model, s)).__name__
         'HypervolumeImprovementUCB'
     """
-    hypervolume = hypervolume_ucb_factory(1.0 if beta is None else beta)
+    hypervolume = hypervolume_ucb_factory(beta)
     scalarized = scalarized_ucb_factory(beta)
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:

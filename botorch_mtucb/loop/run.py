@@ -286,7 +286,6 @@ class _Setup:
     optimizer: Callable[[AcquisitionFunction], Tensor]
     refit_every: RefitRule
     regret: ScalarizedRegret | None
-    default_acquisition: bool
     update: UpdateRule
 
 
@@ -397,8 +396,7 @@ def _resolve_arguments(
         refit_every = RefitSchedule() if model_factory is None else 0
     check_refit_rule(refit_every)
     model_factory = _resolve_model_factory(model_factory, box)
-    default_acquisition = acquisition_factory is None
-    if default_acquisition:
+    if acquisition_factory is None:
         acquisition_factory = practical_acquisition_factory()
     if optimizer is None:  # call n seeds seed + 1 + n, counting a continued history's calls
         calls = 0 if history is None else len(history.rounds)
@@ -406,7 +404,7 @@ def _resolve_arguments(
     _check_count(q, "`q` (batch size) must be a positive integer", minimum=1)
     regret = _resolve_regret(true_f, regret_X, regret_bounds, optimizer, initial_X.shape[-1])
     return _Setup(initial_X, box, seed, model_factory, acquisition_factory, optimizer,
-                  refit_every, regret, default_acquisition, update)
+                  refit_every, regret, update)
 
 
 def _check_count(value: object, message: str, minimum: int) -> None:
@@ -491,8 +489,9 @@ def _start(
     try:
         X, Y = out.observed_X, out.observed_Y
         mask = _minimize_mask(minimize, Y.shape[-1])
+        # the default acquisition (and hypervolume_ucb_factory) declare uses_default_sampler
         wants_sampler = getattr(setup.acquisition_factory, "uses_default_sampler", False)
-        if (setup.default_acquisition or wants_sampler) and sampler is None:
+        if wants_sampler and sampler is None:
             sampler = default_sampler(Y.shape[-1], setup.box is not None, mask)
         _check_sampler_minimize(sampler, mask)
         proposer = Proposer(
