@@ -7,8 +7,11 @@ an evaluation at x could add if every objective came out at its upper confidence
 .. math::
     u_i(x) = μ_i(x) + β σ_i(x), \qquad σ_i^2(x) = Γ_{ii}(x, x),
 
-    a(x) = \mathrm{HVI}\big(u(x) \mid P, z\big) / \textstyle\prod_i r_i
-           \;-\; ε\big(u(x) \mid P, z\big),
+    a(x) = \begin{cases}
+        \mathrm{HVI}\big(u(x) \mid P, z\big) / \textstyle\prod_i r_i
+            & \text{if } u(x) \text{ adds hypervolume,} \\
+        -ε_τ\big(u(x) \mid P, z\big) & \text{otherwise,}
+    \end{cases}
 
 with
 
@@ -24,8 +27,13 @@ with
   ``FastNondominatedPartitioning``), HVI(u) = Σ_c Π_i max(0, min(u_i, h_ci) − l_ci);
 * ε(u | P, z) = min_c max_i max(0, l_ci − u_i) / r_i, the additive-ε distance from u to the
   non-dominated region (how far u must rise, in units of the ranges, to add any
-  hypervolume). It is 0 wherever HVI > 0 and keeps a gradient where u is dominated, where
-  HVI is flat zero; both terms vanish on the region's boundary, so a(x) is continuous.
+  hypervolume), and ε_τ its smooth version: the max over objectives and the min over the C
+  cells taken as log-sum-exp at temperature τ = :data:`EPSILON_TEMPERATURE` (in units of the
+  ranges), then a softplus at the same τ. It keeps a gradient where u is dominated (HVI is
+  flat zero there) without the exact distance's min–max ridges, on which L-BFGS-B's line
+  search fails; |ε_τ − ε| ≤ τ (log max(n, C) + log 2), and ε_τ > 0, so that a(x) > 0
+  exactly where u(x) adds hypervolume and a(x) < 0 where it does not. At the region's
+  boundary a(x) jumps by at most τ (log n + log 2).
 
 **What the bound says.** On the event of paper 000's Theorem 1, projected on the task axes
 (the directional bound of :mod:`~botorch_mtucb.acquisition.multi_task_ucb`:
@@ -67,11 +75,15 @@ from botorch_mtucb.acquisition.pending import PendingState, check_pending
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.utils.validation import check_test_tensor
 
-__all__ = ["HypervolumeImprovementUCB"]
+__all__ = ["EPSILON_TEMPERATURE", "HypervolumeImprovementUCB"]
+
+#: Temperature τ of the smoothed additive-ε distance ε_τ (units of the front's ranges).
+EPSILON_TEMPERATURE = 1e-3
 
 
 class HypervolumeImprovementUCB(AcquisitionFunction):
-    r"""UCB of the hypervolume improvement: a(x) = HVI(μ(x) + βσ(x) | P, z) − ε (module docstring).
+    r"""UCB of the hypervolume improvement: a(x) = HVI(μ(x) + βσ(x) | P, z), or −ε_τ where
+    that is 0 (module docstring).
 
     Scale-free: the hypervolume is measured in units of the front's ranges, so rescaling an
     objective (or its reference) leaves a(x) unchanged. Objectives listed in ``minimize`` are
@@ -191,8 +203,8 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
             X: ``batch_shape x 1 x d`` candidates (q = 1).
 
         Returns:
-            ``batch_shape`` acquisition values (≥ 0 where u(x) adds hypervolume, < 0 where it
-            is dominated).
+            ``batch_shape`` acquisition values (> 0 where u(x) adds hypervolume, < 0 where it
+            does not).
 
         Raises:
             ValueError: if ``X`` is not ``batch_shape x 1 x d`` or holds NaN / inf values.
@@ -212,8 +224,11 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
         u = ((u - self.ref_point) / self.ranges).unsqueeze(-2)  # batch x 1 x n
         lower = self.cell_lower
         hvi = (torch.minimum(u, self.cell_upper) - lower).clamp_min(0.0).prod(dim=-1).sum(-1)
-        eps = (lower - u).clamp_min(0.0).max(dim=-1).values.min(dim=-1).values
-        return hvi - eps
+        tau = EPSILON_TEMPERATURE
+        # ε_τ / τ: soft max over the objectives, soft min over the cells, then a softplus
+        soft_eps = -torch.logsumexp(-torch.logsumexp((lower - u) / tau, dim=-1), dim=-1)
+        eps = tau * torch.nn.functional.softplus(soft_eps)
+        return torch.where(hvi > 0, hvi, -eps)
 
 
 def _check_baseline(X: Tensor) -> Tensor:

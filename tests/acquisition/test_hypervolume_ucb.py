@@ -7,11 +7,13 @@ import math
 import pytest
 import torch
 from botorch.models import ModelListGP, SingleTaskGP
+from botorch.models.deterministic import GenericDeterministicModel
 from botorch.optim import optimize_acqf
 from botorch.utils.multi_objective.hypervolume import Hypervolume
 from botorch.utils.multi_objective.pareto import is_non_dominated
 
 from botorch_mtucb.acquisition import HypervolumeImprovementUCB
+from botorch_mtucb.acquisition.hypervolume_ucb import EPSILON_TEMPERATURE
 from botorch_mtucb.models import practical_multitask_gp
 
 DT = torch.float64
@@ -59,10 +61,16 @@ def test_value_matches_exact_hypervolume_improvement_and_epsilon(n, beta):
     z = Y.min(0).values - 0.1 * (Y.max(0).values - Y.min(0).values)
     acqf = HypervolumeImprovementUCB(model, z, X, beta=beta)
     Xc = torch.rand(40, 1, 3, generator=torch.Generator().manual_seed(7), dtype=DT)
-    got = acqf(Xc)
+    got = acqf(Xc).detach()
     want = _reference(acqf, Xc, beta)
-    assert (got > 0).any() and (got < 0).any()  # both branches are exercised
-    torch.testing.assert_close(got, want, atol=1e-8, rtol=1e-6)
+    adds = want > 0
+    assert adds.any() and (~adds).any()  # both branches are exercised
+    torch.testing.assert_close(got[adds], want[adds], atol=1e-8, rtol=1e-6)
+    # dominated: −ε_τ, strictly negative and within τ (log max(n, C) + log 2) of −ε
+    assert bool((got[~adds] < 0).all())
+    cells = acqf.cell_lower.shape[-2]
+    slack = EPSILON_TEMPERATURE * (math.log(max(n, cells)) + math.log(2.0))
+    assert float((got[~adds] - want[~adds]).abs().max()) <= slack
 
 
 def test_scale_free_and_minimize_match_the_maximised_problem():
@@ -101,6 +109,32 @@ def test_dominated_candidates_keep_a_gradient():
     dominated = values.detach() < 0
     assert bool(dominated.any())
     assert bool((Xc.grad[dominated].abs().sum(-1) > 0).all())
+
+
+def _identity(X):
+    return X
+
+
+def test_dominated_value_is_smooth_across_the_exact_distance_ridges():
+    """u(x) = x (a deterministic model) under the front {(.2, .8), (.5, .5), (.8, .2)}, z = 0:
+    on the diagonal below (.5, .5) two cells tie in ε's minimum, so the exact −ε has a
+    kink there (gradient (0, 1.25) on one side, (1.25, 0) on the other), a ridge on which
+    L-BFGS-B's line search can fail; −ε_τ's gradient is continuous across it and equals
+    the exact one a few τ away."""
+    front = torch.tensor([[0.2, 0.8], [0.5, 0.5], [0.8, 0.2]], dtype=DT)
+    model = GenericDeterministicModel(_identity, num_outputs=2)
+    acqf = HypervolumeImprovementUCB(model, [0.0, 0.0], front, beta=1.0)
+
+    def grad(h: float) -> torch.Tensor:
+        x = torch.tensor([[[0.3 + h, 0.3 - h]]], dtype=DT, requires_grad=True)
+        (g,) = torch.autograd.grad(acqf(x).sum(), x)
+        return g.view(-1)
+
+    torch.testing.assert_close(grad(-1e-7), grad(1e-7), atol=1e-3, rtol=0.0)
+    far = 20 * EPSILON_TEMPERATURE * 0.8  # 20 τ in the objectives' units (ranges 0.8)
+    exact = torch.tensor([0.0, 1.25], dtype=DT)
+    torch.testing.assert_close(grad(-far), exact, atol=1e-6, rtol=0.0)
+    torch.testing.assert_close(grad(far), exact.flip(0), atol=1e-6, rtol=0.0)
 
 
 def test_front_is_the_model_means_not_the_raw_readings():
