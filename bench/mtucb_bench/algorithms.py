@@ -97,7 +97,12 @@ from botorch_mtucb.acquisition.scalarization import (
 )
 from botorch_mtucb.acquisition.thompson import ScalarizedThompsonSampling
 from botorch_mtucb.kernels import ICMKernel
-from botorch_mtucb.loop import RefitSchedule, TrustRegionOptimizer, hypervolume_ucb_factory
+from botorch_mtucb.loop import (
+    RefitSchedule,
+    TrustRegionOptimizer,
+    hypervolume_ucb_factory,
+    log_ehvi_factory,
+)
 from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP, practical_multitask_gp
 from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
 from botorch_mtucb.utils import training_data
@@ -231,7 +236,8 @@ def _scale_free(model: Model, scal: Scalarization | None, bounds: Tensor | None,
 
 def _practical(independent: bool, every_round: bool = False,
                trust_region: bool = False, thompson: bool = False,
-               hypervolume: bool = False, improvement: bool = False) -> _Builder:
+               hypervolume: bool = False, improvement: bool = False,
+               expected: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
@@ -240,7 +246,8 @@ def _practical(independent: bool, every_round: bool = False,
     ``MT-TS``; ``hypervolume``: the scale-free hypervolume s_λ with λ uniform on the
     positive unit sphere, ``MT-UCB-HV``; ``improvement``: the hypervolume improvement of the
     per-objective UCBs over the model's front, reference point from the round's scale-free
-    s_λ, ``MT-UCB-HVI``)."""
+    s_λ, ``MT-UCB-HVI``; ``expected``: the log expected hypervolume improvement over the
+    model's front, same reference point, ``MT-LogEHVI``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -255,6 +262,8 @@ def _practical(independent: bool, every_round: bool = False,
             if thompson:  # a fresh path each round, reproducible per (trial seed, N)
                 n_obs = training_data(model)[1].shape[0]
                 return ScalarizedThompsonSampling(model, scal, seed=1_000_003 * cfg.seed + n_obs)
+            if expected:
+                return log_ehvi_factory()(model, scal)
             beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
             if improvement:
                 return hypervolume_ucb_factory(beta)(model, scal)
@@ -330,6 +339,10 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   "MT-UCB with the hypervolume improvement of the per-objective UCBs over the "
                   "model's front (HypervolumeImprovementUCB) instead of the scalarized UCB",
                   _practical(False, improvement=True), practical=True, tunable_width=True),
+    AlgorithmSpec("MT-LogEHVI", "multi_task",
+                  "the practical model with the log expected hypervolume improvement over the "
+                  "model's front (LogExpectedHypervolumeImprovement; reference point as "
+                  "MT-UCB-HVI)", _practical(False, expected=True), practical=True),
     AlgorithmSpec("MT-TS", "multi_task",
                   "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
                   "round) instead of the UCB", _practical(False, thompson=True), practical=True),

@@ -7,6 +7,8 @@
   :mod:`~botorch_mtucb.acquisition.scalarization`.
 * :class:`HypervolumeImprovementUCB` — the hypervolume improvement of the per-objective upper
   bounds μ + βσ over the model's front (UCB-HVI); :mod:`~botorch_mtucb.acquisition.hypervolume_ucb`.
+* :class:`LogExpectedHypervolumeImprovement` — the log of the expected hypervolume improvement
+  over the model's front (analytic, q = 1); :mod:`~botorch_mtucb.acquisition.hypervolume_ei`.
 * :class:`ScalarizedThompsonSampling` — s_λ of a Matheron posterior sample path (scalarized
   Thompson sampling).
 * :class:`HeavyTailedUCB` — TGP-UCB / ATA-GP-UCB (paper 001, Algorithms 1–2).
@@ -36,6 +38,7 @@ from botorch_mtucb.acquisition.beta import (
     log_det_information,
 )
 from botorch_mtucb.acquisition.heavy_tailed import HeavyTailedUCB
+from botorch_mtucb.acquisition.hypervolume_ei import LogExpectedHypervolumeImprovement
 from botorch_mtucb.acquisition.hypervolume_ucb import HypervolumeImprovementUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.pending import gp_bucb_inflation, hallucinate_mean
@@ -63,6 +66,7 @@ __all__ = [
     "HypervolumeImprovementUCB",
     "HypervolumeScalarization",
     "LinearScalarization",
+    "LogExpectedHypervolumeImprovement",
     "ParetoSetRecommendation",
     "Scalarization",
     "ScalarizationSampler",

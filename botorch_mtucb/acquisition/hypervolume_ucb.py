@@ -13,7 +13,8 @@ an evaluation at x could add if every objective came out at its upper confidence
         -ε_τ\big(u(x) \mid P, z\big) & \text{otherwise,}
     \end{cases}
 
-with
+with (the front, its cells and the pending points are those of
+:class:`~botorch_mtucb.acquisition.hypervolume_front.HypervolumeFrontAcquisition`)
 
 * ``P`` the non-dominated posterior means μ(x_j) at the evaluated points ``X_baseline`` (the
   model's, not the raw readings, so that noise does not enter the front), plus the means at
@@ -63,17 +64,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from botorch.acquisition import AcquisitionFunction
 from botorch.models.model import Model
-from botorch.utils.multi_objective.box_decompositions.non_dominated import (
-    FastNondominatedPartitioning,
-)
-from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
-from botorch_mtucb.acquisition.pending import PendingState, check_pending
+from botorch_mtucb.acquisition.hypervolume_front import HypervolumeFrontAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
-from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["EPSILON_TEMPERATURE", "HypervolumeImprovementUCB"]
 
@@ -81,7 +76,7 @@ __all__ = ["EPSILON_TEMPERATURE", "HypervolumeImprovementUCB"]
 EPSILON_TEMPERATURE = 1e-3
 
 
-class HypervolumeImprovementUCB(AcquisitionFunction):
+class HypervolumeImprovementUCB(HypervolumeFrontAcquisition):
     r"""UCB of the hypervolume improvement: a(x) = HVI(μ(x) + βσ(x) | P, z), or −ε_τ where
     that is 0 (module docstring).
 
@@ -139,62 +134,11 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
                 non-``t x d`` ``X_baseline``, a negative or non-finite ``beta`` or a
                 ``minimize`` of the wrong length.
         """
-        super().__init__(model)
-        X_baseline = _check_baseline(X_baseline)
-        n = model.num_outputs
-        like = X_baseline
-        z = torch.as_tensor(ref_point, dtype=like.dtype, device=like.device)
-        if z.shape != (n,) or not bool(z.isfinite().all()):
-            raise ValueError(
-                f"`ref_point` must be {n} finite numbers (one per objective), got "
-                f"{ref_point!r}."
-            )
         beta = float(beta)
         if not beta >= 0.0 or beta == float("inf"):
             raise ValueError(f"`beta` must be a finite number >= 0, got {beta!r}.")
-        signs = torch.ones(n, dtype=like.dtype, device=like.device)
-        if minimize is not None:
-            mask = torch.as_tensor(minimize, dtype=torch.bool, device=like.device)
-            if mask.shape != (n,):
-                raise ValueError(f"`minimize` must hold {n} bools, got {minimize!r}.")
-            signs = torch.where(mask, -signs, signs)
+        super().__init__(model, ref_point, X_baseline, minimize, X_pending, scalarization)
         self.beta = beta
-        self.scalarization = scalarization
-        self.register_buffer("signs", signs)
-        self.register_buffer("ref_point", z * signs)  # maximisation convention
-        self.register_buffer("X_baseline", X_baseline.clone())
-        self._pending = PendingState(model)
-        self._input_dim = X_baseline.shape[-1]
-        self.set_X_pending(X_pending)
-
-    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
-        """Hallucinate pending points (GP-BUCB) and add their means to the front P.
-
-        Args:
-            X_pending: ``m x d`` pending points, or ``None`` / an empty tensor for none.
-        """
-        X = check_pending(X_pending, self._input_dim)
-        if X is not None:
-            X = X.to(self.X_baseline)
-        self.model = self._pending.update(X)
-        self.X_pending = X
-        points = self.X_baseline if X is None else torch.cat([self.X_baseline, X])
-        with torch.no_grad():
-            front = self.model.posterior(points).mean * self.signs
-        self._set_front(front)
-
-    def _set_front(self, front: Tensor) -> None:
-        """Ranges r, the cells [l_c, h_c] of the region P does not dominate (units of r)."""
-        z = self.ref_point
-        front = front[is_non_dominated(front)]
-        span = front.max(dim=0).values - z
-        spread = front.max(dim=0).values - front.min(dim=0).values
-        ones = torch.ones_like(span)
-        ranges = torch.where(span > 0, span, torch.where(spread > 0, spread, ones))
-        lower, upper = FastNondominatedPartitioning(ref_point=z, Y=front).get_hypercell_bounds()
-        self.register_buffer("ranges", ranges)
-        self.register_buffer("cell_lower", (lower - z) / ranges)
-        self.register_buffer("cell_upper", (upper - z) / ranges)
 
     def forward(self, X: Tensor) -> Tensor:
         """Evaluate a(x) on ``batch_shape x 1 x d`` candidates (a ``1 x d`` input is one point).
@@ -209,19 +153,8 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
         Raises:
             ValueError: if ``X`` is not ``batch_shape x 1 x d`` or holds NaN / inf values.
         """
-        check_test_tensor(X, "X")
-        if X.dim() == 2:
-            X = X.unsqueeze(0)
-        if X.dim() < 2 or X.shape[-2] != 1:
-            raise ValueError(
-                "HypervolumeImprovementUCB supports q = 1 only: `X` must be batch_shape x 1 x "
-                f"d, got shape {tuple(X.shape)}. For batches use optimize_acqf(..., q=k, "
-                "sequential=True) (pending points)."
-            )
-        posterior = self.model.posterior(X)
-        mean, var = posterior.mean[..., 0, :], posterior.variance[..., 0, :]
-        u = mean * self.signs + self.beta * var.clamp_min(1e-30).sqrt()  # finite gradient at 0
-        u = ((u - self.ref_point) / self.ranges).unsqueeze(-2)  # batch x 1 x n
+        mean, sd = self.scaled_marginals(X)
+        u = (mean + self.beta * sd).unsqueeze(-2)  # batch x 1 x n, units of the ranges
         lower = self.cell_lower
         hvi = (torch.minimum(u, self.cell_upper) - lower).clamp_min(0.0).prod(dim=-1).sum(-1)
         tau = EPSILON_TEMPERATURE
@@ -230,10 +163,3 @@ class HypervolumeImprovementUCB(AcquisitionFunction):
         eps = tau * torch.nn.functional.softplus(soft_eps)
         return torch.where(hvi > 0, hvi, -eps)
 
-
-def _check_baseline(X: Tensor) -> Tensor:
-    if not torch.is_tensor(X) or X.dim() != 2 or X.shape[0] < 1:
-        shape = tuple(X.shape) if torch.is_tensor(X) else type(X).__name__
-        raise ValueError(f"`X_baseline` must be a non-empty t x d tensor, got {shape}.")
-    check_test_tensor(X, "X_baseline")
-    return X

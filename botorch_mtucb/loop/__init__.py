@@ -13,6 +13,7 @@ from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
 from botorch_mtucb.loop.defaults import (
     RefitSchedule,
     hypervolume_ucb_factory,
+    log_ehvi_factory,
     practical_acquisition_factory,
     scalarized_ucb_factory,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "condition_model",
     "gaussian_observer",
     "hypervolume_ucb_factory",
+    "log_ehvi_factory",
     "practical_acquisition_factory",
     "run_bo_loop",
     "scalarized_ucb_factory",

@@ -46,6 +46,8 @@ from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule
 from botorch_mtucb.acquisition.dedup import DedupOptimizer
+from botorch_mtucb.acquisition.hypervolume_ei import LogExpectedHypervolumeImprovement
+from botorch_mtucb.acquisition.hypervolume_front import HypervolumeFrontAcquisition
 from botorch_mtucb.acquisition.hypervolume_ucb import HypervolumeImprovementUCB
 from botorch_mtucb.acquisition.multi_task_ucb import ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition.optimizers import BoxOptimizer
@@ -63,6 +65,7 @@ __all__ = [
     "RefitRule",
     "RefitSchedule",
     "hypervolume_ucb_factory",
+    "log_ehvi_factory",
     "practical_acquisition_factory",
     "practical_model_factory",
     "scalarized_ucb_factory",
@@ -236,21 +239,66 @@ def hypervolume_ucb_factory(
     width = {} if beta is None else {"beta": beta}
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
-        ref_point = getattr(scalarization, "ref_point", None)
-        if ref_point is None:
-            raise ValueError(
-                "The hypervolume UCB takes its reference point from the round's scalarization: "
-                "pass a `scalarization_sampler` whose scalarizations have a `ref_point` (e.g. "
-                "ScalarizationSampler(n, 'chebyshev', ref_point='data'))."
-            )
-        X, _ = training_data(model)
-        return HypervolumeImprovementUCB(
-            model, ref_point, X, **width, minimize=scalarization.minimize,
-            scalarization=scalarization,
-        )
+        return _front_acquisition(HypervolumeImprovementUCB, model, scalarization, **width)
 
     factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
     return factory
+
+
+def log_ehvi_factory() -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
+    """Acquisition factory for :func:`~botorch_mtucb.loop.run_bo_loop`: ``(model, s_λ) ->``
+    :class:`~botorch_mtucb.acquisition.LogExpectedHypervolumeImprovement` (log of the
+    expected hypervolume improvement over the model's front).
+
+    The reference point comes from the round's scalarization, as for
+    :func:`hypervolume_ucb_factory` (the loop's default scale-free sampler, whose z sits just
+    below the nadir of the observed and predicted fronts); its λ is not used. An option for
+    deterministic (noise-free) objectives; the loop's default stays
+    :func:`practical_acquisition_factory` (the benchmarks' documentation compares the two
+    with and without noise).
+
+    Returns:
+        ``(model, scalarization) -> LogExpectedHypervolumeImprovement``; it raises
+        ``ValueError`` when called without a scalarization that has a ``ref_point``.
+
+    Example:
+        >>> from botorch_mtucb.acquisition import ChebyshevScalarization
+        >>> from botorch_mtucb.models import ExactMultiTaskGP
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> model = ExactMultiTaskGP(X, torch.stack([X[:, 0], 1 - X[:, 0] * X[:, 1]], -1))
+        >>> s = ChebyshevScalarization([0.5, 0.5], ref_point=[-0.1, -0.1])
+        >>> acqf = log_ehvi_factory()(model, s)
+        >>> acqf(torch.rand(4, 1, 2, dtype=torch.float64)).shape
+        torch.Size([4])
+    """
+
+    def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
+        return _front_acquisition(LogExpectedHypervolumeImprovement, model, scalarization)
+
+    factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
+    return factory
+
+
+def _front_acquisition(
+    cls: type[HypervolumeFrontAcquisition],
+    model: Model,
+    scalarization: Scalarization | None,
+    **options: float,
+) -> HypervolumeFrontAcquisition:
+    """``cls`` on ``model``'s front, reference point and minimised objectives from the round's
+    scalarization, baseline the model's training inputs."""
+    ref_point = getattr(scalarization, "ref_point", None)
+    if ref_point is None:
+        raise ValueError(
+            f"{cls.__name__} takes its reference point from the round's scalarization: pass a "
+            "`scalarization_sampler` whose scalarizations have a `ref_point` (e.g. "
+            "ScalarizationSampler(n, 'chebyshev', ref_point='data'))."
+        )
+    X, _ = training_data(model)
+    return cls(
+        model, ref_point, X, minimize=scalarization.minimize, scalarization=scalarization,
+        **options,
+    )
 
 
 def practical_acquisition_factory(
