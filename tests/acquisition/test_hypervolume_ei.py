@@ -201,3 +201,27 @@ def test_bad_arguments_are_refused():
         acqf(torch.rand(4, 2, 3, dtype=DT))
     with pytest.raises(ValueError, match="NaN or infinite"):
         acqf(torch.full((1, 1, 3), math.nan, dtype=DT))
+
+
+@pytest.mark.filterwarnings("ignore::botorch.exceptions.warnings.InputDataWarning")
+def test_run_bo_loop_with_the_factory_proposes_inside_the_box_without_repeats():
+    from botorch.test_functions.multi_objective import BraninCurrin
+
+    from botorch_mtucb.loop import run_bo_loop
+
+    problem = BraninCurrin(negate=True).to(DT)
+    seen = []
+
+    def spy(model, scalarization):
+        acqf = log_ehvi_factory()(model, scalarization)
+        seen.append(acqf)
+        return acqf
+
+    spy.uses_default_sampler = True
+    h = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, acquisition_factory=spy,
+                    generator=torch.Generator().manual_seed(0))
+    assert len(seen) == 3 and all(isinstance(a, LogExpectedHypervolumeImprovement) for a in seen)
+    assert h.X.shape == (3, 2)
+    assert bool((h.X >= problem.bounds[0]).all() and (h.X <= problem.bounds[1]).all())
+    X = torch.cat([h.initial_X, h.X])
+    assert torch.cdist(X, X).add(torch.eye(X.shape[0], dtype=DT)).min() > 0  # no repeats
