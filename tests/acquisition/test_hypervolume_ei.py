@@ -9,7 +9,6 @@ import torch
 from botorch.acquisition.multi_objective.analytic import ExpectedHypervolumeImprovement
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.deterministic import GenericDeterministicModel
-from botorch.optim import optimize_acqf
 from botorch.utils.multi_objective.box_decompositions.non_dominated import (
     FastNondominatedPartitioning,
 )
@@ -18,21 +17,11 @@ from botorch.utils.multi_objective.pareto import is_non_dominated
 from botorch.utils.testing import MockModel, MockPosterior
 
 from botorch_mtucb.acquisition import (
-    HypervolumeImprovementUCB,
     LogExpectedHypervolumeImprovement,
 )
 from botorch_mtucb.loop import log_ehvi_factory
 from botorch_mtucb.models import practical_multitask_gp
-
-DT = torch.float64
-
-
-def _data(n: int, t: int = 12, d: int = 3, seed: int = 0, dtype=DT):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(t, d, generator=g, dtype=DT)
-    W = torch.randn(d, n, generator=g, dtype=DT)
-    Y = torch.sin(2 * X @ W) + 0.3 * torch.cos(3 * X).sum(-1, keepdim=True)
-    return X.to(dtype), Y.to(dtype)
+from tests.acquisition.test_hypervolume_front import DT, _data
 
 
 def _independent(X, Y):
@@ -127,39 +116,6 @@ def test_scale_free_and_minimize_match_the_maximised_problem():
     torch.testing.assert_close(flipped, base, rtol=1e-6, atol=1e-8)
 
 
-def test_pending_points_lower_the_value_and_batches_are_distinct():
-    X, Y = _data(2, seed=6)
-    model = SingleTaskGP(X, Y)
-    z = Y.min(0).values - 0.1
-    acqf = LogExpectedHypervolumeImprovement(model, z, X)
-    bounds = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=DT)
-    torch.manual_seed(0)
-    x1, _ = optimize_acqf(acqf, bounds, q=1, num_restarts=2, raw_samples=64)
-    before = acqf(x1.unsqueeze(0))
-    acqf.set_X_pending(x1)
-    after = acqf(x1.unsqueeze(0))
-    assert float(after.detach()) < float(before.detach())
-    acqf.set_X_pending(None)
-    torch.testing.assert_close(acqf(x1.unsqueeze(0)), before)
-    torch.manual_seed(0)
-    batch, _ = optimize_acqf(acqf, bounds, q=3, num_restarts=2, raw_samples=64, sequential=True)
-    assert torch.cdist(batch, batch).add(torch.eye(3, dtype=DT)).min() > 1e-4
-
-
-@pytest.mark.filterwarnings("ignore:The model inputs are of type torch.float32")
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("batch_shape", [(), (4,), (2, 3)])
-def test_batch_shapes_and_dtypes(dtype, batch_shape):
-    X, Y = _data(3, dtype=dtype)
-    model = SingleTaskGP(X, Y)
-    acqf = LogExpectedHypervolumeImprovement(model, (Y.min(0).values - 0.1).tolist(), X)
-    Xc = torch.rand(*batch_shape, 1, 3, dtype=dtype)
-    out = acqf(Xc)
-    assert out.shape == (batch_shape if batch_shape else (1,)) and out.dtype == dtype
-    assert bool(out.isfinite().all())
-    torch.testing.assert_close(out.reshape(-1), acqf(Xc.reshape(-1, 1, 3)))
-
-
 def test_practical_multitask_gp_through_the_loop_factory():
     from botorch_mtucb.acquisition import ChebyshevScalarization
 
@@ -174,17 +130,6 @@ def test_practical_multitask_gp_through_the_loop_factory():
     assert out.shape == (6,) and bool(out.isfinite().all())
     with pytest.raises(ValueError, match="reference point from the round's scalarization"):
         log_ehvi_factory()(model, None)
-
-
-def test_shares_the_front_of_the_hypervolume_ucb():
-    X, Y = _data(3, seed=9)
-    model = SingleTaskGP(X, Y)
-    z = Y.min(0).values - 0.1
-    ei = LogExpectedHypervolumeImprovement(model, z, X)
-    ucb = HypervolumeImprovementUCB(model, z, X)
-    torch.testing.assert_close(ei.ranges, ucb.ranges)
-    torch.testing.assert_close(ei.cell_lower, ucb.cell_lower)
-    torch.testing.assert_close(ei.cell_upper, ucb.cell_upper)
 
 
 def test_bad_arguments_are_refused():

@@ -8,23 +8,13 @@ import pytest
 import torch
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.deterministic import GenericDeterministicModel
-from botorch.optim import optimize_acqf
 from botorch.utils.multi_objective.hypervolume import Hypervolume
 from botorch.utils.multi_objective.pareto import is_non_dominated
 
 from botorch_mtucb.acquisition import HypervolumeImprovementUCB
 from botorch_mtucb.acquisition.hypervolume_ucb import EPSILON_TEMPERATURE
 from botorch_mtucb.models import practical_multitask_gp
-
-DT = torch.float64
-
-
-def _data(n: int, t: int = 12, d: int = 3, seed: int = 0, dtype=DT):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(t, d, generator=g, dtype=DT)
-    W = torch.randn(d, n, generator=g, dtype=DT)
-    Y = torch.sin(2 * X @ W) + 0.3 * torch.cos(3 * X).sum(-1, keepdim=True)
-    return X.to(dtype), Y.to(dtype)
+from tests.acquisition.test_hypervolume_front import DT, _data
 
 
 def _reference(acqf: HypervolumeImprovementUCB, X: torch.Tensor, beta: float) -> torch.Tensor:
@@ -148,39 +138,6 @@ def test_front_is_the_model_means_not_the_raw_readings():
     r = means[is_non_dominated(means)].max(0).values - acqf.ref_point
     torch.testing.assert_close(acqf.ranges, r)
     assert torch.equal(Y_noisy[0], Y.max(0).values + 5.0)  # the caller's data untouched
-
-
-def test_pending_points_lower_the_value_and_batches_are_distinct():
-    X, Y = _data(2, seed=6)
-    model = SingleTaskGP(X, Y)
-    z = Y.min(0).values - 0.1
-    acqf = HypervolumeImprovementUCB(model, z, X)
-    bounds = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=DT)
-    torch.manual_seed(0)
-    x1, _ = optimize_acqf(acqf, bounds, q=1, num_restarts=2, raw_samples=64)
-    before = acqf(x1.unsqueeze(0))
-    acqf.set_X_pending(x1)
-    after = acqf(x1.unsqueeze(0))
-    assert float(after.detach()) < float(before.detach())
-    acqf.set_X_pending(None)
-    torch.testing.assert_close(acqf(x1.unsqueeze(0)), before)
-    torch.manual_seed(0)
-    batch, _ = optimize_acqf(acqf, bounds, q=3, num_restarts=2, raw_samples=64, sequential=True)
-    assert torch.cdist(batch, batch).add(torch.eye(3, dtype=DT)).min() > 1e-4
-
-
-@pytest.mark.filterwarnings("ignore:The model inputs are of type torch.float32")
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("batch_shape", [(), (4,), (2, 3)])
-def test_batch_shapes_and_dtypes(dtype, batch_shape):
-    X, Y = _data(3, dtype=dtype)
-    model = SingleTaskGP(X, Y)
-    acqf = HypervolumeImprovementUCB(model, (Y.min(0).values - 0.1).tolist(), X)
-    Xc = torch.rand(*batch_shape, 1, 3, dtype=dtype)
-    out = acqf(Xc)
-    assert out.shape == (batch_shape if batch_shape else (1,)) and out.dtype == dtype
-    flat = acqf(Xc.reshape(-1, 1, 3))
-    torch.testing.assert_close(out.reshape(-1), flat)
 
 
 def test_model_list_and_practical_multitask_gp():
