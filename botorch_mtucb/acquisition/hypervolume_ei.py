@@ -31,7 +31,8 @@ EHVI of the product of the marginals for the multi-task GPs (whose outputs at on
 correlated through B). The front P is a point estimate: unlike BoTorch's qLogNEHVI, which
 integrates over the joint posterior of the front and the candidate, a(x) treats P as known.
 With noisy readings the posterior at a front point keeps a variance, and a(x) there stays
-positive; on deterministic objectives P converges to the observed front.
+positive (re-reading the point looks like room for improvement); on deterministic objectives
+P is, up to the fitted noise, the observed front.
 
 **When to use it.** Over the project's multi-objective suite it is level with or ahead of
 :class:`~botorch_mtucb.acquisition.HypervolumeImprovementUCB` on noise-free problems and
