@@ -59,6 +59,18 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
         X_pending: ``m x d`` pending inputs, or ``None``.
         scalarization: The round's s_λ when given (for optimizers that pick an incumbent with
             it), else ``None``.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> from botorch_mtucb.acquisition import HypervolumeImprovementUCB
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> Y = torch.stack([X[:, 0], 1 - X[:, 0] * X[:, 1]], -1)
+        >>> acqf = HypervolumeImprovementUCB(SingleTaskGP(X, Y), [-0.1, -0.1], X)
+        >>> isinstance(acqf, HypervolumeFrontAcquisition)
+        True
+        >>> mean, sd = acqf.scaled_marginals(torch.rand(5, 1, 2, dtype=torch.float64))
+        >>> mean.shape, sd.shape
+        (torch.Size([5, 2]), torch.Size([5, 2]))
     """
 
     def __init__(
