@@ -237,7 +237,7 @@ def _scale_free(model: Model, scal: Scalarization | None, bounds: Tensor | None,
 def _practical(independent: bool, every_round: bool = False,
                trust_region: bool = False, thompson: bool = False,
                hypervolume: bool = False, improvement: bool = False,
-               expected: bool = False) -> _Builder:
+               expected: bool = False, known_ref: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
@@ -247,10 +247,13 @@ def _practical(independent: bool, every_round: bool = False,
     positive unit sphere, ``MT-UCB-HV``; ``improvement``: the hypervolume improvement of the
     per-objective UCBs over the model's front, reference point from the round's scale-free
     s_λ, ``MT-UCB-HVI``; ``expected``: the log expected hypervolume improvement over the
-    model's front, same reference point, ``MT-LogEHVI``)."""
+    model's front, same reference point, ``MT-LogEHVI``; ``known_ref``: with ``improvement``
+    or ``expected``, the problem's reference point instead, the one its hypervolume is
+    measured above and ``qLogNEHVI`` gets, ``MT-UCB-HVI-z`` / ``MT-LogEHVI-z``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
+        ref_point = problem.ref_point if known_ref else None  # qLogNEHVI's z
         if every_round:
             def model_factory(X: Tensor, Y: Tensor) -> Model:
                 return practical_multitask_gp(X, Y, bounds, independent)
@@ -263,10 +266,10 @@ def _practical(independent: bool, every_round: bool = False,
                 n_obs = training_data(model)[1].shape[0]
                 return ScalarizedThompsonSampling(model, scal, seed=1_000_003 * cfg.seed + n_obs)
             if expected:
-                return log_ehvi_factory()(model, scal)
+                return log_ehvi_factory(ref_point)(model, scal)
             beta = PRACTICAL_BETA if cfg.beta is None else cfg.beta
             if improvement:
-                return hypervolume_ucb_factory(beta)(model, scal)
+                return hypervolume_ucb_factory(beta, ref_point)(model, scal)
             return ScalarizedMultiTaskUCB(model, scal, beta, bound="directional")
 
         optimizer = None
@@ -343,6 +346,13 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   "the practical model with the log expected hypervolume improvement over the "
                   "model's front (LogExpectedHypervolumeImprovement; reference point as "
                   "MT-UCB-HVI)", _practical(False, expected=True), practical=True),
+    AlgorithmSpec("MT-UCB-HVI-z", "multi_task",
+                  "MT-UCB-HVI with the problem's reference point (qLogNEHVI's) instead of the "
+                  "scale-free one", _practical(False, improvement=True, known_ref=True),
+                  practical=True, tunable_width=True),
+    AlgorithmSpec("MT-LogEHVI-z", "multi_task",
+                  "MT-LogEHVI with the problem's reference point (qLogNEHVI's)",
+                  _practical(False, expected=True, known_ref=True), practical=True),
     AlgorithmSpec("MT-TS", "multi_task",
                   "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
                   "round) instead of the UCB", _practical(False, thompson=True), practical=True),

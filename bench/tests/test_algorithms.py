@@ -185,6 +185,25 @@ def test_mt_ts_entry_is_mt_ucb_with_a_seeded_thompson_path():
     assert trial.history.X.shape == (3, 2) and trial.hypervolume is not None
 
 
+@pytest.mark.parametrize("name", ["MT-UCB-HVI", "MT-LogEHVI"])
+def test_known_reference_entries_take_the_problems_reference_point(name):
+    """``<name>-z``: the same model and acquisition at the problem's z (qLogNEHVI's), where
+    ``<name>`` takes the round's scale-free z."""
+    p = make_suite_problem("branin-currin")
+    cfg = RunConfig(horizon=3, bound="directional", seed=7)
+    z_setup, ref_setup = get_algorithm(f"{name}-z").build(p, cfg), get_algorithm(name).build(p, cfg)
+    assert (z_setup.update, z_setup.refit_every, z_setup.optimizer) == (
+        ref_setup.update, ref_setup.refit_every, ref_setup.optimizer)
+    X = sobol_points(6, p.bounds, 0)
+    model = z_setup.model_factory(X, p.f(X))
+    lam = torch.tensor([0.4, 0.6], dtype=torch.float64)
+    a = z_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
+    b = ref_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
+    assert type(a) is type(b)
+    torch.testing.assert_close(a.ref_point, p.ref_point)
+    assert not torch.allclose(b.ref_point, p.ref_point)
+
+
 def test_continuous_regrets_use_polished_optima():
     # Branin on the unit square, x*_λ from a deliberately coarse 11 x 11 grid + polish
     problem = branin_problem(continuous=True, regret_grid_size=11)

@@ -35,7 +35,7 @@ refits).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -206,25 +206,34 @@ def scalarized_ucb_factory(
 
 def hypervolume_ucb_factory(
     beta: float | None = None,
+    ref_point: Sequence[float] | Tensor | None = None,
 ) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
     """Acquisition factory for :func:`~botorch_mtucb.loop.run_bo_loop`: ``(model, s_λ) ->``
     :class:`~botorch_mtucb.acquisition.HypervolumeImprovementUCB` (UCB of the hypervolume
     improvement over the model's front).
 
-    The round's scalarization supplies only the reference point z (and the minimised
-    objectives); its λ is not used. :func:`~botorch_mtucb.loop.run_bo_loop` gives it its
-    default sampler unless another is passed (the factory has ``uses_default_sampler = True``):
-    ``ScalarizationSampler(n, "chebyshev", ref_point="data", front="predicted")``, whose z sits
-    just below the nadir of the observed and predicted fronts, so the rule is scale-free. The
-    front is the non-dominated set of the model's posterior means at its training inputs.
+    The round's scalarization supplies the minimised objectives and, unless ``ref_point`` is
+    given, the reference point z; its λ is not used. :func:`~botorch_mtucb.loop.run_bo_loop`
+    gives it its default sampler unless another is passed (the factory has
+    ``uses_default_sampler = True``): ``ScalarizationSampler(n, "chebyshev", ref_point="data",
+    front="predicted")``, whose z sits just below the nadir of the observed and predicted
+    fronts, so the rule is scale-free. The front is the non-dominated set of the model's
+    posterior means at its training inputs.
 
     Args:
         beta: Width β ≥ 0 of the per-objective upper bounds μ_i + βσ_i; ``None`` keeps the
             acquisition's default (practical) width.
+        ref_point: Optional ``n`` reference point z of the hypervolume that will be reported
+            (original units; for a minimised objective, above its range of interest), as
+            BoTorch's ``qLogNEHVI`` takes it; ``None``: the round's scale-free z.
 
     Returns:
         ``(model, scalarization) -> HypervolumeImprovementUCB``; it raises ``ValueError``
-        when called without a scalarization that has a ``ref_point``.
+        when called without a scalarization, or, without ``ref_point``, with one that has
+        no ``ref_point``.
+
+    Raises:
+        ValueError: for a ``ref_point`` that is not a vector of finite numbers.
 
     Example:
         >>> from botorch_mtucb.acquisition import ChebyshevScalarization
@@ -237,29 +246,41 @@ def hypervolume_ucb_factory(
         torch.Size([4])
     """
     width = {} if beta is None else {"beta": beta}
+    z = _check_ref_point(ref_point)
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
-        return _front_acquisition(HypervolumeImprovementUCB, model, scalarization, **width)
+        return _front_acquisition(HypervolumeImprovementUCB, model, scalarization, z, **width)
 
     factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
     return factory
 
 
-def log_ehvi_factory() -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
+def log_ehvi_factory(
+    ref_point: Sequence[float] | Tensor | None = None,
+) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
     """Acquisition factory for :func:`~botorch_mtucb.loop.run_bo_loop`: ``(model, s_λ) ->``
     :class:`~botorch_mtucb.acquisition.LogExpectedHypervolumeImprovement` (log of the
     expected hypervolume improvement over the model's front).
 
-    The reference point comes from the round's scalarization, as for
-    :func:`hypervolume_ucb_factory` (the loop's default scale-free sampler, whose z sits just
-    below the nadir of the observed and predicted fronts); its λ is not used. An option for
-    deterministic (noise-free) objectives; the loop's default stays
+    The reference point is ``ref_point`` when given, else the round's scalarization's, as
+    for :func:`hypervolume_ucb_factory` (the loop's default scale-free sampler, whose z sits
+    just below the nadir of the observed and predicted fronts); the scalarization's λ is not
+    used. An option for deterministic (noise-free) objectives; the loop's default stays
     :func:`practical_acquisition_factory` (the benchmarks' documentation compares the two
     with and without noise).
 
+    Args:
+        ref_point: Optional ``n`` reference point z of the hypervolume that will be reported
+            (original units; for a minimised objective, above its range of interest), as
+            BoTorch's ``qLogNEHVI`` takes it; ``None``: the round's scale-free z.
+
     Returns:
         ``(model, scalarization) -> LogExpectedHypervolumeImprovement``; it raises
-        ``ValueError`` when called without a scalarization that has a ``ref_point``.
+        ``ValueError`` when called without a scalarization, or, without ``ref_point``, with
+        one that has no ``ref_point``.
+
+    Raises:
+        ValueError: for a ``ref_point`` that is not a vector of finite numbers.
 
     Example:
         >>> from botorch_mtucb.acquisition import ChebyshevScalarization
@@ -270,31 +291,64 @@ def log_ehvi_factory() -> Callable[[Model, Scalarization | None], AcquisitionFun
         >>> acqf = log_ehvi_factory()(model, s)
         >>> acqf(torch.rand(4, 1, 2, dtype=torch.float64)).shape
         torch.Size([4])
+        >>> log_ehvi_factory(ref_point=[-0.5, 0.0])(model, s).ref_point  # a known z
+        tensor([-0.5000, 0.0000], dtype=torch.float64)
     """
+    z = _check_ref_point(ref_point)
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
-        return _front_acquisition(LogExpectedHypervolumeImprovement, model, scalarization)
+        return _front_acquisition(LogExpectedHypervolumeImprovement, model, scalarization, z)
 
     factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
     return factory
+
+
+def _check_ref_point(ref_point: Sequence[float] | Tensor | None) -> Tensor | None:
+    """``ref_point`` as a 1-d float64 tensor (``None`` stays ``None``).
+
+    Raises:
+        ValueError: for anything but a non-empty vector of finite numbers.
+    """
+    if ref_point is None:
+        return None
+    try:
+        z = torch.as_tensor(ref_point, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"`ref_point` must be a vector of numbers, got {ref_point!r}.") from err
+    if z.dim() != 1 or z.numel() == 0 or not bool(z.isfinite().all()):
+        raise ValueError(
+            f"`ref_point` must be a non-empty vector of finite numbers, got {ref_point!r}."
+        )
+    return z
 
 
 def _front_acquisition(
     cls: type[HypervolumeFrontAcquisition],
     model: Model,
     scalarization: Scalarization | None,
+    ref_point: Tensor | None = None,
     **options: float,
 ) -> HypervolumeFrontAcquisition:
-    """``cls`` on ``model``'s front, reference point and minimised objectives from the round's
-    scalarization, baseline the model's training inputs."""
-    ref_point = getattr(scalarization, "ref_point", None)
+    """``cls`` on ``model``'s front, baseline the model's training inputs, minimised
+    objectives from the round's scalarization, reference point ``ref_point`` or else the
+    scalarization's."""
+    if scalarization is None:
+        raise ValueError(
+            f"{cls.__name__} takes the minimised objectives, and its reference point from the "
+            "round's scalarization unless the factory has a `ref_point`: pass a "
+            "`scalarization_sampler`."
+        )
+    if ref_point is None:
+        ref_point = getattr(scalarization, "ref_point", None)
     if ref_point is None:
         raise ValueError(
             f"{cls.__name__} takes its reference point from the round's scalarization: pass a "
             "`scalarization_sampler` whose scalarizations have a `ref_point` (e.g. "
-            "ScalarizationSampler(n, 'chebyshev', ref_point='data'))."
+            "ScalarizationSampler(n, 'chebyshev', ref_point='data')), or the factory's "
+            "`ref_point`."
         )
     X, _ = training_data(model)
+    ref_point = torch.as_tensor(ref_point).to(X)
     return cls(
         model, ref_point, X, minimize=scalarization.minimize, scalarization=scalarization,
         **options,

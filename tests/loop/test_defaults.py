@@ -17,6 +17,7 @@ from botorch_mtucb.loop import (
     RefitSchedule,
     TrustRegionOptimizer,
     hypervolume_ucb_factory,
+    log_ehvi_factory,
     run_bo_loop,
     scalarized_ucb_factory,
 )
@@ -111,6 +112,59 @@ def test_rounds_equal_a_by_hand_build_and_are_seeded(problem):
     again = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
                         generator=torch.Generator().manual_seed(5), **paper_rule)
     assert torch.equal(again.X, h.X)
+
+
+@pytest.mark.parametrize("expected", [False, True])
+def test_front_factories_with_a_known_reference_point(problem, expected):
+    """With ``ref_point=z`` each round maximises the acquisition at that z (not the round's
+    scale-free one) over the model's front at the evaluated inputs."""
+    from botorch_mtucb.acquisition import (
+        HypervolumeImprovementUCB,
+        LogExpectedHypervolumeImprovement,
+    )
+
+    z = [-160.0, -14.0]  # below BraninCurrin's negated outcomes (maximised)
+    cls = LogExpectedHypervolumeImprovement if expected else HypervolumeImprovementUCB
+    make = log_ehvi_factory if expected else hypervolume_ucb_factory
+    arms = sobol_initial_design(problem.bounds, n=256, seed=9)
+    opt = FiniteArmOptimizer(arms)
+    h = run_bo_loop(problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
+                    acquisition_factory=make(ref_point=z),
+                    generator=torch.Generator().manual_seed(5))
+    seed = int(torch.randint(2**31 - 1, (1,), generator=torch.Generator().manual_seed(5)))
+    X = sobol_initial_design(problem.bounds, seed=seed)
+    Y = problem(X)
+    factory = practical_model_factory(problem.bounds)
+    for r in h.rounds:
+        model = factory(X, Y)
+        acqf = cls(model, z, X)
+        x = opt(acqf)
+        torch.testing.assert_close(r.x, x[0])
+        X, Y = torch.cat([X, x]), torch.cat([Y, problem(x)])
+    assert not torch.equal(h.X, run_bo_loop(
+        problem, num_rounds=3, bounds=problem.bounds, optimizer=opt,
+        acquisition_factory=make(), generator=torch.Generator().manual_seed(5)).X)
+
+
+@pytest.mark.parametrize("expected", [False, True])
+def test_front_factories_known_reference_point_units_and_errors(expected):
+    """``ref_point`` is in the objectives' own units (a minimised objective's z lies above
+    its range), takes the model's dtype, and bad values are refused naming it."""
+    make = log_ehvi_factory if expected else hypervolume_ucb_factory
+    X = torch.rand(8, 2, dtype=torch.float32)
+    model = ExactMultiTaskGP(X, torch.stack([X[:, 0], 1 - X[:, 0] * X[:, 1]], -1))
+    s = ChebyshevScalarization([0.5, 0.5], ref_point=[-0.1, 2.0], minimize=[False, True])
+    acqf = make(ref_point=torch.tensor([-0.5, 3.0]))(model, s)
+    assert acqf.ref_point.dtype == torch.float32
+    torch.testing.assert_close(acqf.ref_point, torch.tensor([-0.5, -3.0]))  # maximisation form
+    assert torch.equal(make()(model, s).ref_point, torch.tensor([-0.1, -2.0]))
+    for bad in ("far", [0.0, float("nan")], [[0.0, 1.0]], []):
+        with pytest.raises(ValueError, match="`ref_point`"):
+            make(ref_point=bad)
+    with pytest.raises(ValueError, match="`ref_point` must be 2 finite numbers"):
+        make(ref_point=[0.0, 0.0, 0.0])(model, s)
+    with pytest.raises(ValueError, match="`scalarization_sampler`"):
+        make(ref_point=[0.0, 0.0])(model, None)
 
 
 @pytest.mark.parametrize("explicit", [False, True])
