@@ -353,6 +353,9 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
     AlgorithmSpec("MT-LogEHVI-z", "multi_task",
                   "MT-LogEHVI with the problem's reference point (qLogNEHVI's)",
                   _practical(False, expected=True, known_ref=True), practical=True),
+    AlgorithmSpec("IT-LogEHVI-z", "multi_task",
+                  "MT-LogEHVI-z on independent tasks (one Matern-5/2 per objective, as IT-UCB)",
+                  _practical(True, expected=True, known_ref=True), practical=True),
     AlgorithmSpec("MT-TS", "multi_task",
                   "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
                   "round) instead of the UCB", _practical(False, thompson=True), practical=True),

@@ -202,6 +202,8 @@ def test_known_reference_entries_take_the_problems_reference_point(name):
     assert type(a) is type(b)
     torch.testing.assert_close(a.ref_point, p.ref_point)
     assert not torch.allclose(b.ref_point, p.ref_point)
+    it = get_algorithm("IT-LogEHVI-z").build(p, cfg)
+    assert it.model_factory.independent and not z_setup.model_factory.independent
 
 
 def test_continuous_regrets_use_polished_optima():
