@@ -237,7 +237,8 @@ def _scale_free(model: Model, scal: Scalarization | None, bounds: Tensor | None,
 def _practical(independent: bool, every_round: bool = False,
                trust_region: bool = False, thompson: bool = False,
                hypervolume: bool = False, improvement: bool = False,
-               expected: bool = False, known_ref: bool = False) -> _Builder:
+               expected: bool = False, known_ref: bool = False,
+               per_task: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
@@ -249,16 +250,18 @@ def _practical(independent: bool, every_round: bool = False,
     s_λ, ``MT-UCB-HVI``; ``expected``: the log expected hypervolume improvement over the
     model's front, same reference point, ``MT-LogEHVI``; ``known_ref``: with ``improvement``
     or ``expected``, the problem's reference point instead, the one its hypervolume is
-    measured above and ``qLogNEHVI`` gets, ``MT-UCB-HVI-z`` / ``MT-LogEHVI-z``)."""
+    measured above and ``qLogNEHVI`` gets, ``MT-UCB-HVI-z`` / ``MT-LogEHVI-z``;
+    ``per_task``: the practical model with one scaled Matérn-5/2 per objective added to the ICM
+    term, ``practical_multitask_gp(..., per_task=True)``, ``LMC-LogEHVI-z``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
         ref_point = problem.ref_point if known_ref else None  # qLogNEHVI's z
         if every_round:
             def model_factory(X: Tensor, Y: Tensor) -> Model:
-                return practical_multitask_gp(X, Y, bounds, independent)
+                return practical_multitask_gp(X, Y, bounds, independent, per_task=per_task)
         else:
-            model_factory = WarmStartPracticalFactory(bounds, independent)
+            model_factory = WarmStartPracticalFactory(bounds, independent, per_task=per_task)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             scal = _scale_free(model, scal, bounds, cfg.seed, hypervolume)
@@ -356,6 +359,11 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
     AlgorithmSpec("IT-LogEHVI-z", "multi_task",
                   "MT-LogEHVI-z on independent tasks (one Matern-5/2 per objective, as IT-UCB)",
                   _practical(True, expected=True, known_ref=True), practical=True),
+    AlgorithmSpec("LMC-LogEHVI-z", "multi_task",
+                  "MT-LogEHVI-z on the ICM plus one scaled Matern-5/2 per objective (a linear "
+                  "model of coregionalisation, practical_multitask_gp(per_task=True))",
+                  _practical(False, expected=True, known_ref=True, per_task=True),
+                  practical=True),
     AlgorithmSpec("MT-TS", "multi_task",
                   "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
                   "round) instead of the UCB", _practical(False, thompson=True), practical=True),

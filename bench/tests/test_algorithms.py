@@ -204,6 +204,8 @@ def test_known_reference_entries_take_the_problems_reference_point(name):
     assert not torch.allclose(b.ref_point, p.ref_point)
     it = get_algorithm("IT-LogEHVI-z").build(p, cfg)
     assert it.model_factory.independent and not z_setup.model_factory.independent
+    lmc = get_algorithm("LMC-LogEHVI-z").build(p, cfg).model_factory
+    assert lmc.per_task and not lmc.independent and not z_setup.model_factory.per_task
 
 
 def test_continuous_regrets_use_polished_optima():

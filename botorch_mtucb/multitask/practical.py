@@ -22,7 +22,7 @@ import torch
 from botorch.exceptions.warnings import InputDataWarning
 from botorch.models.transforms import Normalize, Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
-from gpytorch.kernels import Kernel, MaternKernel
+from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
 from gpytorch.means import ConstantMean, MultitaskMean
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, LogNormalPrior
@@ -31,7 +31,7 @@ from torch.nn import Module
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.kernels.icm import ICMKernel
-from botorch_mtucb.kernels.independent import IndependentTasksKernel
+from botorch_mtucb.kernels.independent import IndependentTasksKernel, SumOfSeparableKernel
 from botorch_mtucb.multitask.base import MultiTaskGPBase
 from botorch_mtucb.multitask.exact import ExactMultiTaskGP
 from botorch_mtucb.multitask.fit_closure import _plain_exact_mll
@@ -46,6 +46,7 @@ from botorch_mtucb.utils.initial_design import check_bounds
 
 __all__ = [
     "LENGTHSCALE_PRIORS",
+    "PER_TASK_SCALE_INIT",
     "PRACTICAL_NOISE_FLOOR",
     "PRACTICAL_NOISE_INIT",
     "WarmStartPracticalFactory",
@@ -55,6 +56,8 @@ __all__ = [
     "practical_multitask_gp",
 ]
 
+#: Initial output scale s_i of the per-task terms (``per_task=True``; standardised units).
+PER_TASK_SCALE_INIT = 0.1
 #: Lower bound of the learned noise variance (standardised units).
 PRACTICAL_NOISE_FLOOR = 1e-4
 #: Initial noise variance η of the fit (e^{−5}, standardised units).
@@ -77,6 +80,7 @@ def practical_multitask_gp(
     fit_kwargs: dict[str, Any] | None = None,
     lengthscale_prior: LengthscalePrior = "dim-scaled",
     log_space_priors: bool = False,
+    per_task: bool = False,
 ) -> ExactMultiTaskGP:
     r"""An :class:`ExactMultiTaskGP` with a careful BoTorch user's defaults, fitted.
 
@@ -89,7 +93,8 @@ def practical_multitask_gp(
     - ICM kernel Γ(x, x') = k(x, x') B, k a Matérn-5/2 with BoTorch's dimension-scaled
       lengthscale prior (``get_covar_module_with_dim_scaled_prior``, ARD; or Gamma(3, 6),
       ``lengthscale_prior="gamma"``) and a learned full-rank B = F Fᵀ + diag(v)
-      (``independent=True``: one Matérn-5/2 per task, B = I, the IT-UCB baseline);
+      (``independent=True``: one Matérn-5/2 per task, B = I, the IT-UCB baseline;
+      ``per_task=True``: the ICM term plus one scaled Matérn-5/2 per task, below);
     - a constant prior mean per task (``MultitaskMean(ConstantMean(), n)``);
     - the noise variance η learned with BoTorch's LogNormal(−4, 1) prior, started at
       e^{−5} and floored at :data:`PRACTICAL_NOISE_FLOOR` (or known noise ``train_Yvar``).
@@ -113,6 +118,18 @@ def practical_multitask_gp(
     Gamma(a, b) becomes Gamma(a + 1, b). The starting values stay those of the default
     priors. The objective remains ``ExactMarginalLogLikelihood``'s value (with these priors).
     The default (``False``) keeps BoTorch's priors as they are.
+
+    **Per-task terms** (``per_task=True``). The ICM gives every task the same lengthscales,
+    which costs where the objectives depend on different inputs. With ``per_task`` the kernel
+    is a linear model of coregionalisation with a shared and an own part,
+
+    .. math::
+        Γ(x, x') = k_0(x, x')\,B + \mathrm{diag}\big(s_1 k_1(x, x'), …, s_n k_n(x, x')\big),
+
+    each k_j an ARD Matérn-5/2 with the ``lengthscale_prior``, s_i ≥ 0 learned (started at
+    0.1): the fit decides per task how much of it is shared (through B) and how much is its
+    own. Γ is no longer separable, so the model takes its dense path, slower than the ICM's
+    Kronecker one; paper 000's theorems are stated for Γ = k·B.
 
     Args:
         train_X: ``N x d`` training inputs (not modified).
@@ -138,6 +155,8 @@ def practical_multitask_gp(
             (Gamma(3, 6)); see "Lengthscale prior" above.
         log_space_priors: Fit the posterior mode of the log-hyperparameters (the lengthscale
             and noise priors times θ); see "Log-space priors" above.
+        per_task: Add one scaled Matérn-5/2 per task to the ICM term (above); not with
+            ``independent``.
 
     Returns:
         The :class:`ExactMultiTaskGP` in eval mode, with the dtype and device of ``train_X``;
@@ -170,7 +189,9 @@ def practical_multitask_gp(
     if bounds is not None:
         bounds = check_bounds(bounds, d).to(train_X).clone()
         _warn_outside(train_X, bounds)
-    kernel, mean = practical_modules(d, n, independent, lengthscale_prior, log_space_priors)
+    kernel, mean = practical_modules(
+        d, n, independent, lengthscale_prior, log_space_priors, per_task=per_task
+    )
     known = train_Yvar is not None
     model = ExactMultiTaskGP(
         train_X,
@@ -198,10 +219,13 @@ def practical_modules(
     independent: bool = False,
     lengthscale_prior: LengthscalePrior = "dim-scaled",
     log_space_priors: bool = False,
+    per_task: bool = False,
 ) -> tuple[MultiTaskKernel, MultitaskMean]:
     """The practical model's kernel and mean: ICM over an ARD Matérn-5/2 with the
     ``lengthscale_prior`` and a learned full-rank B (``independent``: one Matérn-5/2 per
-    task, B = I), and a constant mean per task.
+    task, B = I; ``per_task``: the ICM plus one scaled Matérn-5/2 per task, a
+    :class:`~botorch_mtucb.kernels.independent.SumOfSeparableKernel`), and a constant mean
+    per task.
 
     Args:
         d: Input dimension.
@@ -211,12 +235,15 @@ def practical_modules(
             :func:`practical_multitask_gp`).
         log_space_priors: The lengthscale prior as a density of log ℓ (p(ℓ)·ℓ; see
             :func:`practical_multitask_gp`).
+        per_task: Add one scaled Matérn-5/2 per task to the ICM term (see
+            :func:`practical_multitask_gp`).
 
     Returns:
         ``(covar_module, mean_module)`` for :class:`ExactMultiTaskGP` (default dtype).
 
     Raises:
-        ValueError: If ``lengthscale_prior`` is not one of :data:`LENGTHSCALE_PRIORS`.
+        ValueError: If ``lengthscale_prior`` is not one of :data:`LENGTHSCALE_PRIORS`, or
+            both ``independent`` and ``per_task`` are set.
 
     Example:
         >>> kernel, mean = practical_modules(d, n)
@@ -226,12 +253,19 @@ def practical_modules(
         raise ValueError(
             f"`lengthscale_prior` must be one of {LENGTHSCALE_PRIORS}, got {lengthscale_prior!r}."
         )
+    if independent and per_task:
+        raise ValueError("`independent` and `per_task` exclude each other; set one of them.")
     if independent:
         kernel: MultiTaskKernel = IndependentTasksKernel(
             [_matern(d, lengthscale_prior, log_space_priors) for _ in range(n)]
         )
     else:
         kernel = ICMKernel(_matern(d, lengthscale_prior, log_space_priors), num_tasks=n, rank=n)
+    if per_task:
+        own = [ScaleKernel(_matern(d, lengthscale_prior, log_space_priors)) for _ in range(n)]
+        for k in own:
+            k.outputscale = PER_TASK_SCALE_INIT
+        kernel = SumOfSeparableKernel([kernel, IndependentTasksKernel(own)])
     return kernel, MultitaskMean(ConstantMean(), n)
 
 
@@ -366,6 +400,7 @@ class WarmStartPracticalFactory:
         generator: torch.Generator | None = None,
         restart: bool = True,
         log_space_priors: bool = False,
+        per_task: bool = False,
     ) -> None:
         """
         Args:
@@ -383,17 +418,22 @@ class WarmStartPracticalFactory:
                 the fit with the higher penalised marginal likelihood.
             log_space_priors: Priors as densities of the log-hyperparameters (see
                 :func:`practical_multitask_gp`).
+            per_task: The ICM plus one scaled Matérn-5/2 per task (see
+                :func:`practical_multitask_gp`).
 
         Raises:
             ValueError: If ``sparse_above``, ``fit_subset_size``, ``max_dictionary_size`` or
-                ``generator`` is malformed.
+                ``generator`` is malformed, or both ``independent`` and ``per_task`` are set.
         """
+        if independent and per_task:
+            raise ValueError("`independent` and `per_task` exclude each other; set one of them.")
         self.bounds = None if bounds is None else check_bounds(bounds).clone()
         self.independent = bool(independent)
         self.lean = bool(lean)
         self.warm = bool(warm)
         self.restart = bool(restart)
         self.log_space_priors = bool(log_space_priors)
+        self.per_task = bool(per_task)
         if sparse_above is not None:
             self._check_count(sparse_above, "sparse_above", 0)
         self._check_count(fit_subset_size, "fit_subset_size", 2)
@@ -443,7 +483,7 @@ class WarmStartPracticalFactory:
         """The practical model on ``(X, Y)`` with this factory's options, not fitted."""
         return practical_multitask_gp(
             X, Y, self.bounds, self.independent, fit=False,
-            log_space_priors=self.log_space_priors,
+            log_space_priors=self.log_space_priors, per_task=self.per_task,
         )
 
     def fit_subset(self, N: int) -> Tensor:

@@ -106,6 +106,104 @@ def test_posterior_equals_brute_force_and_a_hand_built_model():
         torch.testing.assert_close(post.variance, ref.variance, rtol=1e-6, atol=1e-8)
 
 
+def _per_task_parts(model):
+    """(ICM lengthscale, B, [(s_i, lengthscale_i)]) of a ``per_task=True`` model."""
+    icm, own = model.covar_module.kernels
+    terms = [(k.outputscale.detach(), k.base_kernel.lengthscale.detach().reshape(-1))
+             for k in own.data_covar_modules]
+    return (icm.data_covar_module.lengthscale.detach().reshape(-1),
+            icm.task_covar_matrix.detach(), terms)
+
+
+def test_per_task_posterior_equals_the_dense_lmc_posterior():
+    """``per_task=True``: Γ = k_0 B + diag(s_i k_i), checked against the dense GP posterior
+    written out from the fitted hyperparameters; each task has its own lengthscales."""
+    X, Y, bounds = _data(N=14)
+    fitted = practical_multitask_gp(X, Y, bounds, per_task=True)
+    assert all(s >= 0 for s, _ in _per_task_parts(fitted)[2])
+    model = practical_multitask_gp(X, Y, bounds, per_task=True, fit=False)
+    icm, own = model.covar_module.kernels  # hyperparameters by hand: every term matters
+    icm.data_covar_module.lengthscale = torch.tensor([[0.3, 0.5]])
+    for k, s, ls in zip(own.data_covar_modules, (0.5, 0.3, 0.2),
+                        ([0.2, 0.9], [0.7, 0.1], [0.4, 0.4]), strict=True):
+        k.outputscale, k.base_kernel.lengthscale = s, torch.tensor([ls])
+    model.likelihood.noise = 0.01
+    model.eval()
+    ls0, B, terms = _per_task_parts(model)
+    eta = model.likelihood.noise.detach().reshape(())
+    mu = torch.stack([m.constant.detach().reshape(()) for m in model.mean_module.base_means])
+    Xs = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(
+        4, 2, generator=torch.Generator().manual_seed(3), dtype=X.dtype
+    )
+    U, Us = (X - bounds[0]) / (bounds[1] - bounds[0]), (Xs - bounds[0]) / (bounds[1] - bounds[0])
+
+    def gamma(A, C):
+        out = torch.kron(_matern52(A, C, ls0), B)
+        for i, (s, ls) in enumerate(terms):
+            E = torch.zeros(3, 3, dtype=X.dtype)
+            E[i, i] = 1.0
+            out = out + torch.kron(s * _matern52(A, C, ls), E)
+        return out
+
+    ym, ys = Y.mean(0), Y.std(0)
+    K = gamma(U, U) + eta * torch.eye(len(X) * 3, dtype=X.dtype)
+    Ks, Kss = gamma(Us, U), gamma(Us, Us)
+    resid = ((Y - ym) / ys - mu).reshape(-1)
+    mean = (mu + (Ks @ torch.linalg.solve(K, resid)).reshape(len(Xs), 3)) * ys + ym
+    scale = ys.repeat(len(Xs))
+    cov = (Kss - Ks @ torch.linalg.solve(K, Ks.T)) * scale[:, None] * scale[None, :]
+    with torch.no_grad():
+        post = model.posterior(Xs)
+        torch.testing.assert_close(post.mean, mean, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(post.distribution.covariance_matrix, cov, rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_per_task_with_zero_scales_is_the_icm():
+    """With every s_i = 0 the per-task model is the ICM model with the same k_0, B, η."""
+    X, Y, bounds = _data()
+    icm = practical_multitask_gp(X, Y, bounds)
+    lmc = practical_multitask_gp(X, Y, bounds, per_task=True, fit=False)
+    first, own = lmc.covar_module.kernels
+    first.load_state_dict(icm.covar_module.state_dict())
+    for k in own.data_covar_modules:
+        k.outputscale = 0.0
+    lmc.mean_module.load_state_dict(icm.mean_module.state_dict())
+    lmc.likelihood.noise = icm.likelihood.noise.detach()
+    lmc.eval()
+    Xs = X[:5] + 0.3
+    with torch.no_grad():
+        a, b = icm.posterior(Xs), lmc.posterior(Xs)
+        torch.testing.assert_close(a.mean, b.mean, rtol=1e-7, atol=1e-7)
+        torch.testing.assert_close(a.variance, b.variance, rtol=1e-6, atol=1e-8)
+
+
+def test_per_task_options_and_errors():
+    from botorch_mtucb.kernels.independent import SumOfSeparableKernel
+    from botorch_mtucb.multitask.practical import (
+        PER_TASK_SCALE_INIT,
+        WarmStartPracticalFactory,
+        practical_modules,
+    )
+
+    kernel, _ = practical_modules(2, 3, per_task=True)
+    assert isinstance(kernel, SumOfSeparableKernel) and len(kernel.separable_components()) == 4
+    scales = [float(k.outputscale.detach()) for k in kernel.kernels[1].data_covar_modules]
+    assert scales == pytest.approx([PER_TASK_SCALE_INIT] * 3)
+    with pytest.raises(ValueError, match="`independent` and `per_task`"):
+        practical_modules(2, 3, independent=True, per_task=True)
+    X, Y, bounds = _data()
+    with pytest.raises(ValueError, match="`independent` and `per_task`"):
+        practical_multitask_gp(X, Y, bounds, independent=True, per_task=True)
+    with pytest.raises(ValueError, match="`independent` and `per_task`"):
+        WarmStartPracticalFactory(bounds, independent=True, per_task=True)
+    factory = WarmStartPracticalFactory(bounds, per_task=True)
+    first, second = factory(X[:10], Y[:10]), factory(X, Y)  # a cold, then a warm fit
+    assert isinstance(second.covar_module, SumOfSeparableKernel)
+    assert isinstance(first.covar_module, SumOfSeparableKernel)
+    assert torch.equal(X, _data()[0])  # inputs untouched
+
+
 @pytest.mark.filterwarnings("ignore:.*too ill-conditioned for torch.float32")
 def test_inputs_untouched_and_dtype_follows_data():
     for dtype in (torch.float64, torch.float32):
