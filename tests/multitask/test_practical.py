@@ -202,6 +202,12 @@ def test_per_task_options_and_errors():
     assert isinstance(second.covar_module, SumOfSeparableKernel)
     assert isinstance(first.covar_module, SumOfSeparableKernel)
     assert torch.equal(X, _data()[0])  # inputs untouched
+    sparse = WarmStartPracticalFactory(bounds, per_task=True, sparse_above=8,
+                                       fit_subset_size=6, max_dictionary_size=8)(X, Y)
+    assert type(sparse).__name__ == "NystromMultiTaskGP"
+    assert isinstance(sparse.covar_module, SumOfSeparableKernel)
+    with torch.no_grad():
+        assert bool(sparse.posterior(X[:3] + 0.1).variance.isfinite().all())
 
 
 @pytest.mark.filterwarnings("ignore:.*too ill-conditioned for torch.float32")
