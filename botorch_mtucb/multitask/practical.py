@@ -128,8 +128,9 @@ def practical_multitask_gp(
 
     each k_j an ARD Matérn-5/2 with the ``lengthscale_prior``, s_i ≥ 0 learned (started at
     0.1): the fit decides per task how much of it is shared (through B) and how much is its
-    own. Γ is no longer separable, so the model takes its dense path, slower than the ICM's
-    Kronecker one; paper 000's theorems are stated for Γ = k·B.
+    own. Γ is a sum of separable kernels (paper 000, §2; Theorem 2 holds for any multi-task
+    kernel, and Appendix C.4 instantiates its information gain for such sums); it is no longer
+    separable, so the model takes its dense path, slower than the ICM's Kronecker one.
 
     Args:
         train_X: ``N x d`` training inputs (not modified).
