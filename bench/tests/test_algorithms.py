@@ -164,17 +164,22 @@ def test_mt_ucb_tr_entry_is_mt_ucb_inside_the_trust_region():
     assert trial.history.X.shape == (3, 2)
 
 
-def test_mt_ts_entry_is_mt_ucb_with_a_seeded_thompson_path():
+def _entry_beside_reference(name: str, reference: str):
+    """``name``'s and ``reference``'s setups on branin-currin (same schedule and optimizer
+    asserted), the problem, its config, 6 Sobol inputs and a λ."""
     p = make_suite_problem("branin-currin")
     cfg = RunConfig(horizon=3, bound="directional", seed=7)
-    ts_setup = get_algorithm("MT-TS").build(p, cfg)
-    ref_setup = get_algorithm("MT-UCB").build(p, cfg)
-    assert isinstance(ts_setup.model_factory, WarmStartPracticalFactory)
-    assert (ts_setup.update, ts_setup.refit_every, ts_setup.optimizer) == (
+    setup, ref_setup = get_algorithm(name).build(p, cfg), get_algorithm(reference).build(p, cfg)
+    assert (setup.update, setup.refit_every, setup.optimizer) == (
         ref_setup.update, ref_setup.refit_every, ref_setup.optimizer)
-    X = sobol_points(6, p.bounds, 0)
-    model = ts_setup.model_factory(X, p.f(X))
     lam = torch.tensor([0.4, 0.6], dtype=torch.float64)
+    return p, cfg, setup, ref_setup, sobol_points(6, p.bounds, 0), lam
+
+
+def test_mt_ts_entry_is_mt_ucb_with_a_seeded_thompson_path():
+    p, _, ts_setup, ref_setup, X, lam = _entry_beside_reference("MT-TS", "MT-UCB")
+    assert isinstance(ts_setup.model_factory, WarmStartPracticalFactory)
+    model = ts_setup.model_factory(X, p.f(X))
     a = ts_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
     b = ts_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
     u = ref_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
@@ -189,14 +194,8 @@ def test_mt_ts_entry_is_mt_ucb_with_a_seeded_thompson_path():
 def test_known_reference_entries_take_the_problems_reference_point(name):
     """``<name>-z``: the same model and acquisition at the problem's z (qLogNEHVI's), where
     ``<name>`` takes the round's scale-free z."""
-    p = make_suite_problem("branin-currin")
-    cfg = RunConfig(horizon=3, bound="directional", seed=7)
-    z_setup, ref_setup = get_algorithm(f"{name}-z").build(p, cfg), get_algorithm(name).build(p, cfg)
-    assert (z_setup.update, z_setup.refit_every, z_setup.optimizer) == (
-        ref_setup.update, ref_setup.refit_every, ref_setup.optimizer)
-    X = sobol_points(6, p.bounds, 0)
+    p, cfg, z_setup, ref_setup, X, lam = _entry_beside_reference(f"{name}-z", name)
     model = z_setup.model_factory(X, p.f(X))
-    lam = torch.tensor([0.4, 0.6], dtype=torch.float64)
     a = z_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
     b = ref_setup.acquisition_factory(model, ChebyshevScalarization(lam, p.ref_point))
     assert type(a) is type(b)
