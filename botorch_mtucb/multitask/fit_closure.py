@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -63,6 +63,7 @@ from botorch_mtucb.multitask.solvers.exact import icm_factor_key
 
 __all__ = [
     "CLOSED_FORM_MAX_POINTS",
+    "ClosedFormFitObjective",
     "ICMFitObjective",
     "NUMPY_MAX_POINTS",
     "fit_icm_lbfgsb",
@@ -241,6 +242,12 @@ def _structure_ok(mll: Any) -> bool:
         or k.lengthscale.shape not in ((1, d), (1, 1))
     ):
         return False
+    return _constant_mean_ok(model)
+
+
+def _constant_mean_ok(model: Any) -> bool:
+    """Whether ``model``'s mean is zero or one unconstrained ``ConstantMean`` per task (the
+    means whose constants the lean objectives treat, or profile out)."""
     if model._zero_mean:
         return True
     means = getattr(model.mean_module, "base_means", None)
@@ -660,8 +667,23 @@ def icm_fit_objective(
     return objective if objective.supported else None
 
 
+class ClosedFormFitObjective(Protocol):
+    """What :func:`fit_icm_lbfgsb` drives: a closed-form fit objective on a flat raw
+    hyperparameter vector (:class:`ICMFitObjective`, or
+    :class:`~botorch_mtucb.multitask.fit_closure_lmc.LMCFitObjective`)."""
+
+    x0: np.ndarray
+    bounds: np.ndarray
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(L, ∇L)`` at ``x``."""
+
+    def write(self, x: np.ndarray) -> None:
+        """Write ``x`` into the model's parameters."""
+
+
 def fit_icm_lbfgsb(
-    objective: ICMFitObjective, options: dict[str, Any] | None = None
+    objective: ClosedFormFitObjective, options: dict[str, Any] | None = None
 ) -> bool:
     """Minimise ``objective`` with scipy's L-BFGS-B from its ``x0`` within its ``bounds``.
 
@@ -672,7 +694,8 @@ def fit_icm_lbfgsb(
     a finite value (the cases ``fit_gpytorch_mll`` accepts without retrying).
 
     Args:
-        objective: From :func:`icm_fit_objective`.
+        objective: From :func:`icm_fit_objective` (or
+            :func:`~botorch_mtucb.multitask.fit_closure_lmc.lmc_fit_objective`).
         options: scipy L-BFGS-B options (e.g. ``{"maxcor": 28}``).
 
     Returns:

@@ -61,6 +61,7 @@ from botorch_mtucb.multitask.fit_closure import (
     fit_icm_lbfgsb,
     icm_fit_objective,
 )
+from botorch_mtucb.multitask.fit_closure_lmc import lmc_fit_objective
 from botorch_mtucb.multitask.solvers.exact import icm_factor_key
 
 __all__ = [
@@ -250,6 +251,8 @@ def lbfgs_memory(num_parameters: int) -> int:
 
 def _fit_closed_form(mll: ExactMarginalLogLikelihood, kwargs: dict[str, Any]) -> bool:
     """Fit ``mll`` by L-BFGS-B on :class:`~botorch_mtucb.multitask.fit_closure.ICMFitObjective`
+    (or, for a sum of separable kernels,
+    :class:`~botorch_mtucb.multitask.fit_closure_lmc.LMCFitObjective`)
     with the constant mean profiled out (the same objective's maximum; otherwise the start,
     bounds and options of ``fit_gpytorch_mll``'s scipy path);
     ``False`` (parameters untouched) when it does not cover the model or ``kwargs`` (anything
@@ -258,7 +261,9 @@ def _fit_closed_form(mll: ExactMarginalLogLikelihood, kwargs: dict[str, Any]) ->
     if set(kwargs) - {"optimizer_kwargs"} or set(optimizer_kwargs) - {"options"}:
         return False
     mll.train()
-    objective = icm_fit_objective(mll, profile_mean=True)
+    objective = icm_fit_objective(mll, profile_mean=True) or lmc_fit_objective(
+        mll, profile_mean=True
+    )
     if objective is None:
         return False
     with warnings.catch_warnings():
@@ -278,9 +283,11 @@ def fit_practical_model(
     With ``lean`` and no ``fit_kwargs`` beyond ``optimizer_kwargs={"options": ...}``, a model
     that :func:`~botorch_mtucb.multitask.fit_closure.icm_fit_objective` covers (the practical
     ICM model below :data:`~botorch_mtucb.multitask.fit_closure.CLOSED_FORM_MAX_POINTS`
-    points) is fitted by scipy's L-BFGS-B on the closed-form objective (the same negative
-    marginal log likelihood, bounds and options as ``fit_gpytorch_mll``'s scipy path, with
-    the constant mean profiled out: its maximiser is the same);
+    points) or :func:`~botorch_mtucb.multitask.fit_closure_lmc.lmc_fit_objective` covers
+    (the practical model with ``per_task`` or ``independent``) is fitted by scipy's L-BFGS-B
+    on the closed-form objective (the same negative marginal log likelihood, bounds and
+    options as ``fit_gpytorch_mll``'s scipy path, with the constant mean profiled out: its
+    maximiser is the same);
     if that does not converge (or stop at ``maxiter``), the fit falls back to
     ``fit_gpytorch_mll`` with its retries. Every other model is fitted by
     ``fit_gpytorch_mll``.

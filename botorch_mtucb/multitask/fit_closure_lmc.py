@@ -1,0 +1,509 @@
+r"""The marginal likelihood of a sum of separable kernels, with its gradient in closed form.
+
+For a multi-task GP whose kernel is a sum of separable terms (a linear model of
+coregionalisation, paper 000, eq. (1) with several terms), Γ = Σ_j s_j k_j B_j, with Matérn
+kernels ``k_j`` (optionally scaled by ``s_j``, a ``ScaleKernel``), task matrices ``B_j`` that are
+learned (``B = F Fᵀ + diag(v)``, an :class:`~botorch_mtucb.kernels.ICMKernel`), fixed, or a single
+task's unit matrix ``e_i e_iᵀ`` (an :class:`~botorch_mtucb.kernels.IndependentTasksKernel`), a
+constant mean ``c`` per task and a homoscedastic noise η, the negative normalised marginal log
+likelihood that BoTorch's ``fit_gpytorch_mll`` minimises is
+
+.. math::
+    L(θ) = \frac{1}{Nn}\Big(\tfrac12\big(r^\top Σ^{-1} r + \log\det Σ + Nn\log 2π\big)
+    − \sum_{\text{priors}} \log p(θ)\Big),\quad Σ = \sum_j s_j K_j ⊗ B_j + ηI,\;
+    r = \mathrm{vec}(Y − 1c^\top)
+
+(interleaved order, index ``point·n + task``). :class:`LMCFitObjective` evaluates ``L`` and
+``∇L`` from one Cholesky factor of the dense ``Nn x Nn`` matrix Σ. With ``α = Σ⁻¹r`` and
+``W = Σ⁻¹ − ααᵀ`` (``2Nn ∂L/∂Σ``) viewed as ``N x n x N x n``,
+
+.. math::
+    2Nn\,∂_{K_j} = s_j \sum_{ik} W_{·i·k} (B_j)_{ik},\qquad
+    2Nn\,∂_{B_j} = s_j \sum_{pq} W_{p·q·} (K_j)_{pq},\qquad
+    2Nn\,∂_{s_j} = \sum_{pq,ik} W_{piqk} (K_j)_{pq} (B_j)_{ik},
+
+``2Nn ∂_η = tr W`` and ``2Nn ∂_c = −2·1ᵀA`` (``A = α`` as ``N x n``); ``B = FFᵀ + diag(v)``
+gives ``∂_F = 2 ∂_B F`` and ``∂_v = diag ∂_B``; the lengthscales enter through the Matérn
+``r²`` as in :mod:`~botorch_mtucb.multitask.fit_closure`; priors and the softplus constraints
+contribute their closed-form derivatives. No autograd graph and no module traversal per
+evaluation.
+
+With ``profile_mean`` the constants are profiled out as for the ICM: ``L`` is quadratic in
+``c`` (no prior), so for the other hyperparameters its minimiser is the generalised
+least-squares estimate ``c* = (Eᵀ Σ⁻¹ E)⁻¹ Eᵀ Σ⁻¹ vec(Y)`` with ``E = 1 ⊗ I_n`` (``Nn x n``),
+and the gradient of the profile is the partial gradient at ``c*``.
+
+:func:`~botorch_mtucb.multitask.fit_closure.fit_icm_lbfgsb` drives scipy's L-BFGS-B with it,
+as for the ICM objective.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from botorch.optim.utils import get_parameters_and_bounds
+from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from torch import Tensor
+
+from botorch_mtucb.kernels.icm import ICMKernel
+from botorch_mtucb.kernels.independent import IndependentTasksKernel, SumOfSeparableKernel
+from botorch_mtucb.multitask.fit_closure import (
+    _LOG_2PI,
+    _cholesky_inverse,
+    _constant_mean_ok,
+    _matern,
+    _np,
+    _plain_exact_mll,
+    _Positive,
+    _positive,
+    _Prior,
+    _prior,
+)
+
+__all__ = [
+    "LMC_CLOSED_FORM_MAX_SIZE",
+    "LMC_NUMPY_MAX_SIZE",
+    "LMCFitObjective",
+    "lmc_fit_objective",
+]
+
+#: :func:`lmc_fit_objective` covers models with ``N·n`` at most this (``N`` training points,
+#: ``n`` tasks): an evaluation factorises the dense ``Nn x Nn`` covariance and keeps a few
+#: matrices of that size, as the autograd closure does; larger models are left to it.
+LMC_CLOSED_FORM_MAX_SIZE = 4000
+
+#: :class:`LMCFitObjective` does the ``Nn x Nn`` work in NumPy (float64, on the host) when the
+#: training data live on the CPU and ``N·n`` is at most this, where an evaluation's cost is
+#: mostly per-operation overhead (smaller in NumPy); above it, and on any other device, in
+#: torch.
+LMC_NUMPY_MAX_SIZE = 300
+
+
+@dataclass(frozen=True)
+class _Term:
+    """One separable term ``s K ⊗ B``: indices of its Matérn and scale (``None``: 1) among the
+    objective's distinct modules; ``task`` is ``("learned", j)`` (the ``j``-th learned B),
+    ``("fixed", B)`` (a numpy ``n x n`` matrix) or ``("unit", i)`` (``e_i e_iᵀ``)."""
+
+    matern: int
+    scale: int | None
+    task: tuple[str, Any]
+
+
+def _scaled_matern(kernel: Kernel, d: int) -> tuple[MaternKernel, ScaleKernel | None] | None:
+    """``(Matérn, ScaleKernel or None)`` of a Matérn-3/2/-5/2 kernel (ARD or not, no active
+    dims, unbatched), optionally wrapped in one ``ScaleKernel``; ``None`` for any other."""
+    scale = None
+    if type(kernel) is ScaleKernel:
+        scale, kernel = kernel, kernel.base_kernel
+        if (
+            scale.active_dims is not None
+            or scale.batch_shape != torch.Size()
+            or scale.raw_outputscale.shape != torch.Size()
+        ):
+            return None
+    if (
+        type(kernel) is not MaternKernel
+        or kernel.nu not in (1.5, 2.5)
+        or kernel.active_dims is not None
+        or kernel.batch_shape != torch.Size()
+        or kernel.lengthscale.shape not in ((1, d), (1, 1))
+    ):
+        return None
+    return kernel, scale
+
+
+def _identity(xp: Any, size: int, like: Any) -> Any:
+    """The ``size x size`` identity in ``like``'s namespace, dtype and device."""
+    if xp is torch:
+        return torch.eye(size, dtype=like.dtype, device=like.device)
+    return np.eye(size, dtype=like.dtype)
+
+
+def _parts(kernel: Kernel) -> list[Kernel]:
+    """The members of a (nested) :class:`SumOfSeparableKernel`, or the kernel itself."""
+    if type(kernel) is SumOfSeparableKernel:
+        return [p for k in kernel.kernels for p in _parts(k)]
+    return [kernel]
+
+
+class _Modules:
+    """Distinct Matérn, scale and learned-B modules of a kernel, with its terms."""
+
+    def __init__(self) -> None:
+        self.materns: list[MaternKernel] = []
+        self.scales: list[ScaleKernel] = []
+        self.learned: list[ICMKernel] = []
+        self.terms: list[_Term] = []
+
+    @staticmethod
+    def _index(items: list, module: Any) -> int:
+        for i, m in enumerate(items):
+            if m is module:
+                return i
+        items.append(module)
+        return len(items) - 1
+
+    def add(self, kernel: Kernel, d: int, task: tuple[str, Any]) -> bool:
+        found = _scaled_matern(kernel, d)
+        if found is None:
+            return False
+        matern, scale = found
+        if task[0] == "learned":
+            task = ("learned", self._index(self.learned, task[1]))
+        self.terms.append(_Term(
+            self._index(self.materns, matern),
+            None if scale is None else self._index(self.scales, scale),
+            task,
+        ))
+        return True
+
+
+def _collect(kernel: Kernel, d: int, n: int) -> _Modules | None:
+    """The terms of a sum of ICM (learned or fixed B, unbatched) and independent-tasks
+    kernels over (scaled) Matérn kernels; ``None`` for any other kernel."""
+    found = _Modules()
+    for part in _parts(kernel):
+        if type(part) is ICMKernel and part.batch_shape == torch.Size():
+            if part.fixed_task_covar is not None:
+                task: tuple[str, Any] = ("fixed", _np(part.fixed_task_covar))
+            elif part.covar_factor.dim() == 2:
+                task = ("learned", part)
+            else:
+                return None
+            if not found.add(part.data_covar_module, d, task):
+                return None
+        elif type(part) is IndependentTasksKernel and part.batch_shape == torch.Size():
+            for i, k in enumerate(part.data_covar_modules):
+                if not found.add(k, d, ("unit", i)):
+                    return None
+        else:
+            return None
+    return found if found.terms else None
+
+
+class LMCFitObjective:
+    r"""``θ ↦ (L(θ), ∇L(θ))`` of a multi-task GP with a sum of separable kernels, on the raw
+    parameter vector.
+
+    ``L`` is the negative normalised marginal log likelihood with priors (module docstring),
+    equal to ``−ExactMarginalLogLikelihood(model(X), y)`` of the model in train mode; ``θ``
+    holds the parameters of ``mll`` that require a gradient, flattened in the order of
+    ``botorch.optim.utils.get_parameters_and_bounds`` (the vector ``fit_gpytorch_mll``'s
+    L-BFGS-B optimises), without the constants when they are profiled. Build it with
+    :func:`lmc_fit_objective`, which checks the model.
+
+    The ``Nn``-sized work runs in NumPy (float64, on the host) for data on the CPU with
+    ``N·n`` at most :data:`LMC_NUMPY_MAX_SIZE`, in torch on the data's device otherwise.
+
+    Attributes:
+        names: Names of the optimised parameters (``get_parameters_and_bounds`` order).
+        profiled: Whether the constant mean is profiled out.
+        x0: Their current values, flattened (float64 numpy array).
+        bounds: ``len(x0) x 2`` L-BFGS-B bounds (float64 numpy, ±inf where unbounded).
+        num_evaluations: Number of evaluations so far.
+
+    Example:
+        >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
+        >>> model = practical_multitask_gp(train_X, train_Y, per_task=True, fit=False)
+        >>> objective = lmc_fit_objective(ExactMarginalLogLikelihood(model.likelihood, model))
+        >>> value, grad = objective(objective.x0)  # float, numpy array of len(x0)
+    """
+
+    def __init__(
+        self, mll: ExactMarginalLogLikelihood, modules: _Modules, profile_mean: bool = False
+    ) -> None:
+        """
+        Args:
+            mll: The exact marginal likelihood of the model (checked by
+                :func:`lmc_fit_objective`; use that function).
+            modules: The kernel's terms and distinct modules.
+            profile_mean: Profile the per-task constants out (module docstring). Applies when
+                the model has a constant mean whose every constant is optimised.
+        """
+        model = mll.model
+        was_training = model.training
+        if not was_training:
+            model.train()
+        with torch.no_grad():
+            x = model.transform_inputs(model.train_inputs[0]).detach()
+        if not was_training:
+            model.eval()
+        N, n = model.train_targets.shape
+        self._model, self._N, self._n, self._Nn = model, N, n, N * n
+        self._xp: Any = np if x.device.type == "cpu" and N * n <= LMC_NUMPY_MAX_SIZE else torch
+        xc = (x - x.mean(-2, keepdim=True)).to(torch.float64)
+        Y = model.train_targets.detach().to(torch.float64)
+        self._xc, self._Y = (xc.numpy(), Y.numpy()) if self._xp is np else (xc, Y)
+        self._zero_mean = bool(model._zero_mean)
+        self._terms = modules.terms
+        self._nus = [float(k.nu) for k in modules.materns]
+        raw: dict[str, Tensor] = {"noise": mll.likelihood.raw_noise}
+        maps: dict[str, _Positive | None] = {
+            "noise": _positive(mll.likelihood.raw_noise_constraint)
+        }
+        if not self._zero_mean:
+            means = model.mean_module.base_means
+            raw.update({f"c{i}": m.raw_constant for i, m in enumerate(means)})
+        for j, icm in enumerate(modules.learned):
+            raw[f"F{j}"], raw[f"v{j}"] = icm.covar_factor, icm.raw_var
+            maps[f"v{j}"] = _positive(icm.raw_var_constraint)
+        for m, k in enumerate(modules.materns):
+            raw[f"ell{m}"] = k.raw_lengthscale
+            maps[f"ell{m}"] = _positive(k.raw_lengthscale_constraint)
+        for m, s in enumerate(modules.scales):
+            raw[f"s{m}"] = s.raw_outputscale
+            maps[f"s{m}"] = _positive(s.raw_outputscale_constraint)
+        self._maps = maps
+        self._num_learned, self._num_scales = len(modules.learned), len(modules.scales)
+        self._shapes = {key: tuple(p.shape) for key, p in raw.items()}
+        self._slices, start = {}, 0
+        for key, p in raw.items():
+            self._slices[key] = slice(start, start + p.numel())
+            start += p.numel()
+        self._full0 = np.concatenate([_np(p).reshape(-1) for p in raw.values()])
+        params, bounds = get_parameters_and_bounds(mll)
+        self.names = [name for name, p in params.items() if p.requires_grad]
+        self._params = [params[name] for name in self.names]
+        ids = {id(p): key for key, p in raw.items()}
+        keys = [ids.get(id(p)) for p in self._params]
+        self._complete = all(key is not None for key in keys) and len(set(keys)) == len(keys)
+        constants = {f"c{i}" for i in range(n)} if not self._zero_mean else set()
+        self.profiled = bool(profile_mean) and bool(constants) and constants <= set(keys)
+        if self.profiled:
+            self._mean_params = [p for p, key in zip(self._params, keys, strict=True)
+                                 if key in constants]
+            kept = [i for i, key in enumerate(keys) if key not in constants]
+            self.names = [self.names[i] for i in kept]
+            self._params = [self._params[i] for i in kept]
+            keys = [keys[i] for i in kept]
+        self._pos = np.concatenate(
+            [np.arange(self._slices[key].start, self._slices[key].stop) for key in keys
+             if key is not None] or [np.zeros(0, dtype=np.int64)]
+        )
+        self._priors = self._read_priors(model, modules)
+        self.x0 = np.concatenate([_np(p).reshape(-1) for p in self._params])
+        self.bounds = np.full((len(self.x0), 2), (-np.inf, np.inf))
+        start = 0
+        for name, p in zip(self.names, self._params, strict=True):
+            lo, hi = bounds.get(name, (None, None))
+            self.bounds[start : start + p.numel(), 0] = -np.inf if lo is None else float(lo)
+            self.bounds[start : start + p.numel(), 1] = np.inf if hi is None else float(hi)
+            start += p.numel()
+        self._last: tuple[np.ndarray, np.ndarray] | None = None
+        self.num_evaluations = 0
+
+    @property
+    def supported(self) -> bool:
+        """Whether every optimised parameter, constraint and prior has a closed form here."""
+        return (
+            self._complete
+            and all(m is not None for m in self._maps.values())
+            and self._priors is not None
+        )
+
+    def _read_priors(self, model: Any, modules: _Modules) -> dict[str, _Prior] | None:
+        """The lengthscale, outputscale and noise priors in closed form; ``None`` if any prior
+        has none or sits on another parameter."""
+        owners: list[tuple[Any, str, str]] = [(model.likelihood, "noise", "noise")]
+        owners += [(k, "lengthscale", f"ell{m}") for m, k in enumerate(modules.materns)]
+        owners += [(s, "outputscale", f"s{m}") for m, s in enumerate(modules.scales)]
+        out: dict[str, _Prior] = {}
+        for _, module, prior, closure, _ in model.named_priors():
+            value = closure(module)
+            key = next(
+                (key for owner, attr, key in owners
+                 if module is owner and torch.equal(value, getattr(owner, attr))),
+                None,
+            )
+            spec = None if key is None else _prior(prior, value.detach())
+            if spec is None or key in out:
+                return None
+            out[key] = spec
+        return out
+
+    def _raw(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """All raw parameters (canonical layout) with the optimised ones taken from ``x``."""
+        full = self._full0.copy()
+        full[self._pos] = x
+        return {key: full[sl].reshape(self._shapes[key]) for key, sl in self._slices.items()}
+
+    def _values(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The constrained values of every raw parameter (host arrays)."""
+        return {
+            key: (self._maps[key].value(r) if self._maps.get(key) is not None else r)
+            for key, r in raw.items()
+        }
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(L, ∇L)`` at the float64 numpy vector ``x`` (scipy's ``jac=True`` convention)."""
+        self.num_evaluations += 1
+        half, Nn = 0.5 / self._Nn, self._Nn
+        raw = self._raw(np.asarray(x, dtype=np.float64))
+        vals = self._values(raw)
+        if self._xp is np:
+            with np.errstate(all="ignore"):
+                head, grads, cstar = self._evaluate(vals)
+        else:
+            dev = {k: torch.from_numpy(np.ascontiguousarray(v)).to(self._xc)
+                   for k, v in vals.items()}
+            head, grads, cstar = self._evaluate(dev)
+            head = head.cpu().numpy()
+            grads = {k: g.cpu().numpy() for k, g in grads.items()}
+            cstar = cstar.cpu().numpy()
+        self._last = (np.array(x, dtype=np.float64), cstar)
+        value = half * (head[0] + head[1] + Nn * _LOG_2PI)
+        grads = {k: half * np.asarray(g).reshape(self._shapes[k]) for k, g in grads.items()}
+        for key, prior in self._priors.items():
+            nlp, dnlp = prior.neg_log_prob(vals[key])
+            value += nlp / Nn
+            grads[key] = grads[key] + dnlp.reshape(grads[key].shape) / Nn
+        grad = np.zeros_like(self._full0)
+        for key, g in grads.items():
+            m = self._maps.get(key)
+            grad[self._slices[key]] = (m.chain(g, raw[key]) if m is not None else g).reshape(-1)
+        return float(value), grad[self._pos]
+
+    def _covariance(self, xp: Any, v: dict[str, Any]) -> tuple[Any, list[tuple[Any, Any, Any]]]:
+        """Σ (``Nn x Nn``, interleaved) and each Matérn's ``(K, S = −∂k/∂r², z)``."""
+        N, n = self._N, self._n
+        mats = []
+        for m, nu in enumerate(self._nus):
+            z = self._xc / v[f"ell{m}"]
+            K, S = _matern(xp, z, z * z, nu)
+            mats.append((K, S, z))
+        Sig = xp.reshape(v["noise"], ()) * _identity(xp, N * n, self._xc)
+        Sig4 = Sig.reshape(N, n, N, n)
+        for t in self._terms:
+            K = mats[t.matern][0]
+            if t.scale is not None:
+                K = v[f"s{t.scale}"] * K
+            kind, which = t.task
+            if kind == "unit":
+                Sig4[:, which, :, which] += K
+            else:
+                Sig4 += K[:, None, :, None] * self._task_matrix(xp, v, kind, which)[None, :, None]
+        return Sig, mats
+
+    def _task_matrix(self, xp: Any, v: dict[str, Any], kind: str, which: Any) -> Any:
+        if kind == "learned":
+            F = v[f"F{which}"]
+            return F @ F.T + xp.diag(v[f"v{which}"])
+        return which if xp is np else torch.as_tensor(which).to(self._xc)
+
+    def _evaluate(self, v: dict[str, Any]) -> tuple[Any, dict[str, Any], Any]:
+        """``[rᵀΣ⁻¹r, log det Σ]``, the gradients (× 2Nn) with respect to the constrained
+        values, and the profiled constants (or the model's), in the namespace :attr:`_xp`."""
+        xp, N, n = self._xp, self._N, self._n
+        Sig, mats = self._covariance(xp, v)
+        L = xp.linalg.cholesky(Sig)
+        Sinv = _cholesky_inverse(xp, L[None])[0]
+        Y = self._Y
+        if self._zero_mean:
+            c = Y[0] * 0.0
+        elif self.profiled:
+            G4 = Sinv.reshape(N, n, N, n)
+            A = G4.sum(2).sum(0)
+            b = (Sinv @ Y.reshape(-1)).reshape(N, n).sum(0)
+            c = xp.linalg.solve(A, b)
+        else:
+            c = xp.stack([xp.reshape(v[f"c{i}"], ()) for i in range(n)])
+        r = (Y - c).reshape(-1)
+        alpha = Sinv @ r
+        head = xp.stack([r @ alpha, 2.0 * xp.log(xp.diagonal(L)).sum()])
+        W = Sinv - alpha[:, None] * alpha[None, :]
+        W4 = W.reshape(N, n, N, n)
+        grads: dict[str, Any] = {"noise": xp.reshape(xp.trace(W), (1,))}
+        if not self._zero_mean and not self.profiled:
+            g_c = -2.0 * alpha.reshape(N, n).sum(0)
+            grads.update({f"c{i}": g_c[i] for i in range(n)})
+        gK = [xp.zeros_like(K) for K, _, _ in mats]
+        g_B = [0.0] * self._num_learned
+        g_s = [0.0] * self._num_scales
+        for t in self._terms:
+            K = mats[t.matern][0]
+            kind, which = t.task
+            if kind == "unit":
+                G = W4[:, which, :, which]
+            else:
+                B = self._task_matrix(xp, v, kind, which)
+                G = xp.einsum("piqk,ik->pq", W4, B)
+            s = 1.0
+            if t.scale is not None:
+                s = v[f"s{t.scale}"]
+                g_s[t.scale] = g_s[t.scale] + (G * K).sum()
+            gK[t.matern] = gK[t.matern] + s * G
+            if kind == "learned":
+                g_B[which] = g_B[which] + s * xp.einsum("piqk,pq->ik", W4, K)
+        for j in range(self._num_learned):
+            grads[f"F{j}"] = 2.0 * g_B[j] @ v[f"F{j}"]
+            grads[f"v{j}"] = xp.diagonal(g_B[j])
+        for m in range(self._num_scales):
+            grads[f"s{m}"] = g_s[m]
+        for m, (_, S, z) in enumerate(mats):
+            M = gK[m] * S
+            term = (z * z).T @ M.sum(-1) - (z * (M @ z)).sum(0)
+            g = (4.0 / v[f"ell{m}"].reshape(-1)) * term
+            grads[f"ell{m}"] = g.sum() if v[f"ell{m}"].shape[-1] == 1 else g
+        return head, grads, c
+
+    def write(self, x: np.ndarray) -> None:
+        """Write the flat vector ``x`` into the model's parameters (in place, no gradient);
+        with :attr:`profiled`, the constants are set to ``c*`` at ``x``."""
+        start = 0
+        with torch.no_grad():
+            for p in self._params:
+                chunk = torch.as_tensor(x[start : start + p.numel()]).to(p)
+                p.copy_(chunk.view(p.shape))
+                start += p.numel()
+        if self.profiled:
+            if self._last is None or not np.array_equal(self._last[0], x):
+                self(x)
+            with torch.no_grad():
+                for p, value in zip(self._mean_params, self._last[1], strict=True):
+                    p.fill_(float(value))
+        self._last = None
+
+
+def lmc_fit_objective(
+    mll: ExactMarginalLogLikelihood, profile_mean: bool = False
+) -> LMCFitObjective | None:
+    """:class:`LMCFitObjective` of ``mll``, or ``None`` when it does not cover the model.
+
+    Covered: ``ExactMarginalLogLikelihood`` of an unbatched multi-task GP with ``N·n`` at most
+    :data:`LMC_CLOSED_FORM_MAX_SIZE` and a kernel that is an
+    :class:`~botorch_mtucb.kernels.ICMKernel` (learned or fixed B), an
+    :class:`~botorch_mtucb.kernels.IndependentTasksKernel` or a
+    :class:`~botorch_mtucb.kernels.SumOfSeparableKernel` of these, each over a Matérn-3/2 or
+    -5/2 (ARD or not, no active dims), optionally in a ``ScaleKernel``; a zero or per-task
+    constant mean, a homoscedastic learned noise (``MultitaskGaussianLikelihood``, global noise),
+    softplus or unenforced ``GreaterThan`` constraints, LogNormal or Gamma priors on the
+    lengthscales, output scales and the noise only, no trainable input transform, no added loss
+    terms. The practical model with ``per_task=True`` or ``independent=True``
+    (:func:`~botorch_mtucb.multitask.practical.practical_multitask_gp`) is covered.
+
+    Args:
+        mll: The marginal likelihood to be fitted.
+        profile_mean: Profile the constant mean out (module docstring).
+
+    Example:
+        >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
+        >>> model = practical_multitask_gp(train_X, train_Y, per_task=True, fit=False)
+        >>> objective = lmc_fit_objective(ExactMarginalLogLikelihood(model.likelihood, model))
+    """
+    if not _plain_exact_mll(mll):
+        return None
+    model = mll.model
+    N, n = model.train_targets.shape
+    d = model.train_inputs[0].shape[-1]
+    if N * n > LMC_CLOSED_FORM_MAX_SIZE or not _constant_mean_ok(model):
+        return None
+    modules = _collect(model.covar_module, d, n)
+    if modules is None:
+        return None
+    objective = LMCFitObjective(mll, modules, profile_mean=profile_mean)
+    return objective if objective.supported else None
