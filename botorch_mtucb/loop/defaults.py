@@ -230,7 +230,10 @@ def hypervolume_ucb_factory(
     Returns:
         ``(model, scalarization) -> HypervolumeImprovementUCB``; it raises ``ValueError``
         when called without a scalarization, or, without ``ref_point``, with one that has
-        no ``ref_point``.
+        no ``ref_point``. Its attribute ``ref_point`` is the given z (float64) or ``None``;
+        with a z, the loop's default sampler reads the observed front only
+        (``front="observed"``): the predicted front would set only the scalarization's
+        reference point and ranges, which the acquisition then does not use.
 
     Raises:
         ValueError: for a ``ref_point`` that is not a vector of finite numbers.
@@ -252,6 +255,7 @@ def hypervolume_ucb_factory(
         return _front_acquisition(HypervolumeImprovementUCB, model, scalarization, z, **width)
 
     factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
+    factory.ref_point = z  # a known z: the default sampler needs no predicted front
     return factory
 
 
@@ -277,7 +281,9 @@ def log_ehvi_factory(
     Returns:
         ``(model, scalarization) -> LogExpectedHypervolumeImprovement``; it raises
         ``ValueError`` when called without a scalarization, or, without ``ref_point``, with
-        one that has no ``ref_point``.
+        one that has no ``ref_point``. Its attribute ``ref_point`` is the given z or
+        ``None``, as for :func:`hypervolume_ucb_factory` (with a z, the loop's default
+        sampler reads the observed front only).
 
     Raises:
         ValueError: for a ``ref_point`` that is not a vector of finite numbers.
@@ -300,6 +306,7 @@ def log_ehvi_factory(
         return _front_acquisition(LogExpectedHypervolumeImprovement, model, scalarization, z)
 
     factory.uses_default_sampler = True  # run_bo_loop supplies its scale-free sampler
+    factory.ref_point = z  # a known z: the default sampler needs no predicted front
     return factory
 
 

@@ -168,7 +168,9 @@ def run_bo_loop(
             such as :func:`hypervolume_ucb_factory` ()): ``ScalarizationSampler(n, "chebyshev",
             ref_point="data", front="predicted", minimize=...)`` (scale-free, augmented,
             reference point and ranges from the observed and the model-predicted front;
-            n ≥ 2; ``front="observed"`` without a box). A sampler with
+            n ≥ 2; ``front="observed"`` without a box, or for a factory with a known
+            ``ref_point`` such as ``log_ehvi_factory(ref_point=z)``, whose acquisition takes
+            only the minimised objectives from the scalarization). A sampler with
             ``front="predicted"`` gets the round's payoff table (its ``anchors``, computed
             once per round).
         true_f: Noise-free ``N x d -> N x n`` objective, to record regret.
@@ -492,7 +494,10 @@ def _start(
         # the default acquisition (and hypervolume_ucb_factory) declare uses_default_sampler
         wants_sampler = getattr(setup.acquisition_factory, "uses_default_sampler", False)
         if wants_sampler and sampler is None:
-            sampler = default_sampler(Y.shape[-1], setup.box is not None, mask)
+            # a factory with a known reference point uses the scalarization for its
+            # minimised objectives only: no model-predicted front (a payoff table per round)
+            known_z = getattr(setup.acquisition_factory, "ref_point", None) is not None
+            sampler = default_sampler(Y.shape[-1], setup.box is not None and not known_z, mask)
         _check_sampler_minimize(sampler, mask)
         proposer = Proposer(
             setup.acquisition_factory, setup.optimizer, sampler, generator, setup.box,

@@ -147,6 +147,44 @@ def test_front_factories_with_a_known_reference_point(problem, expected):
 
 
 @pytest.mark.parametrize("expected", [False, True])
+def test_known_reference_point_skips_the_predicted_front(problem, expected, monkeypatch):
+    """A factory with a known z exposes it, and the loop's default sampler then reads the
+    observed front only: no payoff table is computed, and the proposals equal those of the
+    same run with the predicted-front sampler (whose z and ranges the acquisition ignores).
+    Without z the default sampler computes the payoff table every round."""
+    from botorch_mtucb.acquisition import ScalarizationSampler
+
+    calls = []
+    original = ScalarizationSampler.anchors
+
+    def spy(self, model, bounds, Y, seed=None):
+        calls.append(Y.shape[0])
+        return original(self, model, bounds, Y, seed)
+
+    monkeypatch.setattr(ScalarizationSampler, "anchors", spy)
+    z = [-160.0, -14.0]
+    make = log_ehvi_factory if expected else hypervolume_ucb_factory
+    assert make().ref_point is None
+    torch.testing.assert_close(make(ref_point=z).ref_point, torch.tensor(z, dtype=DT))
+    opt = FiniteArmOptimizer(sobol_initial_design(problem.bounds, n=128, seed=2))
+    runs, anchor_calls = {}, {}
+    for label, sampler, ref in (
+        ("default", None, z),
+        ("predicted", ScalarizationSampler(2, "chebyshev", ref_point="data", front="predicted"), z),
+        ("no z", None, None),
+    ):
+        calls.clear()
+        runs[label] = run_bo_loop(problem, num_rounds=2, bounds=problem.bounds, optimizer=opt,
+                                  acquisition_factory=make(ref_point=ref),
+                                  scalarization_sampler=sampler,
+                                  generator=torch.Generator().manual_seed(4))
+        anchor_calls[label] = list(calls)
+    assert anchor_calls["default"] == []
+    assert len(anchor_calls["predicted"]) == 2 and len(anchor_calls["no z"]) == 2
+    assert torch.equal(runs["default"].X, runs["predicted"].X)
+
+
+@pytest.mark.parametrize("expected", [False, True])
 def test_front_factories_known_reference_point_units_and_errors(expected):
     """``ref_point`` is in the objectives' own units (a minimised objective's z lies above
     its range), takes the model's dtype, and bad values are refused naming it."""
