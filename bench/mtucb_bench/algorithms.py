@@ -265,7 +265,8 @@ def _practical(independent: bool, every_round: bool = False,
             model_factory = WarmStartPracticalFactory(bounds, independent, per_task=per_task)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
-            scal = _scale_free(model, scal, bounds, cfg.seed, hypervolume)
+            if ref_point is None:  # with the problem's z the acquisition ignores λ and z
+                scal = _scale_free(model, scal, bounds, cfg.seed, hypervolume)
             if thompson:  # a fresh path each round, reproducible per (trial seed, N)
                 n_obs = training_data(model)[1].shape[0]
                 return ScalarizedThompsonSampling(model, scal, seed=1_000_003 * cfg.seed + n_obs)

@@ -201,6 +201,10 @@ def test_known_reference_entries_take_the_problems_reference_point(name):
     assert type(a) is type(b)
     torch.testing.assert_close(a.ref_point, p.ref_point)
     assert not torch.allclose(b.ref_point, p.ref_point)
+    # the acquisition at z over the model's front, whatever the round's s_λ (not rebuilt)
+    direct = type(a)(model, p.ref_point, X)
+    Xq = sobol_points(5, p.bounds, 3).unsqueeze(-2)
+    torch.testing.assert_close(a(Xq), direct(Xq))
     it = get_algorithm("IT-LogEHVI-z").build(p, cfg)
     assert it.model_factory.independent and not z_setup.model_factory.independent
     lmc = get_algorithm("LMC-LogEHVI-z").build(p, cfg).model_factory

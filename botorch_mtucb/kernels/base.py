@@ -16,6 +16,7 @@ from abc import abstractmethod
 
 import torch
 from gpytorch.kernels import Kernel
+from linear_operator import to_dense
 from linear_operator.operators import (
     KroneckerProductLinearOperator,
     LinearOperator,
@@ -102,19 +103,22 @@ class MultiTaskKernel(Kernel):
             diag: Return only the diagonal, ``batch_shape x (N1·n)``.
 
         Returns:
-            ``batch_shape x (N1·n) x (N2·n)`` kernel matrix (a ``LinearOperator``), or its
-            diagonal. For a single separable term (ICM, after merging terms that share one
+            ``batch_shape x (N1·n) x (N2·n)`` kernel matrix, or its diagonal. A sum of terms
+            with distinct scalar kernels is one dense tensor (each scalar kernel evaluated
+            once); a single separable term a Kronecker ``LinearOperator``: for one term (ICM, after merging terms that share one
             scalar kernel) an :class:`~botorch_mtucb.linalg.ICMKroneckerLinearOperator`, whose
             sum with the likelihood's homoscedastic noise evaluates the marginal likelihood
             from ``eigh(K)`` and ``eigh(B)`` (see :mod:`botorch_mtucb.linalg.icm_likelihood`;
             switched off by ``use_icm_likelihood(False)``).
         """
         comps = self.separable_components()
-        if not diag and icm_likelihood_enabled():
-            kernel = comps[0][0]
-            if all(k is kernel for k, _ in comps):  # ICM: one (merged) Kronecker term
-                B = sum(B for _, B in comps)
-                return ICMKroneckerLinearOperator(*self._kron_factors(kernel, B, x1, x2, params))
+        kernel = comps[0][0]
+        single = all(k is kernel for k, _ in comps)  # ICM: one (merged) Kronecker term
+        if not diag and single and icm_likelihood_enabled():
+            B = sum(B for _, B in comps)
+            return ICMKroneckerLinearOperator(*self._kron_factors(kernel, B, x1, x2, params))
+        if not diag and not single:  # a sum of terms: its solves factorise it densely anyway
+            return self._dense_sum(comps, x1, x2, params)
         res = None
         for k, B in comps:
             if diag:
@@ -123,6 +127,23 @@ class MultiTaskKernel(Kernel):
                 term = term.reshape(*term.shape[:-2], -1)
             else:
                 term = KroneckerProductLinearOperator(*self._kron_factors(k, B, x1, x2, params))
+            res = term if res is None else res + term
+        return res
+
+    @staticmethod
+    def _dense_sum(
+        comps: list[tuple[Kernel, Tensor]], x1: Tensor, x2: Tensor, params: dict
+    ) -> Tensor:
+        """``Σ_j k_j(x1, x2) ⊗ B_j`` as one dense interleaved tensor, each distinct scalar
+        kernel evaluated once (no lazy Kronecker operators: their sum has no structured solve
+        and is densified by every use)."""
+        evaluated: dict[int, Tensor] = {}
+        res = None
+        for k, B in comps:
+            kx = evaluated.get(id(k))
+            if kx is None:
+                kx = evaluated[id(k)] = to_dense(k.forward(x1, x2, **params))
+            term = kron_interleaved(kx, B)
             res = term if res is None else res + term
         return res
 

@@ -190,6 +190,47 @@ def test_forward_returns_the_icm_operator_for_one_separable_term(data):
     assert not isinstance(two(x1, x2).evaluate_kernel(), ICMKroneckerLinearOperator)
 
 
+def test_sum_of_terms_is_one_dense_tensor_evaluating_each_kernel_once(data):
+    """A sum with distinct scalar kernels (a shared one in two terms) is the dense sum of the
+    Kronecker products, batched inputs and a batched task matrix included, and evaluates each
+    distinct scalar kernel once per call."""
+    g, x1, x2 = data
+    k, k2 = _rbf(0.3), MaternKernel(nu=2.5).to(DT)
+    B1, B2, B3 = _rand_psd(2, g), _rand_psd(2, g), _rand_psd(2, g)
+    calls = []
+    forward = type(k).forward
+
+    def counted(self, *args, **kwargs):
+        calls.append(self)
+        return forward(self, *args, **kwargs)
+
+    kern = SumOfSeparableKernel([
+        ICMKernel(k, 2, task_covar=B1), ICMKernel(k2, 2, task_covar=B2),
+        ICMKernel(k, 2, task_covar=B3),
+    ])
+    ref = torch.kron(k(x1, x2).to_dense(), B1 + B3) + torch.kron(k2(x1, x2).to_dense(), B2)
+    type(k).forward = counted
+    try:
+        out = kern.forward(x1, x2)
+    finally:
+        type(k).forward = forward
+    assert isinstance(out, torch.Tensor)
+    torch.testing.assert_close(out, ref)
+    assert sum(c is k for c in calls) == 1
+    xb = torch.rand(3, 4, 2, generator=g, dtype=DT)
+    out = kern(xb).to_dense()
+    for b in range(3):
+        ref_b = torch.kron(k(xb[b]).to_dense(), B1 + B3) + torch.kron(k2(xb[b]).to_dense(), B2)
+        torch.testing.assert_close(out[b], ref_b)
+    Bb = torch.stack([_rand_psd(2, g) for _ in range(3)])
+    batched = SumOfSeparableKernel([ICMKernel(k, 2, task_covar=B1), ICMKernel(k2, 2)])
+    with torch.no_grad():
+        got = batched._dense_sum([(k, B1), (k2, Bb)], x1, x2, {})
+    for b in range(3):
+        ref_b = torch.kron(k(x1, x2).to_dense(), B1) + torch.kron(k2(x1, x2).to_dense(), Bb[b])
+        torch.testing.assert_close(got[b], ref_b)
+
+
 def _fit_task_covar(F0: torch.Tensor, target: torch.Tensor, steps: int = 3000) -> float:
     """Gradient descent on ‖F Fᵀ + diag(softplus(r)) − target‖²_F from ``F0``; final error."""
     F = F0.clone().to(DT).requires_grad_(True)
