@@ -105,8 +105,8 @@ class MultiTaskKernel(Kernel):
         Returns:
             ``batch_shape x (N1·n) x (N2·n)`` kernel matrix, or its diagonal. A sum of terms
             with distinct scalar kernels is one dense tensor (each scalar kernel evaluated
-            once); a single separable term a Kronecker ``LinearOperator``: for one term (ICM, after merging terms that share one
-            scalar kernel) an :class:`~botorch_mtucb.linalg.ICMKroneckerLinearOperator`, whose
+            once). A single separable term (ICM, after merging terms that share one scalar
+            kernel) is an :class:`~botorch_mtucb.linalg.ICMKroneckerLinearOperator`, whose
             sum with the likelihood's homoscedastic noise evaluates the marginal likelihood
             from ``eigh(K)`` and ``eigh(B)`` (see :mod:`botorch_mtucb.linalg.icm_likelihood`;
             switched off by ``use_icm_likelihood(False)``).

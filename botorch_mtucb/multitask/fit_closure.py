@@ -64,6 +64,7 @@ from botorch_mtucb.multitask.solvers.exact import icm_factor_key
 __all__ = [
     "CLOSED_FORM_MAX_POINTS",
     "ClosedFormFitObjective",
+    "FlatFitObjective",
     "ICMFitObjective",
     "NUMPY_MAX_POINTS",
     "fit_icm_lbfgsb",
@@ -232,17 +233,21 @@ def _structure_ok(mll: Any) -> bool:
         or kern.covar_factor.dim() != 2
     ):
         return False
-    k = kern.data_covar_module
-    d = model.train_inputs[0].shape[-1]
-    if (
-        type(k) is not MaternKernel
-        or k.nu not in (1.5, 2.5)
-        or k.active_dims is not None
-        or k.batch_shape != torch.Size()
-        or k.lengthscale.shape not in ((1, d), (1, 1))
-    ):
+    if not _plain_matern(kern.data_covar_module, model.train_inputs[0].shape[-1]):
         return False
     return _constant_mean_ok(model)
+
+
+def _plain_matern(k: Any, d: int) -> bool:
+    """Whether ``k`` is an unbatched Matérn-3/2 or -5/2 kernel on all ``d`` inputs, ARD or
+    not (the scalar kernels whose lengthscale derivatives the lean objectives write out)."""
+    return (
+        type(k) is MaternKernel
+        and k.nu in (1.5, 2.5)
+        and k.active_dims is None
+        and k.batch_shape == torch.Size()
+        and k.lengthscale.shape in ((1, d), (1, 1))
+    )
 
 
 def _constant_mean_ok(model: Any) -> bool:
@@ -264,7 +269,119 @@ def _constant_mean_ok(model: Any) -> bool:
     )
 
 
-class ICMFitObjective:
+def _transformed_train_inputs(model: MultiTaskGPBase) -> Tensor:
+    """The model's input-transformed training inputs (as in train mode), detached; the
+    model's mode is left as it was."""
+    was_training = model.training
+    if not was_training:
+        model.train()
+    with torch.no_grad():
+        x = model.transform_inputs(model.train_inputs[0]).detach()
+    if not was_training:
+        model.eval()
+    return x
+
+
+class FlatFitObjective:
+    """The flat raw-parameter vector a closed-form fit objective works on (shared layout).
+
+    Every raw parameter the objective reads sits in one canonical vector (``_full0``, with
+    ``_shapes`` and ``_slices`` per key); the optimised ones, those of the marginal likelihood
+    that require a gradient in the order of ``botorch.optim.utils.get_parameters_and_bounds``
+    (``fit_gpytorch_mll``'s L-BFGS-B vector), are ``names`` / ``_params`` at the positions
+    ``_pos``, with their start ``x0`` and L-BFGS-B ``bounds``. With a profiled mean the
+    per-task constants are left out of that vector (``_mean_params`` keeps them, for
+    :meth:`write`). Subclasses call :meth:`_layout` from their ``__init__`` and set ``_maps``
+    (key -> :class:`_Positive` map of a constrained parameter, ``None`` where it has no closed
+    form) and ``_priors`` (key -> closed-form prior, ``None`` if a prior has none).
+
+    Attributes:
+        names: Names of the optimised parameters.
+        profiled: Whether the constant mean is profiled out.
+        x0: Their current values, flattened (float64 numpy array).
+        bounds: ``len(x0) x 2`` L-BFGS-B bounds (float64 numpy, ±inf where unbounded).
+        num_evaluations: Number of evaluations so far.
+
+    Example:
+        >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
+        >>> model = practical_multitask_gp(train_X, train_Y, bounds, fit=False)
+        >>> objective = icm_fit_objective(ExactMarginalLogLikelihood(model.likelihood, model))
+        >>> isinstance(objective, FlatFitObjective), len(objective.x0) == len(objective.bounds)
+        (True, True)
+    """
+
+    names: list[str]
+    profiled: bool
+    x0: np.ndarray
+    bounds: np.ndarray
+    num_evaluations: int
+
+    @property
+    def supported(self) -> bool:
+        """Whether every optimised parameter, constraint and prior has a closed form here."""
+        return (
+            self._complete
+            and all(m is not None for m in self._maps.values())
+            and self._priors is not None
+        )
+
+    def _layout(
+        self, mll: Any, raw: dict[str, Tensor], constants: set[str], profile_mean: bool
+    ) -> None:
+        """Lay out ``raw`` (key -> raw parameter, in the canonical order) and the optimised
+        parameters; ``constants``: the keys of the per-task constants, profiled out when
+        ``profile_mean`` and every one of them is optimised."""
+        self._shapes = {key: tuple(p.shape) for key, p in raw.items()}
+        self._slices, start = {}, 0
+        for key, p in raw.items():
+            self._slices[key] = slice(start, start + p.numel())
+            start += p.numel()
+        self._full0 = np.concatenate([_np(p).reshape(-1) for p in raw.values()])
+        params, bounds = get_parameters_and_bounds(mll)
+        self.names = [name for name, p in params.items() if p.requires_grad]
+        self._params = [params[name] for name in self.names]
+        ids = {id(p): key for key, p in raw.items()}
+        keys = [ids.get(id(p)) for p in self._params]
+        self._complete = all(key is not None for key in keys) and len(set(keys)) == len(keys)
+        self.profiled = bool(profile_mean) and bool(constants) and constants <= set(keys)
+        if self.profiled:  # θ without the constants: c = c*(θ) in every evaluation
+            self._mean_params = [p for p, key in zip(self._params, keys, strict=True)
+                                 if key in constants]
+            kept = [i for i, key in enumerate(keys) if key not in constants]
+            self.names = [self.names[i] for i in kept]
+            self._params = [self._params[i] for i in kept]
+            keys = [keys[i] for i in kept]
+        self._pos = np.concatenate(
+            [np.arange(self._slices[key].start, self._slices[key].stop) for key in keys
+             if key is not None] or [np.zeros(0, dtype=np.int64)]
+        )
+        self.x0 = np.concatenate([_np(p).reshape(-1) for p in self._params])
+        self.bounds = np.full((len(self.x0), 2), (-np.inf, np.inf))
+        start = 0
+        for name, p in zip(self.names, self._params, strict=True):
+            lo, hi = bounds.get(name, (None, None))
+            self.bounds[start : start + p.numel(), 0] = -np.inf if lo is None else float(lo)
+            self.bounds[start : start + p.numel(), 1] = np.inf if hi is None else float(hi)
+            start += p.numel()
+        self.num_evaluations = 0
+
+    def _raw(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """All raw parameters (canonical layout) with the optimised ones taken from ``x``."""
+        full = self._full0.copy()
+        full[self._pos] = x
+        return {key: full[sl].reshape(self._shapes[key]) for key, sl in self._slices.items()}
+
+    def _write_params(self, x: np.ndarray) -> None:
+        """Copy the flat vector ``x`` into the optimised parameters (in place, no gradient)."""
+        start = 0
+        with torch.no_grad():
+            for p in self._params:
+                chunk = torch.as_tensor(x[start : start + p.numel()]).to(p)
+                p.copy_(chunk.view(p.shape))
+                start += p.numel()
+
+
+class ICMFitObjective(FlatFitObjective):
     r"""``θ ↦ (L(θ), ∇L(θ))`` of the practical ICM model, on the raw parameter vector.
 
     ``L`` is the negative normalised marginal log likelihood with priors (module docstring),
@@ -330,13 +447,7 @@ class ICMFitObjective:
         model = mll.model
         kern = model.covar_module
         k = kern.data_covar_module
-        was_training = model.training
-        if not was_training:
-            model.train()
-        with torch.no_grad():
-            x = model.transform_inputs(model.train_inputs[0]).detach()
-        if not was_training:
-            model.eval()
+        x = _transformed_train_inputs(model)
         wd = torch.float64
         self._model, self._x = model, x
         N, n = model.train_targets.shape
@@ -357,31 +468,8 @@ class ICMFitObjective:
             raw.update({f"c{i}": m.raw_constant for i, m in enumerate(means)})
         raw.update({"F": kern.covar_factor, "v": kern.raw_var, "ell": k.raw_lengthscale})
         # canonical layout of all raw parameters: noise, constants, F, v, ell
-        self._shapes = {key: tuple(p.shape) for key, p in raw.items()}
-        self._slices, start = {}, 0
-        for key, p in raw.items():
-            self._slices[key] = slice(start, start + p.numel())
-            start += p.numel()
-        self._full0 = np.concatenate([_np(p).reshape(-1) for p in raw.values()])
-        params, bounds = get_parameters_and_bounds(mll)
-        self.names = [name for name, p in params.items() if p.requires_grad]
-        self._params = [params[name] for name in self.names]
-        ids = {id(p): key for key, p in raw.items()}
-        keys = [ids.get(id(p)) for p in self._params]
-        self._complete = all(key is not None for key in keys)
         constants = {f"c{i}" for i in range(n)} if not self._zero_mean else set()
-        self.profiled = bool(profile_mean) and bool(constants) and constants <= set(keys)
-        if self.profiled:  # θ without the constants: c = c*(θ) in every evaluation
-            self._mean_params = [p for p, key in zip(self._params, keys, strict=True)
-                                 if key in constants]
-            kept = [i for i, key in enumerate(keys) if key not in constants]
-            self.names = [self.names[i] for i in kept]
-            self._params = [self._params[i] for i in kept]
-            keys = [keys[i] for i in kept]
-        self._pos = np.concatenate(
-            [np.arange(self._slices[key].start, self._slices[key].stop) for key in keys
-             if key is not None] or [np.zeros(0, dtype=np.int64)]
-        )
+        self._layout(mll, raw, constants, profile_mean)
         self._maps = {
             "noise": _positive(mll.likelihood.raw_noise_constraint),
             "v": _positive(kern.raw_var_constraint),
@@ -396,24 +484,6 @@ class ICMFitObjective:
         for key, size in sizes.items():
             self._out_slices[key] = slice(start, start + size)
             start += size
-        self.x0 = np.concatenate([_np(p).reshape(-1) for p in self._params])
-        self.bounds = np.full((len(self.x0), 2), (-np.inf, np.inf))
-        start = 0
-        for name, p in zip(self.names, self._params, strict=True):
-            lo, hi = bounds.get(name, (None, None))
-            self.bounds[start : start + p.numel(), 0] = -np.inf if lo is None else float(lo)
-            self.bounds[start : start + p.numel(), 1] = np.inf if hi is None else float(hi)
-            start += p.numel()
-        self.num_evaluations = 0
-
-    @property
-    def supported(self) -> bool:
-        """Whether every optimised parameter, constraint and prior has a closed form here."""
-        return (
-            self._complete
-            and all(m is not None for m in self._maps.values())
-            and self._priors is not None
-        )
 
     def _read_priors(self, model: MultiTaskGPBase) -> dict[str, _Prior] | None:
         """The lengthscale and noise priors in closed form; ``None`` if any prior has none."""
@@ -431,12 +501,6 @@ class ICMFitObjective:
                 return None
             out[key] = spec
         return out
-
-    def _raw(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        """All raw parameters (canonical layout) with the optimised ones taken from ``x``."""
-        full = self._full0.copy()
-        full[self._pos] = x
-        return {key: full[sl].reshape(self._shapes[key]) for key, sl in self._slices.items()}
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """``(L, ∇L)`` at the float64 numpy vector ``x`` (scipy's ``jac=True`` convention)."""
@@ -512,12 +576,7 @@ class ICMFitObjective:
         :func:`~botorch_mtucb.linalg.icm_factor_cache` under the key of the written
         hyperparameters, so that the posterior does not factorise ``K`` again.
         """
-        start = 0
-        with torch.no_grad():
-            for p in self._params:
-                chunk = torch.as_tensor(x[start : start + p.numel()]).to(p)
-                p.copy_(chunk.view(p.shape))
-                start += p.numel()
+        self._write_params(x)
         last = self._last
         if self.profiled and (last is None or not np.array_equal(last[0], x)):
             self(x)  # c*(θ) of this θ (and its factors)

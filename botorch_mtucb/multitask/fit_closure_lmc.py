@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from botorch.optim.utils import get_parameters_and_bounds
 from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
@@ -53,15 +52,18 @@ from botorch_mtucb.kernels.icm import ICMKernel
 from botorch_mtucb.kernels.independent import IndependentTasksKernel, SumOfSeparableKernel
 from botorch_mtucb.multitask.fit_closure import (
     _LOG_2PI,
+    FlatFitObjective,
     _cholesky_inverse,
     _constant_mean_ok,
     _matern,
     _np,
     _plain_exact_mll,
+    _plain_matern,
     _Positive,
     _positive,
     _Prior,
     _prior,
+    _transformed_train_inputs,
 )
 
 __all__ = [
@@ -106,15 +108,7 @@ def _scaled_matern(kernel: Kernel, d: int) -> tuple[MaternKernel, ScaleKernel | 
             or scale.raw_outputscale.shape != torch.Size()
         ):
             return None
-    if (
-        type(kernel) is not MaternKernel
-        or kernel.nu not in (1.5, 2.5)
-        or kernel.active_dims is not None
-        or kernel.batch_shape != torch.Size()
-        or kernel.lengthscale.shape not in ((1, d), (1, 1))
-    ):
-        return None
-    return kernel, scale
+    return (kernel, scale) if _plain_matern(kernel, d) else None
 
 
 def _identity(xp: Any, size: int, like: Any) -> Any:
@@ -186,7 +180,7 @@ def _collect(kernel: Kernel, d: int, n: int) -> _Modules | None:
     return found if found.terms else None
 
 
-class LMCFitObjective:
+class LMCFitObjective(FlatFitObjective):
     r"""``θ ↦ (L(θ), ∇L(θ))`` of a multi-task GP with a sum of separable kernels, on the raw
     parameter vector.
 
@@ -200,12 +194,8 @@ class LMCFitObjective:
     The ``Nn``-sized work runs in NumPy (float64, on the host) for data on the CPU with
     ``N·n`` at most :data:`LMC_NUMPY_MAX_SIZE`, in torch on the data's device otherwise.
 
-    Attributes:
-        names: Names of the optimised parameters (``get_parameters_and_bounds`` order).
-        profiled: Whether the constant mean is profiled out.
-        x0: Their current values, flattened (float64 numpy array).
-        bounds: ``len(x0) x 2`` L-BFGS-B bounds (float64 numpy, ±inf where unbounded).
-        num_evaluations: Number of evaluations so far.
+    Its attributes (``names``, ``profiled``, ``x0``, ``bounds``, ``num_evaluations``) are those
+    of :class:`~botorch_mtucb.multitask.fit_closure.FlatFitObjective`.
 
     Example:
         >>> from botorch_mtucb.multitask.practical import practical_multitask_gp
@@ -226,13 +216,7 @@ class LMCFitObjective:
                 the model has a constant mean whose every constant is optimised.
         """
         model = mll.model
-        was_training = model.training
-        if not was_training:
-            model.train()
-        with torch.no_grad():
-            x = model.transform_inputs(model.train_inputs[0]).detach()
-        if not was_training:
-            model.eval()
+        x = _transformed_train_inputs(model)
         N, n = model.train_targets.shape
         self._model, self._N, self._n, self._Nn = model, N, n, N * n
         self._xp: Any = np if x.device.type == "cpu" and N * n <= LMC_NUMPY_MAX_SIZE else torch
@@ -260,51 +244,10 @@ class LMCFitObjective:
             maps[f"s{m}"] = _positive(s.raw_outputscale_constraint)
         self._maps = maps
         self._num_learned, self._num_scales = len(modules.learned), len(modules.scales)
-        self._shapes = {key: tuple(p.shape) for key, p in raw.items()}
-        self._slices, start = {}, 0
-        for key, p in raw.items():
-            self._slices[key] = slice(start, start + p.numel())
-            start += p.numel()
-        self._full0 = np.concatenate([_np(p).reshape(-1) for p in raw.values()])
-        params, bounds = get_parameters_and_bounds(mll)
-        self.names = [name for name, p in params.items() if p.requires_grad]
-        self._params = [params[name] for name in self.names]
-        ids = {id(p): key for key, p in raw.items()}
-        keys = [ids.get(id(p)) for p in self._params]
-        self._complete = all(key is not None for key in keys) and len(set(keys)) == len(keys)
         constants = {f"c{i}" for i in range(n)} if not self._zero_mean else set()
-        self.profiled = bool(profile_mean) and bool(constants) and constants <= set(keys)
-        if self.profiled:
-            self._mean_params = [p for p, key in zip(self._params, keys, strict=True)
-                                 if key in constants]
-            kept = [i for i, key in enumerate(keys) if key not in constants]
-            self.names = [self.names[i] for i in kept]
-            self._params = [self._params[i] for i in kept]
-            keys = [keys[i] for i in kept]
-        self._pos = np.concatenate(
-            [np.arange(self._slices[key].start, self._slices[key].stop) for key in keys
-             if key is not None] or [np.zeros(0, dtype=np.int64)]
-        )
+        self._layout(mll, raw, constants, profile_mean)
         self._priors = self._read_priors(model, modules)
-        self.x0 = np.concatenate([_np(p).reshape(-1) for p in self._params])
-        self.bounds = np.full((len(self.x0), 2), (-np.inf, np.inf))
-        start = 0
-        for name, p in zip(self.names, self._params, strict=True):
-            lo, hi = bounds.get(name, (None, None))
-            self.bounds[start : start + p.numel(), 0] = -np.inf if lo is None else float(lo)
-            self.bounds[start : start + p.numel(), 1] = np.inf if hi is None else float(hi)
-            start += p.numel()
         self._last: tuple[np.ndarray, np.ndarray] | None = None
-        self.num_evaluations = 0
-
-    @property
-    def supported(self) -> bool:
-        """Whether every optimised parameter, constraint and prior has a closed form here."""
-        return (
-            self._complete
-            and all(m is not None for m in self._maps.values())
-            and self._priors is not None
-        )
 
     def _read_priors(self, model: Any, modules: _Modules) -> dict[str, _Prior] | None:
         """The lengthscale, outputscale and noise priors in closed form; ``None`` if any prior
@@ -325,12 +268,6 @@ class LMCFitObjective:
                 return None
             out[key] = spec
         return out
-
-    def _raw(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        """All raw parameters (canonical layout) with the optimised ones taken from ``x``."""
-        full = self._full0.copy()
-        full[self._pos] = x
-        return {key: full[sl].reshape(self._shapes[key]) for key, sl in self._slices.items()}
 
     def _values(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The constrained values of every raw parameter (host arrays)."""
@@ -454,12 +391,7 @@ class LMCFitObjective:
     def write(self, x: np.ndarray) -> None:
         """Write the flat vector ``x`` into the model's parameters (in place, no gradient);
         with :attr:`profiled`, the constants are set to ``c*`` at ``x``."""
-        start = 0
-        with torch.no_grad():
-            for p in self._params:
-                chunk = torch.as_tensor(x[start : start + p.numel()]).to(p)
-                p.copy_(chunk.view(p.shape))
-                start += p.numel()
+        self._write_params(x)
         if self.profiled:
             if self._last is None or not np.array_equal(self._last[0], x):
                 self(x)

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 from botorch.fit import fit_gpytorch_mll
-from botorch.optim.closures import get_loss_closure_with_grads
 from botorch.optim.utils import get_parameters_and_bounds
 from gpytorch.kernels import MaternKernel, RBFKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
@@ -28,6 +27,8 @@ from botorch_mtucb.multitask.fit_closure import (
 from botorch_mtucb.multitask.practical import practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import fit_practical_model
 from botorch_mtucb.multitask.solvers import exact as exact_solvers
+from tests.multitask.fit_helpers import perturb as _perturb
+from tests.multitask.fit_helpers import reference as _reference
 
 DT = torch.float64
 #: ``NUMPY_MAX_POINTS`` that sends every CPU objective to one route of the t x t work.
@@ -42,23 +43,6 @@ def _data(seed: int, N: int, d: int, n: int):
     W = torch.randn(d, 2, generator=g, dtype=DT)
     Y = torch.sin(X @ W) @ torch.randn(2, n, generator=g, dtype=DT) + 2.0
     return X, Y + 0.05 * torch.randn(N, n, generator=g, dtype=DT), bounds
-
-
-def _perturb(model, seed: int) -> None:
-    """Random valid raw hyperparameters (the unenforced lengthscale stays above its bound)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            z = torch.randn(p.shape, generator=g, dtype=p.dtype)
-            p.mul_(torch.exp(0.5 * z)) if "lengthscale" in name else p.add_(0.7 * z)
-
-
-def _reference(mll):
-    """BoTorch's own closure: −ExactMarginalLogLikelihood and its autograd gradient."""
-    params = {k: p for k, p in get_parameters_and_bounds(mll)[0].items() if p.requires_grad}
-    value, grads = get_loss_closure_with_grads(mll, parameters=params)()
-    grad = torch.cat([g.reshape(-1) for g in grads]).cpu().numpy()
-    return float(value.detach()), grad, list(params)
 
 
 def _zero_mean_model(X, Y, nu: float, ard: bool) -> ExactMultiTaskGP:

@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 import torch
 from botorch.fit import fit_gpytorch_mll
-from botorch.optim.closures import get_loss_closure_with_grads
-from botorch.optim.utils import get_parameters_and_bounds
 from gpytorch.kernels import MaternKernel, RBFKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, LogNormalPrior, NormalPrior
@@ -23,6 +21,8 @@ from botorch_mtucb.multitask.fit_closure_lmc import (
 )
 from botorch_mtucb.multitask.practical import practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import fit_practical_model, practical_mll
+from tests.multitask.fit_helpers import perturb as _perturb
+from tests.multitask.fit_helpers import reference as _reference
 
 DT = torch.float64
 #: ``LMC_NUMPY_MAX_SIZE`` that sends every CPU objective to one route of the Nn x Nn work.
@@ -37,23 +37,6 @@ def _data(seed: int, N: int, d: int, n: int):
     W = torch.randn(d, n, generator=g, dtype=DT)
     Y = torch.sin(X @ W) + 0.5 * (X**2) @ torch.randn(d, n, generator=g, dtype=DT) + 1.0
     return X, Y + 0.05 * torch.randn(N, n, generator=g, dtype=DT), bounds
-
-
-def _perturb(model, seed: int) -> None:
-    """Random valid raw hyperparameters (the unenforced lengthscales stay above their bound)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            z = torch.randn(p.shape, generator=g, dtype=p.dtype)
-            p.mul_(torch.exp(0.5 * z)) if "lengthscale" in name else p.add_(0.7 * z)
-
-
-def _reference(mll):
-    """BoTorch's own closure: −ExactMarginalLogLikelihood and its autograd gradient."""
-    params = {k: p for k, p in get_parameters_and_bounds(mll)[0].items() if p.requires_grad}
-    value, grads = get_loss_closure_with_grads(mll, parameters=params)()
-    grad = torch.cat([g.reshape(-1) for g in grads]).cpu().numpy()
-    return float(value.detach()), grad, list(params)
 
 
 def _mixed_sum(X, Y, b):

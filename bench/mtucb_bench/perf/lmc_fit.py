@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 import torch
@@ -35,6 +34,7 @@ from botorch_mtucb.multitask import fit_closure_lmc
 from botorch_mtucb.multitask.practical import practical_multitask_gp
 from botorch_mtucb.multitask.practical_fit import fit_practical_model, practical_mll_closure
 from mtucb_bench.perf.provenance import write_summary
+from mtucb_bench.perf.small_n_floor import ObjectiveCounter, cpu_time, mll_value
 
 DT = torch.float64
 
@@ -57,34 +57,10 @@ def make_data(problem: str, N: int, seed: int = 0):
     return X, Y, bounds
 
 
-class _Counter:
-    """Counts calls of the closed-form objective (wraps ``LMCFitObjective.__call__``)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._orig = fit_closure_lmc.LMCFitObjective.__call__
-        counter = self
-
-        def counted(obj, x):
-            counter.count += 1
-            return counter._orig(obj, x)
-
-        fit_closure_lmc.LMCFitObjective.__call__ = counted
-
-    def restore(self) -> None:
-        fit_closure_lmc.LMCFitObjective.__call__ = self._orig
-
-
-def _cpu(fn) -> float:
-    t0 = time.process_time()
-    fn()
-    return time.process_time() - t0
-
-
-def fit_new(X, Y, bounds, kw: dict, counter: _Counter):
+def fit_new(X, Y, bounds, kw: dict, counter: ObjectiveCounter):
     model = practical_multitask_gp(X, Y, bounds, fit=False, **kw)
     counter.count = 0
-    t = _cpu(lambda: fit_practical_model(model))
+    t = cpu_time(lambda: fit_practical_model(model))
     return t, counter.count, model
 
 
@@ -97,21 +73,11 @@ def fit_old(X, Y, bounds, kw: dict):
         calls[0] += 1
         return closure(**kwargs)
 
-    t = _cpu(lambda: fit_practical_model(model, fit_kwargs={"closure": counted}))
+    t = cpu_time(lambda: fit_practical_model(model, fit_kwargs={"closure": counted}))
     return t, calls[0], model
 
 
-def mll_value(model) -> float:
-    """The normalised marginal log likelihood of a fitted model (ExactMarginalLogLikelihood)."""
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    mll.train()
-    with torch.no_grad():
-        value = float(mll(model(*model.train_inputs), model.train_targets))
-    mll.eval()
-    return value
-
-
-def bench_row(problem: str, N: int, kind: str, reps: int, counter: _Counter) -> dict:
+def bench_row(problem: str, N: int, kind: str, reps: int, counter: ObjectiveCounter) -> dict:
     X, Y, bounds = make_data(problem, N)
     kw = KINDS[kind]
     new_t, old_t, icm_t, new_e, old_e = [], [], [], [], []
@@ -122,7 +88,7 @@ def bench_row(problem: str, N: int, kind: str, reps: int, counter: _Counter) -> 
         t, e, m_old = fit_old(X, Y, bounds, kw)
         old_t.append(t)
         old_e.append(e)
-        icm_t.append(_cpu(lambda: practical_multitask_gp(X, Y, bounds)))
+        icm_t.append(cpu_time(lambda: practical_multitask_gp(X, Y, bounds)))
     row = {
         "problem": problem, "N": N, "n": Y.shape[-1], "kind": kind,
         "new_ms": 1e3 * statistics.median(new_t), "old_ms": 1e3 * statistics.median(old_t),
@@ -151,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     rows = []
-    counter = _Counter()
+    counter = ObjectiveCounter(fit_closure_lmc.LMCFitObjective)
     try:
         with threadpool_limits(1):
             torch.set_num_threads(1)

@@ -83,25 +83,26 @@ def per_call(fn: Callable[[], object], min_time: float = 0.02) -> float:
         calls *= 2
 
 
-class _Counter:
-    """Counts calls of the closed-form objective (wraps ``ICMFitObjective.__call__``)."""
+class ObjectiveCounter:
+    """Counts calls of a closed-form objective (wraps ``cls.__call__``; default
+    ``ICMFitObjective``) until :meth:`restore`."""
 
-    def __init__(self) -> None:
+    def __init__(self, cls: type = fit_closure.ICMFitObjective) -> None:
         self.count = 0
-        self._orig = fit_closure.ICMFitObjective.__call__
+        self._cls, self._orig = cls, cls.__call__
         counter = self
 
         def counted(obj, x):
             counter.count += 1
             return counter._orig(obj, x)
 
-        fit_closure.ICMFitObjective.__call__ = counted
+        cls.__call__ = counted
 
     def restore(self) -> None:
-        fit_closure.ICMFitObjective.__call__ = self._orig
+        self._cls.__call__ = self._orig
 
 
-def fit_new(X, Y, bounds, counter: _Counter) -> tuple[float, int, object]:
+def fit_new(X, Y, bounds, counter: ObjectiveCounter) -> tuple[float, int, object]:
     model = practical_multitask_gp(X, Y, bounds, fit=False)
     counter.count = 0
     t = cpu_time(lambda: fit_practical_model(model))
@@ -139,7 +140,7 @@ def kernel_matrix(model) -> torch.Tensor:
 
 def bench_fit(sizes: list[int], reps: int) -> list[dict]:
     rows = []
-    counter = _Counter()
+    counter = ObjectiveCounter()
     try:
         for N in sizes:
             X, Y, bounds = make_data(N)
