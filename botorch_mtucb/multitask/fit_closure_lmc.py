@@ -157,7 +157,7 @@ class _Modules:
         return True
 
 
-def _collect(kernel: Kernel, d: int, n: int) -> _Modules | None:
+def _collect(kernel: Kernel, d: int) -> _Modules | None:
     """The terms of a sum of ICM (learned or fixed B, unbatched) and independent-tasks
     kernels over (scaled) Matérn kernels; ``None`` for any other kernel."""
     found = _Modules()
@@ -434,7 +434,7 @@ def lmc_fit_objective(
     d = model.train_inputs[0].shape[-1]
     if N * n > LMC_CLOSED_FORM_MAX_SIZE or not _constant_mean_ok(model):
         return None
-    modules = _collect(model.covar_module, d, n)
+    modules = _collect(model.covar_module, d)
     if modules is None:
         return None
     objective = LMCFitObjective(mll, modules, profile_mean=profile_mean)
