@@ -410,13 +410,8 @@ class ICMFitObjective(FlatFitObjective):
     operation. The factors handed to the posterior (:meth:`write`) are torch tensors on the
     data's device either way.
 
-    Attributes:
-        names: Names of the optimised parameters (``get_parameters_and_bounds`` order;
-            without the constants when :attr:`profiled`).
-        profiled: Whether the constant mean is profiled out.
-        x0: Their current values, flattened (float64 numpy array).
-        bounds: ``len(x0) x 2`` L-BFGS-B bounds (float64 numpy, ±inf where unbounded).
-        num_evaluations: Number of evaluations so far.
+    Its attributes (``names``, without the constants when :attr:`profiled`; ``profiled``,
+    ``x0``, ``bounds``, ``num_evaluations``) are those of :class:`FlatFitObjective`.
 
     Example:
         >>> from botorch_mtucb.multitask.practical import practical_multitask_gp

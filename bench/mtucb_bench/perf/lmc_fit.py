@@ -27,14 +27,18 @@ from pathlib import Path
 
 import torch
 from botorch.test_functions.multi_objective import DTLZ2, BraninCurrin, CarSideImpact
-from gpytorch.mlls import ExactMarginalLogLikelihood
 from threadpoolctl import threadpool_limits
 
 from botorch_mtucb.multitask import fit_closure_lmc
 from botorch_mtucb.multitask.practical import practical_multitask_gp
-from botorch_mtucb.multitask.practical_fit import fit_practical_model, practical_mll_closure
 from mtucb_bench.perf.provenance import write_summary
-from mtucb_bench.perf.small_n_floor import ObjectiveCounter, cpu_time, mll_value
+from mtucb_bench.perf.small_n_floor import (
+    ObjectiveCounter,
+    cpu_time,
+    fit_new,
+    fit_old,
+    mll_value,
+)
 
 DT = torch.float64
 
@@ -57,35 +61,15 @@ def make_data(problem: str, N: int, seed: int = 0):
     return X, Y, bounds
 
 
-def fit_new(X, Y, bounds, kw: dict, counter: ObjectiveCounter):
-    model = practical_multitask_gp(X, Y, bounds, fit=False, **kw)
-    counter.count = 0
-    t = cpu_time(lambda: fit_practical_model(model))
-    return t, counter.count, model
-
-
-def fit_old(X, Y, bounds, kw: dict):
-    model = practical_multitask_gp(X, Y, bounds, fit=False, **kw)
-    closure = practical_mll_closure(ExactMarginalLogLikelihood(model.likelihood, model))
-    calls = [0]
-
-    def counted(**kwargs):
-        calls[0] += 1
-        return closure(**kwargs)
-
-    t = cpu_time(lambda: fit_practical_model(model, fit_kwargs={"closure": counted}))
-    return t, calls[0], model
-
-
 def bench_row(problem: str, N: int, kind: str, reps: int, counter: ObjectiveCounter) -> dict:
     X, Y, bounds = make_data(problem, N)
     kw = KINDS[kind]
     new_t, old_t, icm_t, new_e, old_e = [], [], [], [], []
     for _ in range(reps):  # interleaved A/B, the ICM beside them
-        t, e, m_new = fit_new(X, Y, bounds, kw, counter)
+        t, e, m_new = fit_new(X, Y, bounds, counter, **kw)
         new_t.append(t)
         new_e.append(e)
-        t, e, m_old = fit_old(X, Y, bounds, kw)
+        t, e, m_old = fit_old(X, Y, bounds, **kw)
         old_t.append(t)
         old_e.append(e)
         icm_t.append(cpu_time(lambda: practical_multitask_gp(X, Y, bounds)))
