@@ -252,8 +252,8 @@ def _practical(independent: bool, every_round: bool = False,
     or ``expected``, the problem's reference point instead, the one its hypervolume is
     measured above and ``qLogNEHVI`` gets, ``MT-UCB-HVI-z`` / ``MT-LogEHVI-z``;
     ``per_task``: the practical model with one scaled Matérn-5/2 per objective added to the ICM
-    term, ``practical_multitask_gp(..., per_task=True)``, ``LMC-LogEHVI-z`` and, with
-    ``improvement``, ``LMC-UCB-HVI``)."""
+    term, ``practical_multitask_gp(..., per_task=True)``, ``LMC-LogEHVI-z``, ``LMC-UCB`` and,
+    with ``improvement``, ``LMC-UCB-HVI``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -371,6 +371,10 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   "Matern-5/2 per objective (practical_multitask_gp(per_task=True))",
                   _practical(False, improvement=True, per_task=True), practical=True,
                   tunable_width=True),
+    AlgorithmSpec("LMC-UCB", "multi_task",
+                  "MT-UCB (the loop's default for n >= 5) on the ICM plus one scaled "
+                  "Matern-5/2 per objective (practical_multitask_gp(per_task=True))",
+                  _practical(False, per_task=True), practical=True, tunable_width=True),
     AlgorithmSpec("MT-TS", "multi_task",
                   "MT-UCB with scalarized Thompson sampling (one Matheron posterior path per "
                   "round) instead of the UCB", _practical(False, thompson=True), practical=True),

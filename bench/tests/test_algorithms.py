@@ -209,6 +209,9 @@ def test_known_reference_entries_take_the_problems_reference_point(name):
     assert it.model_factory.independent and not z_setup.model_factory.independent
     lmc = get_algorithm("LMC-LogEHVI-z").build(p, cfg).model_factory
     assert lmc.per_task and not lmc.independent and not z_setup.model_factory.per_task
+    for name in ("LMC-UCB", "LMC-UCB-HVI"):
+        lmc = get_algorithm(name).build(p, cfg).model_factory
+        assert lmc.per_task and not lmc.independent
 
 
 def test_continuous_regrets_use_polished_optima():
