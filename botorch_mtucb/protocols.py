@@ -148,7 +148,8 @@ class ProjectedTaskPosteriorModel(Protocol):
         """Mean ``batch_shape x q x n`` and ``wⱼᵀ Γ_t(x, x) wⱼ`` ``batch_shape x q x k``.
 
         ``directions`` is the ``n x k`` matrix W (original outcome scale); no n x n block is
-        formed. What the directional UCBs need (paper 000, App. B.1).
+        formed, and ``k = 0`` asks for the mean alone. What the directional UCBs need (paper
+        000, App. B.1).
         """
         ...
 

@@ -397,7 +397,8 @@ class MultiTaskGPBase(
 
         Args:
             X: ``batch_shape x q x d`` inputs.
-            directions: ``n x k`` matrix ``W`` of directions, in the original outcome scale.
+            directions: ``n x k`` matrix ``W`` of directions, in the original outcome scale
+                (``k = 0``: the mean alone; the dense solvers then skip the variances).
 
         Returns:
             ``(mean, quad)`` of shapes ``batch_shape x q x n`` and ``batch_shape x q x k``.

@@ -145,3 +145,31 @@ def test_practical_model_argument_checks():
     with warnings.catch_warnings():
         warnings.simplefilter("error", InputDataWarning)
         practical_multitask_gp(X, Y, BOUNDS, fit=False)  # inside: silent
+
+
+def _mean_only_models():
+    """Every posterior path: ICM (exact, Standardize), per-task sum (dense), independent
+    tasks, Nyström, a batched Nyström model."""
+    X, Y = _data()
+    per_task = practical_multitask_gp(X, Y, BOUNDS, fit=False, per_task=True)
+    return [*_models(), per_task, practical_multitask_gp(X, Y, BOUNDS, fit=False,
+                                                         independent=True)]
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_projected_posterior_without_directions_is_the_posterior_mean(k):
+    """``projected_task_posterior(X, W)`` with ``W`` of ``k = 0`` columns (what the payoff
+    table asks for) returns ``posterior(X).mean`` and its input gradient, and no variances."""
+    model = _mean_only_models()[k].eval()
+    g = torch.Generator().manual_seed(3)
+    Xs = torch.rand(5, 1, 2, generator=g, dtype=DT)
+    if k == 3:  # the batched Nyström model: batch_shape 2
+        Xs = Xs.unsqueeze(1).expand(5, 2, 1, 2)
+    X1, X2 = Xs.clone().requires_grad_(True), Xs.clone().requires_grad_(True)
+    mean, quad = model.projected_task_posterior(X1, torch.zeros(2, 0, dtype=DT))
+    ref = model.posterior(X2).mean
+    assert quad.shape == (*mean.shape[:-1], 0)
+    torch.testing.assert_close(mean, ref, atol=1e-11, rtol=1e-10)
+    (g1,) = torch.autograd.grad(mean.sum(), X1)
+    (g2,) = torch.autograd.grad(ref.sum(), X2)
+    torch.testing.assert_close(g1, g2, atol=1e-10, rtol=1e-9)

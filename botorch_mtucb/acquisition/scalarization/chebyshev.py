@@ -304,10 +304,10 @@ class _PayoffTableValue(AcquisitionFunction):
     def __init__(self, model: Model, W: Tensor) -> None:
         super().__init__(model)
         self.W = W
-        # a model that gives projected moments skips the n x n blocks: means only (one
-        # direction, built once: its predictors are cached by the direction's identity)
+        # a model that gives projected moments skips the n x n blocks: means only (no
+        # direction, built once: its predictors are cached by the directions' identity)
         self._direction = (
-            W.new_ones(W.shape[-1], 1) if isinstance(model, ProjectedTaskPosteriorModel)
+            W.new_zeros(W.shape[-1], 0) if isinstance(model, ProjectedTaskPosteriorModel)
             else None
         )
 

@@ -93,7 +93,11 @@ class MultiTaskSolver(ABC):
         """½ log det(I_{nt} + η⁻¹ G_t), a scalar tensor."""
 
     def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
-        """Mean (``batch x q x n``) and ``w_jᵀ Γ_t(x, x) w_j`` (``batch x q x k``), ``W: n x k``."""
+        """Mean (``batch x q x n``) and ``w_jᵀ Γ_t(x, x) w_j`` (``batch x q x k``), ``W: n x k``;
+        ``k = 0``: the mean only (:meth:`mean`), no covariance formed."""
+        if W.shape[-1] == 0:
+            mean = self.mean(X)
+            return mean, mean.new_zeros(*mean.shape[:-1], 0)
         mean, blocks = self.predict(X, full_cov=False)
         return mean, torch.einsum("...ab,ak,bk->...k", blocks, W, W)
 

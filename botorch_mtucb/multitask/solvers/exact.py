@@ -120,6 +120,11 @@ class DenseSolver(MultiTaskSolver):
         v = self.factor.solve_lower(flat)
         return v.transpose(0, 1).reshape(cross.shape).transpose(-1, -2)
 
+    def mean(self, X: Tensor) -> Tensor:
+        """``Γ(X, X_t) α``: the cross-kernel and one product, no solve (see the base class)."""
+        cross = cross_kernel(self.kernel, X, self.train_X)  # batch x (q·n) x (t·n)
+        return (cross @ self.alpha).reshape(*cross.shape[:-2], X.shape[-2], self.num_tasks)
+
     def predict(self, X: Tensor, full_cov: bool = True) -> tuple[Tensor, Tensor]:
         n = self.num_tasks
         if not full_cov and self.train_X.dim() > 2:  # batched data: blocks of the joint

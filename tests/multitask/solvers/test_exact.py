@@ -100,3 +100,23 @@ def test_dense_extend_matches_scratch():
         for a, b in zip(solver.predict(Xs), scratch.predict(Xs), strict=True):
             torch.testing.assert_close(a, b)
         torch.testing.assert_close(solver.information_gain(), scratch.information_gain())
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_dense_mean_alone_equals_brute_force_and_skips_the_solve(batch, monkeypatch):
+    """``mean`` and ``projected_variances`` with no direction (``k = 0``): the brute-force mean,
+    without the triangular solve that the variances need."""
+    k, B, X, Y, g = _setup(3, 9)
+    kern = ICMKernel(k, 3, task_covar=B)
+    Xs = torch.rand(*batch, 4, 2, generator=g, dtype=DT)
+    solver = DenseSolver(kern, X, Y, ETA)
+    ref_mean, _, _ = _brute(k, B, X, Y, Xs)
+    full_mean, _ = solver.predict(Xs, full_cov=False)
+    monkeypatch.setattr(DenseSolver, "_solve", lambda *a: pytest.fail("solved"))
+    with torch.no_grad():
+        mean = solver.mean(Xs)
+        pm, quad = solver.projected_variances(Xs, torch.zeros(3, 0, dtype=DT))
+    assert mean.shape == (*batch, 4, 3) and quad.shape == (*batch, 4, 0)
+    torch.testing.assert_close(mean, ref_mean, atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(full_mean, mean, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(pm, mean, atol=0, rtol=0)
