@@ -15,6 +15,7 @@ from botorch_mtucb.loop.defaults import (
     hypervolume_ucb_factory,
     log_ehvi_factory,
     practical_acquisition_factory,
+    practical_model_factory,
     scalarized_ucb_factory,
 )
 from botorch_mtucb.loop.failures import LoopInterrupted
@@ -36,6 +37,7 @@ __all__ = [
     "hypervolume_ucb_factory",
     "log_ehvi_factory",
     "practical_acquisition_factory",
+    "practical_model_factory",
     "run_bo_loop",
     "scalarized_ucb_factory",
 ]

@@ -93,6 +93,7 @@ from botorch_mtucb.loop.rounds import (
     round_records,
 )
 from botorch_mtucb.loop.seeding import peek_seed, seeded_phases
+from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
 from botorch_mtucb.utils.validation import check_finite
 
 __all__ = ["run_bo_loop"]
@@ -188,8 +189,10 @@ def run_bo_loop(
             every k-th round), 0 (never), or ``(t, N, N_fit) -> bool`` such as
             :class:`~botorch_mtucb.loop.defaults.RefitSchedule`. Default:
             ``RefitSchedule()`` (every round up to N = 20, then when N has grown by a tenth
-            since the last fit) with the default model, 0 with a given ``model_factory``
-            (its hyperparameters are the caller's).
+            since the last fit) with the default model or another practical one
+            (:func:`~botorch_mtucb.loop.defaults.practical_model_factory`, e.g. with
+            ``per_task=True``), 0 with any other ``model_factory`` (its hyperparameters are
+            the caller's).
         generator: ``torch.Generator`` the whole run is reproducible from: the λ_t draws, the
             seeds of the default design, optimizer and payoff tables, and the per-round
             seeds of torch's global RNG, forked so the caller's state is left unchanged
@@ -394,8 +397,9 @@ def _resolve_arguments(
         initial_X = _resolve_initial_X(initial_X, box, seed)
     if update not in ("condition", "refit") and not callable(update):
         raise ValueError(f"`update` must be 'condition', 'refit' or a callable, got {update!r}.")
-    if refit_every is None:
-        refit_every = RefitSchedule() if model_factory is None else 0
+    if refit_every is None:  # the practical model's factory fits its own hyperparameters
+        practical = model_factory is None or isinstance(model_factory, WarmStartPracticalFactory)
+        refit_every = RefitSchedule() if practical else 0
     check_refit_rule(refit_every)
     model_factory = _resolve_model_factory(model_factory, box)
     if acquisition_factory is None:

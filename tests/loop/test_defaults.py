@@ -274,6 +274,32 @@ def test_default_refit_schedule_with_the_default_model(problem, monkeypatch):
     assert spies[0].sizes == [18, 19, 20, 22]
 
 
+def test_a_given_practical_factory_keeps_the_refit_schedule(problem):
+    """``model_factory=practical_model_factory(bounds, per_task=...)`` without ``refit_every``:
+    refitted on ``RefitSchedule()`` like the default model (its own fit, not the caller's
+    hyperparameters); ``per_task=True`` adds the per-objective term."""
+    from botorch_mtucb.kernels.independent import SumOfSeparableKernel
+    from botorch_mtucb.loop import practical_model_factory as public_factory
+
+    assert public_factory is practical_model_factory
+    X0 = sobol_initial_design(problem.bounds, n=18, seed=0)
+    fits = {}
+    for per_task in (False, True):
+        factory = practical_model_factory(problem.bounds, per_task=per_task)
+        h = run_bo_loop(problem, X0, 4, model_factory=factory, bounds=problem.bounds,
+                        generator=torch.Generator().manual_seed(0))
+        fits[per_task] = factory.num_fits
+        is_sum = isinstance(h.model.covar_module, SumOfSeparableKernel)
+        assert is_sum == per_task and factory.per_task == per_task
+    assert fits == {False: 4, True: 4}  # N = 18, 19, 20, then 22: refits every round to 20
+    once = practical_model_factory(problem.bounds)
+    run_bo_loop(problem, X0, 2, model_factory=once, bounds=problem.bounds, refit_every=0,
+                generator=torch.Generator().manual_seed(0))
+    assert once.num_fits == 1
+    with pytest.raises(TypeError, match="`per_task` must be a bool"):
+        practical_model_factory(problem.bounds, per_task="yes")
+
+
 def test_refit_schedule_by_hand():
     s = RefitSchedule()
     N_fit, fits = 5, []
