@@ -434,9 +434,8 @@ def practical_model_factory(
         ``(N x d, N x n) -> Model``.
 
     Example:
-        >>> from botorch_mtucb.loop import RefitSchedule, run_bo_loop
         >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
-        >>> factory = practical_model_factory(bounds, per_task=True)
+        >>> factory = practical_model_factory(bounds, per_task=True)  # run_bo_loop(model_factory=)
         >>> X = torch.rand(8, 2, dtype=torch.float64)
         >>> model = factory(X, torch.stack([X.sum(-1), (1 - X).prod(-1)], dim=-1))
         >>> len(model.covar_module.kernels)  # the ICM term and the per-task term
