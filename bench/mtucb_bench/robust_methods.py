@@ -17,6 +17,11 @@ Every method refits its model every round on unit-cube inputs ``t x d`` and raw 
 ``ROBUST-UCB``    the same model + ``robust_acquisition(model, kind="ucb")``.
 ================  ==================================================================================
 
+**Replicates.** ``"<method>@<k>"`` (``k ≥ 1``) is ``<method>`` with another stream of
+``optimize_acqf``'s random restarts (seeded ``seed + 2 + round + k · REPLICATE_SEED_STRIDE``)
+and the same design and readings: an independent rerun of the method, up to its common random
+numbers, that measures how far two runs of one method differ.
+
 LogEI's ``best_f`` is the largest posterior mean of the method's own model at an evaluated
 point. The **recommendation** after each round is ``botorch_mtucb.models.recommend(model, X)``
 for the two ``ROBUST`` methods and, for every other method, the evaluated point with the largest
@@ -49,9 +54,11 @@ __all__ = [
     "BASELINES",
     "METHODS",
     "PRODUCT_METHODS",
+    "REPLICATE_SEED_STRIDE",
     "Fitted",
     "available_methods",
     "run_robust_trial",
+    "split_replicate",
 ]
 
 
@@ -144,6 +151,26 @@ BASELINES = ("STGP-LogEI", "RRP-LogEI")
 PRODUCT_METHODS = ("ROBUST-LogEI", "ROBUST-UCB")
 
 
+#: Offset between the restart seeds of two replicates of a method (module docstring).
+REPLICATE_SEED_STRIDE = 10_000
+
+
+def split_replicate(method: str) -> tuple[str, int]:
+    """``"<method>@<k>"`` -> ``(method, k)``; a name without ``@`` -> ``(name, 0)``.
+
+    Raises:
+        ValueError: for an unknown base method or a replicate that is not an integer ≥ 1.
+    """
+    base, sep, k = method.partition("@")
+    if base not in METHODS:
+        raise ValueError(f"Unknown method {base!r}; known: {', '.join(METHODS)}.")
+    if not sep:
+        return base, 0
+    if not k.isdigit() or int(k) < 1:
+        raise ValueError(f"The replicate of {method!r} must be an integer >= 1 after '@'.")
+    return base, int(k)
+
+
 def available_methods() -> list[str]:
     """The methods of :data:`METHODS` that run in this environment (the ``ROBUST`` ones only
     when the product exports ``robust_gp``, ``recommend`` and ``robust_acquisition``)."""
@@ -170,7 +197,8 @@ def run_robust_trial(
     The initial design (``n_init`` scrambled Sobol points, seed ``seed``; default
     ``max(5, 2d)``) and the reading stream (a generator seeded ``seed + 1``: the design's
     readings, then one per round) are the same for every method; ``optimize_acqf``'s random
-    restarts are seeded with ``seed + 2 + round``.
+    restarts are seeded with ``seed + 2 + round`` (a replicate ``"<method>@<k>"``: plus
+    ``k · REPLICATE_SEED_STRIDE``).
 
     Returns:
         JSON-ready dict: ``simple_regret`` (``rounds + 1`` values: of the recommendation after
@@ -178,12 +206,12 @@ def run_robust_trial(
         evaluation), ``observations``, ``inputs``, ``seconds`` (model fit + recommendation +
         acquisition optimisation, per round), ``fit_seconds`` (model fit only), settings.
     """
-    if method not in METHODS:
-        raise ValueError(f"Unknown method {method!r}; known: {', '.join(METHODS)}.")
+    base, replicate = split_replicate(method)
     n0 = default_n_init(problem.dim) if n_init is None else int(n_init)
     if n0 < 2 or rounds < 0:
         raise ValueError(f"Need n_init >= 2 and rounds >= 0, got {n0}, {rounds}.")
-    build, bounds = METHODS[method], problem.unit_bounds
+    build, bounds = METHODS[base], problem.unit_bounds
+    restart_seed = seed + 2 + replicate * REPLICATE_SEED_STRIDE
     gen = torch.Generator().manual_seed(seed + 1)
     X = sobol_unit_design(n0, problem.dim, seed)
     Y = problem.observe(X, gen)
@@ -197,7 +225,7 @@ def run_robust_trial(
         recs.append(x_rec.squeeze(0).tolist())
         if r == rounds:
             break
-        torch.manual_seed(seed + 2 + r)
+        torch.manual_seed(restart_seed + r)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             x, _ = optimize_acqf(fitted.acqf, bounds, q=1, num_restarts=num_restarts,

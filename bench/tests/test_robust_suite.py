@@ -13,6 +13,7 @@ from mtucb_bench.robust_methods import (
     PRODUCT_METHODS,
     available_methods,
     run_robust_trial,
+    split_replicate,
 )
 from mtucb_bench.robust_suite_problems import robust_suite_problem
 from mtucb_bench.suites import robust_suite as rs
@@ -67,6 +68,36 @@ def test_every_method_runs_two_rounds(method):
 def test_unknown_method():
     with pytest.raises(ValueError, match="Unknown method"):
         run_robust_trial(robust_suite_problem("branin/clean"), "nope", seed=0)
+    with pytest.raises(ValueError, match="Unknown method"):
+        run_robust_trial(robust_suite_problem("branin/clean"), "nope@1", seed=0)
+    for bad in ("STGP-LogEI@0", "STGP-LogEI@x", "STGP-LogEI@", "STGP-LogEI@-1"):
+        with pytest.raises(ValueError, match="integer >= 1"):
+            split_replicate(bad)
+    assert split_replicate("STGP-LogEI") == ("STGP-LogEI", 0)
+    assert split_replicate("ROBUST-UCB@2") == ("ROBUST-UCB", 2)
+
+
+def test_replicate_shares_design_and_readings_not_the_restarts(monkeypatch):
+    """``"<method>@k"``: the same design and reading stream, restarts seeded apart."""
+    import mtucb_bench.robust_methods as rm
+
+    seeds = []
+    real = torch.manual_seed
+    monkeypatch.setattr(rm.torch, "manual_seed", lambda s: seeds.append(s) or real(s))
+    p = robust_suite_problem("levy4/gross")
+    a = run_robust_trial(p, "STGP-LogEI", seed=2, rounds=3, num_restarts=2, raw_samples=16)
+    b = run_robust_trial(p, "STGP-LogEI@1", seed=2, rounds=3, num_restarts=2, raw_samples=16)
+    assert seeds == [4, 5, 6, 4 + rm.REPLICATE_SEED_STRIDE, 5 + rm.REPLICATE_SEED_STRIDE,
+                     6 + rm.REPLICATE_SEED_STRIDE]
+    n0 = a["n_init"]
+    assert a["inputs"][:n0] == b["inputs"][:n0] and a["method"] == "STGP-LogEI"
+    assert b["method"] == "STGP-LogEI@1" and a["inputs"] != b["inputs"]
+    # the readings' noise is the stream's, wherever each run evaluated
+    for rec in (a, b):
+        X = torch.tensor(rec["inputs"], dtype=DT)
+        eps = torch.tensor(rec["observations"], dtype=DT) - p.f(X)
+        assert torch.allclose(eps, torch.tensor(a["observations"], dtype=DT)
+                              - p.f(torch.tensor(a["inputs"], dtype=DT)), atol=1e-12)
 
 
 def _fake_record(u: dict) -> dict:

@@ -86,13 +86,15 @@ def run_unit(u: dict) -> dict:
 def run(ns: argparse.Namespace) -> int:
     """The ``run`` subcommand; returns the number of failed units."""
     from mtucb_bench.parallel import execute
-    from mtucb_bench.robust_methods import METHODS, PRODUCT_METHODS, available_methods
+    from mtucb_bench.robust_methods import PRODUCT_METHODS, available_methods, split_replicate
     from mtucb_bench.robust_suite_problems import select_cells
 
-    unknown = [m for m in ns.methods if m not in METHODS]
-    if unknown:
-        raise SystemExit(f"Unknown methods {unknown}; known: {', '.join(METHODS)}.")
-    missing = [m for m in ns.methods if m in PRODUCT_METHODS and m not in available_methods()]
+    try:
+        bases = [split_replicate(m)[0] for m in ns.methods]
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
+    missing = [m for m, b in zip(ns.methods, bases, strict=True)
+               if b in PRODUCT_METHODS and b not in available_methods()]
     if missing:
         raise SystemExit(f"{missing} need botorch_mtucb's robust_gp / robust_acquisition / "
                          "recommend, which this checkout does not export.")
