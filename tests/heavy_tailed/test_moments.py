@@ -162,3 +162,53 @@ def test_fit_gp_on_targets_is_single_task_gp_in_target_units():
     assert torch.allclose(mean, post.mean.squeeze(-1), rtol=1e-5, atol=1e-5)
     assert torch.allclose(var, post.variance.squeeze(-1), rtol=1e-4, atol=1e-8)
     assert fit_kernel_on_targets(X, y)[1] == pytest.approx(fit.lam, rel=1e-6)
+
+
+def _objective(X, y, factor):
+    """The penalised marginal log likelihood (per reading) of a BoTorch fit of
+    ``SingleTaskGP(X, y)`` started from its initial lengthscales times ``factor``: an
+    independent reference for the multi-start fit."""
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models.transforms import Standardize
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    gp = SingleTaskGP(X, y.unsqueeze(-1), outcome_transform=Standardize(m=1))
+    gp.covar_module.lengthscale = gp.covar_module.lengthscale.detach() * factor
+    mll = ExactMarginalLogLikelihood(gp.likelihood, gp)
+    fit_gpytorch_mll(mll)
+    gp.train()
+    with torch.no_grad():
+        value = float(mll(gp(*gp.train_inputs), gp.train_targets))
+    return value, float(gp.likelihood.noise), gp.covar_module.lengthscale.detach().view(-1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fit_gp_on_targets_keeps_the_best_of_its_starts(seed):
+    """With several starts the fit is the start whose fitted objective is highest: its λ is
+    that start's BoTorch fit, and no start's objective exceeds it."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(25, 3, generator=g, dtype=DT)
+    y = torch.sin(9 * X[:, 0]) * torch.cos(4 * X[:, 1]) + 0.05 * torch.randn(25, generator=g,
+                                                                             dtype=DT)
+    y[[2, 11]] += torch.tensor([4.0, -3.0], dtype=DT)  # outliers: a rugged likelihood
+    starts = (1.0, 0.25, 4.0)
+    refs = [_objective(X, y, a) for a in starts]
+    best = max(range(3), key=lambda j: refs[j][0])
+    fit = fit_gp_on_targets(X, y, starts)
+    s2 = y.var()  # Standardize's variance: λ = η s²
+    assert fit.lam == pytest.approx(refs[best][1] * float(s2), rel=1e-6)
+    lengthscale = fit.kernel.base_kernel.lengthscale.view(-1)
+    assert torch.allclose(lengthscale, refs[best][2], rtol=1e-6)
+    single = fit_gp_on_targets(X, y)  # BoTorch's single run: the first start's fit
+    assert torch.allclose(single.kernel.base_kernel.lengthscale.view(-1), refs[0][2], rtol=1e-6)
+    assert fit_gp_on_targets(X, y, (1.0,)).lam == single.lam
+    if seed == 2:  # here BoTorch's own start stops in a poorer optimum than the short one
+        assert refs[best][0] > refs[0][0] + 0.01 and best != 0
+        assert not torch.allclose(lengthscale, refs[0][2], rtol=1e-2)
+
+
+@pytest.mark.parametrize("starts", [(), (0.0,), (1.0, -2.0), (float("inf"),), (float("nan"),)])
+def test_fit_gp_on_targets_bad_starts(starts):
+    X = torch.rand(6, 2, dtype=DT)
+    with pytest.raises(ValueError, match="`lengthscale_starts` must be a non-empty"):
+        fit_gp_on_targets(X, X.sum(-1), starts)

@@ -420,3 +420,43 @@ def test_bad_spread_threshold(spread_threshold):
     X, Y = _data(6)
     with pytest.raises(ValueError, match="`spread_threshold`"):
         RobustGP(X, Y, spread_threshold=spread_threshold)
+
+
+@pytest.mark.parametrize("fit_starts", [(), (0.0,), (1.0, -1.0), (math.inf,), (math.nan,)])
+def test_bad_fit_starts(fit_starts):
+    X, Y = _data(6)
+    with pytest.raises(ValueError, match="`fit_starts`"):
+        RobustGP(X, Y, fit_starts=fit_starts)
+
+
+def test_fit_starts_keep_the_best_botorch_fit():
+    """Several starts, no flag: the model's lengthscales and noise are those of the BoTorch
+    fit (from its initial lengthscales times each factor) with the highest penalised marginal
+    log likelihood."""
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models.transforms import Normalize, Standardize
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    X, Y = _data(30, seed=21)
+    bounds = torch.tensor([[-2.0, 10.0], [2.0, 50.0]], dtype=DT)
+    X_raw, Y = bounds[0] + (bounds[1] - bounds[0]) * X, 7.0 + 3.0 * Y
+    starts = (1.0, 0.1, 10.0)
+    model = RobustGP(X_raw, Y, bounds, fit_starts=starts)
+    assert not model.suspicious.any()
+    refs = []
+    for a in starts:
+        ref = SingleTaskGP(X_raw, Y, input_transform=Normalize(2, bounds=bounds),
+                           outcome_transform=Standardize(m=1))
+        ref.covar_module.lengthscale = ref.covar_module.lengthscale.detach() * a
+        mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+        fit_gpytorch_mll(mll)
+        ref.train()
+        with torch.no_grad():
+            value = float(mll(ref(*ref.train_inputs), ref.train_targets))
+        refs.append((value, ref))
+    value, ref = max(refs, key=lambda r: r[0])
+    ls = model.covar_module.base_kernel.lengthscale / (bounds[1] - bounds[0])
+    assert torch.allclose(ls, ref.covar_module.lengthscale.detach(), rtol=1e-6, atol=0.0)
+    noise = ref.likelihood.noise.detach() * ref.outcome_transform.stdvs.square()
+    assert model.lam == pytest.approx(float(noise.squeeze()), rel=1e-6)
+    assert value >= max(r[0] for r in refs)
