@@ -15,8 +15,6 @@ Every method refits its model every round on unit-cube inputs ``t x d`` and raw 
 ``ROBUST-LogEI``  ``botorch_mtucb.models.robust_gp(X, Y, bounds)`` +
                   ``botorch_mtucb.acquisition.robust_acquisition(model, kind="logei")``.
 ``ROBUST-UCB``    the same model + ``robust_acquisition(model, kind="ucb")``.
-``ROBUST-UCB-ms`` ``RobustGP(X, Y, bounds, fit_starts=(1, 1/4, 4))`` (each kernel fit the best
-                  of three starts) + ``robust_acquisition(model, kind="ucb")``.
 ================  ==================================================================================
 
 **Replicates.** ``"<method>@<k>"`` (``k ≥ 1``) is ``<method>`` with another stream of
@@ -124,15 +122,12 @@ def _ata(X, Y, seed):
         return AdaptiveTruncationGP(X, Y, generator=torch.Generator().manual_seed(seed))
 
 
-def _robust(kind: str, fit_starts: tuple[float, ...] | None = None) -> Builder:
+def _robust(kind: str) -> Builder:
     def build(X, Y, bounds, seed):
         from botorch_mtucb.acquisition import robust_acquisition
-        from botorch_mtucb.models import RobustGP, recommend, robust_gp
+        from botorch_mtucb.models import recommend, robust_gp
 
-        if fit_starts is None:
-            model = robust_gp(X, Y, bounds)
-        else:
-            model = RobustGP(X, Y, bounds, fit_starts=fit_starts)
+        model = robust_gp(X, Y, bounds)
         acqf = robust_acquisition(model, kind=kind)
         return Fitted(model, acqf, lambda Xe: recommend(model, Xe).reshape(1, -1))
 
@@ -149,12 +144,11 @@ METHODS: dict[str, Builder] = {
     "ATA-LogEI": lambda X, Y, bounds, seed: _logei(_ata(X, Y, seed), X),
     "ROBUST-LogEI": _robust("logei"),
     "ROBUST-UCB": _robust("ucb"),
-    "ROBUST-UCB-ms": _robust("ucb", (1.0, 0.25, 4.0)),
 }
 #: The two baselines every method is paired against.
 BASELINES = ("STGP-LogEI", "RRP-LogEI")
 #: Methods that need ``robust_gp``, ``robust_acquisition`` and ``recommend`` of the product.
-PRODUCT_METHODS = ("ROBUST-LogEI", "ROBUST-UCB", "ROBUST-UCB-ms")
+PRODUCT_METHODS = ("ROBUST-LogEI", "ROBUST-UCB")
 
 
 #: Offset between the restart seeds of two replicates of a method (module docstring).

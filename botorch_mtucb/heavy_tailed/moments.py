@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
@@ -266,9 +265,7 @@ class FittedTargetGP(NamedTuple):
     mean: Tensor
 
 
-def fit_gp_on_targets(
-    X: Tensor, targets: Tensor, lengthscale_starts: Sequence[float] = (1.0,)
-) -> FittedTargetGP:
+def fit_gp_on_targets(X: Tensor, targets: Tensor) -> FittedTargetGP:
     """BoTorch-fitted kernel, noise and constant mean of a GP on ``t`` targets.
 
     A ``SingleTaskGP(X, targets)`` (BoTorch's defaults: RBF with its dimension-scaled
@@ -278,77 +275,31 @@ def fit_gp_on_targets(
     ``c = ȳ + s c̃``. A zero-mean GP with this kernel and ``λ`` on ``targets − c`` has
     ``SingleTaskGP``'s posterior (plus ``c``). Hyperparameters are returned frozen.
 
-    **Starts.** The marginal likelihood is not concave in the hyperparameters, and one
-    L-BFGS-B run from BoTorch's initial values can stop in a poorer local optimum (typically
-    a lengthscale that is too short or too long in one input). With several
-    ``lengthscale_starts`` ``(a_1, …)``, the fit is run from each initial lengthscale vector
-    ``a_j · ℓ₀`` (``ℓ₀`` BoTorch's initial value; the other hyperparameters at theirs) and the
-    run with the highest value of the objective it maximises (the marginal log likelihood plus
-    the log priors, ``ExactMarginalLogLikelihood``) is kept; the first on a tie. The default
-    ``(1.0,)`` is BoTorch's single run.
-
     Args:
         X: ``t x d`` inputs (the kernel's lengthscale prior assumes the unit cube).
         targets: ``t`` targets.
-        lengthscale_starts: Positive finite factors of the initial lengthscales, one fit each.
 
     Returns:
         ``FittedTargetGP(kernel, lam, mean)``.
-
-    Raises:
-        ValueError: if ``lengthscale_starts`` is empty or holds a factor that is not positive
-            and finite.
 
     Example:
         >>> X = torch.rand(12, 2, dtype=torch.float64)
         >>> fit = fit_gp_on_targets(X, 3.0 + torch.sin(5 * X[:, 0]))
         >>> fit.kernel.outputscale.shape, fit.lam > 0, fit.mean.shape
         (torch.Size([]), True, torch.Size([]))
-        >>> best = fit_gp_on_targets(X, 3.0 + torch.sin(5 * X[:, 0]), (1.0, 0.25, 4.0))
     """
-    starts = tuple(float(a) for a in lengthscale_starts)
-    if not starts or not all(0.0 < a < math.inf for a in starts):
-        raise ValueError(
-            f"`lengthscale_starts` must be a non-empty sequence of positive finite factors, "
-            f"got {lengthscale_starts!r}."
-        )
-    best, best_value = None, -math.inf
-    for a in starts:
-        gp, value = _fit_single_task_gp(X, targets, a, score=len(starts) > 1)
-        if best is None or value > best_value:
-            best, best_value = gp, value
-    transform = best.outcome_transform
-    s = transform.stdvs.squeeze().detach()
-    kernel = ScaleKernel(copy.deepcopy(best.covar_module)).to(X)
-    kernel.outputscale = s.square()
-    for p in kernel.parameters():
-        p.requires_grad_(False)
-    mean = transform.means.squeeze().detach() + s * best.mean_module.constant.squeeze().detach()
-    noise = float(best.likelihood.noise.squeeze().detach() * s.square())
-    return FittedTargetGP(kernel, noise, mean)
-
-
-def _fit_single_task_gp(
-    X: Tensor, targets: Tensor, factor: float, score: bool
-) -> tuple[SingleTaskGP, float]:
-    """``SingleTaskGP(X, targets)`` fitted from its initial lengthscales times ``factor``,
-    and (``score``; else ``nan``) the value of the objective the fit maximised (marginal log
-    likelihood + log priors, per reading, at the fitted hyperparameters)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant (all-truncated) targets are legitimate
         gp = SingleTaskGP(X, targets.unsqueeze(-1), outcome_transform=Standardize(m=1))
-        if factor != 1.0:
-            kernel = gp.covar_module
-            kernel.lengthscale = kernel.lengthscale.detach() * factor
-        mll = ExactMarginalLogLikelihood(gp.likelihood, gp)
-        fit_gpytorch_mll(mll)
-        value = math.nan
-        if score:
-            gp.train()
-            with torch.no_grad():
-                value = float(mll(gp(*gp.train_inputs), gp.train_targets))
-            gp.eval()
-    return gp, value
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+    transform = gp.outcome_transform
+    s = transform.stdvs.squeeze().detach()
+    kernel = ScaleKernel(copy.deepcopy(gp.covar_module)).to(X)
+    kernel.outputscale = s.square()
+    for p in kernel.parameters():
+        p.requires_grad_(False)
+    mean = transform.means.squeeze().detach() + s * gp.mean_module.constant.squeeze().detach()
+    return FittedTargetGP(kernel, float(gp.likelihood.noise.squeeze().detach() * s.square()), mean)
 
 
 def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:

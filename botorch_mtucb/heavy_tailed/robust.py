@@ -78,7 +78,6 @@ most ``t x t`` per model, no loop over observations.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -94,7 +93,6 @@ from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
 from botorch_mtucb.utils.incumbent import robust_incumbent
 
 __all__ = [
-    "FIT_STARTS",
     "MIN_SCREENED",
     "ROBUST_PASSES",
     "SCALE_FLOOR",
@@ -124,10 +122,6 @@ ROBUST_PASSES = 2
 
 #: Fewest readings that are screened (fewer: no reading is flagged).
 MIN_SCREENED = 5
-
-#: Factors of the initial lengthscales each kernel fit of :class:`RobustGP` starts from
-#: (``lengthscale_starts`` of :func:`~botorch_mtucb.heavy_tailed.moments.fit_gp_on_targets`).
-FIT_STARTS: tuple[float, ...] = (1.0,)
 
 _MAD_TO_SD = 1.4826  # 1 / Φ⁻¹(3/4): MAD of a standard normal → its standard deviation
 
@@ -289,7 +283,6 @@ class RobustGP(TruncatedGP):
         *,
         threshold: float = SUSPICION_THRESHOLD,
         spread_threshold: float = SPREAD_THRESHOLD,
-        fit_starts: Sequence[float] = FIT_STARTS,
     ) -> None:
         """
         Args:
@@ -302,14 +295,11 @@ class RobustGP(TruncatedGP):
             threshold: ``c > 0`` of the flag rule (module docstring, step 3).
             spread_threshold: ``k ≥ 0`` of the flag rule's second condition
                 ``|y_i − m_i| > k · σ_y`` (``0``: the first condition alone).
-            fit_starts: Factors of the initial lengthscales each kernel fit starts from,
-                the best fit kept (``lengthscale_starts`` of
-                :func:`~botorch_mtucb.heavy_tailed.moments.fit_gp_on_targets`).
 
         Raises:
             TypeError: if ``train_X`` / ``train_Y`` are not float tensors.
             ValueError: for wrong shapes, non-finite values, ``t < 2``, bad ``bounds``,
-                ``threshold``, ``spread_threshold`` or ``fit_starts``.
+                ``threshold`` or ``spread_threshold``.
         """
         X, y = check_training_data(train_X, train_Y)
         if X.shape[0] < 2:
@@ -321,19 +311,13 @@ class RobustGP(TruncatedGP):
             raise ValueError(
                 f"`spread_threshold` must be a finite number >= 0, got {spread_threshold!r}."
             )
-        starts = tuple(float(a) for a in fit_starts)
-        if not starts or not all(0.0 < a < float("inf") for a in starts):
-            raise ValueError(
-                f"`fit_starts` must be a non-empty sequence of positive finite factors, got "
-                f"{fit_starts!r}."
-            )
         lower, width = _normalising_box(X, bounds)
         U = (X - lower) / width  # new tensors: the caller's are never written to
-        fit = fit_gp_on_targets(U, y, starts)  # step 1
+        fit = fit_gp_on_targets(U, y)  # step 1
         flags = None
         for _ in range(ROBUST_PASSES):  # steps 2-5, bounded; the last fit is the model's
             flags, targets, residuals = _screen(fit, U, y, flags, threshold, spread_threshold)
-            fit = fit_gp_on_targets(U, targets, starts)
+            fit = fit_gp_on_targets(U, targets)
         super().__init__(
             X, targets.unsqueeze(-1), v=1.0,
             covar_module=_raw_input_kernel(fit.kernel, width), lam=fit.lam,
