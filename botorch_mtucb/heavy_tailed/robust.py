@@ -91,6 +91,7 @@ from botorch_mtucb.heavy_tailed.arms import check_training_data
 from botorch_mtucb.heavy_tailed.moments import FittedTargetGP, fit_gp_on_targets
 from botorch_mtucb.heavy_tailed.truncated import TruncatedGP
 from botorch_mtucb.utils.incumbent import robust_incumbent
+from botorch_mtucb.utils.initial_design import warn_outside_bounds
 
 __all__ = [
     "MIN_SCREENED",
@@ -218,6 +219,7 @@ def _normalising_box(X: Tensor, bounds: Tensor | None) -> tuple[Tensor, Tensor]:
     bounds = bounds.to(X)
     if not bool(bounds.isfinite().all()) or not bool((bounds[1] > bounds[0]).all()):
         raise ValueError("`bounds` must be finite with upper > lower in every dimension.")
+    warn_outside_bounds(X, bounds)
     return bounds[0], bounds[1] - bounds[0]
 
 
@@ -383,6 +385,9 @@ def robust_gp(train_X: Tensor, train_Y: Tensor, bounds: Tensor | None = None) ->
         TypeError: if ``train_X`` / ``train_Y`` are not float tensors.
         ValueError: for batched or wrongly shaped data, non-finite values, ``t < 2`` or bad
             ``bounds``.
+
+    Warns:
+        InputDataWarning: If rows of ``train_X`` lie outside ``bounds``.
 
     Example:
         >>> from botorch.optim import optimize_acqf

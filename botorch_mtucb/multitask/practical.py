@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 from numbers import Integral
 from typing import Any, Literal
 
 import torch
-from botorch.exceptions.warnings import InputDataWarning
 from botorch.models.transforms import Normalize, Standardize
 from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
@@ -42,7 +40,7 @@ from botorch_mtucb.multitask.practical_fit import (
     fit_practical_model,
     practical_mll,
 )
-from botorch_mtucb.utils.initial_design import check_bounds
+from botorch_mtucb.utils.initial_design import check_bounds, warn_outside_bounds
 
 __all__ = [
     "LENGTHSCALE_PRIORS",
@@ -189,7 +187,7 @@ def practical_multitask_gp(
     check_fit_kwargs(fit_kwargs)
     if bounds is not None:
         bounds = check_bounds(bounds, d).to(train_X).clone()
-        _warn_outside(train_X, bounds)
+        warn_outside_bounds(train_X, bounds)
     kernel, mean = practical_modules(
         d, n, independent, lengthscale_prior, log_space_priors, per_task=per_task
     )
@@ -597,21 +595,6 @@ def _log_space_prior(prior: LogNormalPrior | GammaPrior) -> LogNormalPrior | Gam
     if isinstance(prior, GammaPrior):
         return GammaPrior(prior.concentration + 1.0, prior.rate)
     raise ValueError(f"`prior` must be a LogNormalPrior or GammaPrior, got {type(prior).__name__}.")
-
-
-def _warn_outside(train_X: Tensor, bounds: Tensor) -> None:
-    """Warn (``InputDataWarning``) if ``train_X`` has rows outside the ``2 x d`` ``bounds``
-    (beyond a rounding tolerance of 1e-6 of the box's width)."""
-    tol = 1e-6 * (bounds[1] - bounds[0])
-    outside = ((train_X < bounds[0] - tol) | (train_X > bounds[1] + tol)).any(-1)
-    if bool(outside.any()):
-        warnings.warn(
-            f"{int(outside.sum())} of the {len(train_X)} rows of `train_X` lie outside "
-            "`bounds`; Normalize(bounds=...) maps them outside the unit cube. Pass bounds "
-            "that contain the training inputs.",
-            InputDataWarning,
-            stacklevel=3,
-        )
 
 
 def _describe(x: object) -> str:

@@ -9,15 +9,23 @@ Ax experiment on the same problem start alike.
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 import torch
+from botorch.exceptions.warnings import InputDataWarning
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["MIN_INITIAL_DESIGN", "check_bounds", "initial_design_size", "sobol_initial_design"]
+__all__ = [
+    "MIN_INITIAL_DESIGN",
+    "check_bounds",
+    "initial_design_size",
+    "sobol_initial_design",
+    "warn_outside_bounds",
+]
 
 #: Smallest initial design (Ax's floor).
 MIN_INITIAL_DESIGN = 5
@@ -100,6 +108,26 @@ def check_bounds(bounds: Tensor, d: int | None = None, name: str = "bounds") -> 
     if not bool((bounds[0] < bounds[1]).all()):
         raise ValueError(f"`{name}` must have lower < upper in every dimension, got {bounds}.")
     return bounds
+
+
+def warn_outside_bounds(X: Tensor, bounds: Tensor, name: str = "train_X") -> None:
+    """Warn (``InputDataWarning``) if rows of ``X`` (``N x d``) lie outside the ``2 x d``
+    ``bounds`` beyond a rounding tolerance of 1e-6 of the box's width: a transform that maps
+    ``bounds`` to the unit cube maps them outside it.
+
+    Example:
+        >>> warn_outside_bounds(torch.rand(5, 2), torch.tensor([[0.0, 0.0], [1.0, 1.0]]))
+    """
+    tol = 1e-6 * (bounds[1] - bounds[0])
+    outside = ((X < bounds[0] - tol) | (X > bounds[1] + tol)).any(-1)
+    if bool(outside.any()):
+        warnings.warn(
+            f"{int(outside.sum())} of the {len(X)} rows of `{name}` lie outside `bounds`, "
+            "which the model maps to the unit cube. Pass bounds that contain the training "
+            "inputs.",
+            InputDataWarning,
+            stacklevel=3,
+        )
 
 
 def sobol_initial_design(

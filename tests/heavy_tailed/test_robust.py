@@ -408,6 +408,18 @@ def test_bad_inputs_raise_value_errors(args, match):
         robust_gp(*args)
 
 
+def test_inputs_outside_the_bounds_warn():
+    from botorch.exceptions.warnings import InputDataWarning
+
+    X, Y = _data(8)
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputDataWarning)
+        robust_gp(X, Y, bounds)  # inside: no warning
+    with pytest.warns(InputDataWarning, match="1 of the 8 rows of `train_X` lie outside"):
+        robust_gp(torch.cat([X[:-1], X[-1:] + 2.0]), Y, bounds)
+
+
 @pytest.mark.parametrize("threshold", [0.0, -1.0, math.inf, math.nan])
 def test_bad_threshold(threshold):
     X, Y = _data(6)

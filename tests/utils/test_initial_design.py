@@ -91,3 +91,24 @@ def test_numpy_integers_are_accepted():
             sobol_initial_design(bounds, n=bad)
     with pytest.raises(ValueError, match="`seed`"):
         sobol_initial_design(bounds, seed=2.5)
+
+
+def test_warn_outside_bounds_counts_rows_beyond_the_tolerance():
+    import warnings
+
+    from botorch.exceptions.warnings import InputDataWarning
+
+    from botorch_mtucb.models import practical_multitask_gp
+    from botorch_mtucb.utils.initial_design import warn_outside_bounds
+
+    bounds = torch.tensor([[0.0, -1.0], [2.0, 1.0]], dtype=torch.float64)
+    X = torch.tensor([[0.0, -1.0], [2.0, 1.0], [1.0, 1.0 + 1e-7]], dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputDataWarning)
+        warn_outside_bounds(X, bounds)  # the faces and a rounding error are inside
+    X[0, 0], X[2, 1] = -0.01, 1.01
+    with pytest.warns(InputDataWarning, match="2 of the 3 rows of `train_X` lie outside"):
+        warn_outside_bounds(X, bounds)
+    Y = torch.stack([X.sum(-1), X.prod(-1)], -1)
+    with pytest.warns(InputDataWarning, match="lie outside `bounds`"):
+        practical_multitask_gp(X, Y, bounds, fit=False)
