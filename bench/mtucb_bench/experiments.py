@@ -25,9 +25,10 @@ numbers, drawn from the trial seed ``s_k``):
 experiments take any noise model (``student-t:1.5``, ``pareto:1.6``,
 ``contaminated:0.02x1000``, ``gaussian:0.1``: ``y = f + ε`` with the noise's natural α and the
 honest v, see :func:`~.heavy_tailed_problems.synthetic_heavy_tailed_problem`); the
-multi-task experiments take ``gaussian:SIGMA`` (their noise σ, also the σ of the radii);
-``stock`` and ``light-sensor`` refuse one (their rewards are the data). Without it every
-problem keeps its paper noise.
+multi-task experiments take ``gaussian:SIGMA`` (their noise σ, also the σ of the radii) or
+``gaussian-range:FRACTION`` (objective i's σ_i = FRACTION · its range over the domain,
+:func:`objective_ranges`; the radii take FRACTION); ``stock`` and ``light-sensor`` refuse
+one (their rewards are the data). Without it every problem keeps its paper noise.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import torch
+from torch.quasirandom import SobolEngine
 
 from mtucb_bench.algorithm_types import is_practical
 from mtucb_bench.algorithms import get_algorithm
@@ -53,7 +57,7 @@ from mtucb_bench.multi_task_problems import (
     perturbed_sine_problem,
     rkhs_problem,
 )
-from mtucb_bench.noise_models import GaussianNoise, parse_noise
+from mtucb_bench.noise_models import GaussianNoise, RangeGaussianNoise, parse_noise
 from mtucb_bench.problems import InitialDesign, MultiTaskProblem
 
 __all__ = [
@@ -61,6 +65,7 @@ __all__ = [
     "Experiment",
     "ExperimentOptions",
     "get_experiment",
+    "objective_ranges",
     "paper_settings",
 ]
 
@@ -151,17 +156,40 @@ def _intel(seed: int, opt: ExperimentOptions):
     return intel_lab_problem(opt.intel_data, opt.intel_locs, seed=seed)
 
 
-def _gaussian_sigma(name: str, opt: ExperimentOptions) -> float | None:
-    """σ of ``--noise gaussian:SIGMA`` for a multi-task experiment (``None``: paper noise)."""
+def _gaussian_noise(name: str, opt: ExperimentOptions) -> GaussianNoise | None:
+    """The Gaussian ``--noise`` of a multi-task experiment (``None``: paper noise)."""
     if opt.noise is None:
         return None
     model = parse_noise(opt.noise)
     if not isinstance(model, GaussianNoise):
         raise ValueError(
             f"Experiment {name!r} is multi-objective with Gaussian noise (paper 000): --noise "
-            f"must be 'gaussian:SIGMA', got {opt.noise!r}."
+            f"must be 'gaussian:SIGMA' or 'gaussian-range:FRACTION', got {opt.noise!r}."
         )
-    return float(model.scale)
+    return model
+
+
+#: Scrambled Sobol points (seed 0) on which :func:`objective_ranges` measures a box's ranges.
+RANGE_SAMPLE = 1024
+_RANGES: dict[tuple[str, int], tuple[float, ...]] = {}
+
+
+def objective_ranges(problem: MultiTaskProblem, seed: int = 0) -> tuple[float, ...]:
+    """Range (max − min) of each objective of ``problem`` over its domain: its arms, or
+    :data:`RANGE_SAMPLE` scrambled Sobol points (seed 0) in its box; cached per
+    ``(problem.name, seed)`` (``seed``: the instance's, for problems drawn per seed)."""
+    key = (problem.name, int(seed))
+    if key not in _RANGES:
+        if problem.arms is not None:
+            X = problem.arms
+        else:
+            lo, hi = problem.bounds[0], problem.bounds[1]
+            U = SobolEngine(lo.shape[-1], scramble=True, seed=0).draw(RANGE_SAMPLE).to(lo)
+            X = lo + (hi - lo) * U
+        with torch.no_grad():
+            F = problem.f(X)
+        _RANGES[key] = tuple(float(v) for v in F.max(0).values - F.min(0).values)
+    return _RANGES[key]
 
 
 def _multi_task(name: str, factory: Callable[[int, ExperimentOptions], MultiTaskProblem],
@@ -174,10 +202,14 @@ def _multi_task(name: str, factory: Callable[[int, ExperimentOptions], MultiTask
         design = InitialDesign.parse(opt.initial_design or default_design).resolve(problem)
         changes: dict[str, Any] = {}
         notes = problem.notes
-        sigma = _gaussian_sigma(name, opt)
-        if sigma is not None:
-            changes["noise_std"] = sigma
-            notes += f"; noise gaussian:{sigma:g} (--noise)"
+        noise = _gaussian_noise(name, opt)
+        if noise is not None:
+            changes["noise_std"] = float(noise.scale)
+            notes += f"; noise {noise.spec} (--noise)"
+        if isinstance(noise, RangeGaussianNoise):
+            ranges = objective_ranges(problem, seed)
+            changes["noise_scale"] = ranges
+            notes += " = σ " + ", ".join(f"{noise.scale * r:.3g}" for r in ranges)
         if design.kind != "paper":  # the papers' protocol leaves the instance as it was
             changes["initial_design"] = design.spec
             notes += f"; initial design {design.spec}"
@@ -196,6 +228,11 @@ def _heavy_tailed(name: str, factory: Callable[[int, ExperimentOptions], Any],
             raise ValueError(
                 f"Experiment {name!r} samples its rewards from real data: it takes no --noise "
                 f"(got {opt.noise!r})."
+            )
+        if opt.noise is not None and isinstance(parse_noise(opt.noise), RangeGaussianNoise):
+            raise ValueError(
+                f"Experiment {name!r} is single-objective: 'gaussian-range:FRACTION' is for "
+                f"the multi-objective experiments (got {opt.noise!r})."
             )
         problem = factory(seed, opt)
         InitialDesign.parse(opt.initial_design or "paper").resolve(problem)

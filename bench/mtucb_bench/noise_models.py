@@ -9,6 +9,10 @@ Spec syntax (``parse_noise``), ``@SCALE`` is an optional positive multiplier of 
 
 ===============================  ===============================================================
 ``gaussian:SIGMA``               ``ε ~ N(0, SIGMA²)``.
+``gaussian-range:FRACTION``      multi-objective problems only: objective i's noise is
+                                 ``N(0, (FRACTION · r_i)²)``, ``r_i`` the range (max − min) of
+                                 ``f_i`` over the problem's domain
+                                 (:func:`mtucb_bench.experiments.objective_ranges`).
 ``student-t:NU[@S]``             ``ε = S·T_ν``, Student-t with any real ``ν > 0`` (Bailey's polar
                                  method, exact for every ν; ``E|ε|^p`` finite iff ``p < ν``).
 ``pareto:SHAPE[@S]``             symmetrised Lomax: ``ε = S·R·(P − 1)``, ``P ~ Pareto(SHAPE, 1)``
@@ -72,6 +76,7 @@ __all__ = [
     "GrossOutlierNoise",
     "NoiseModel",
     "ParetoNoise",
+    "RangeGaussianNoise",
     "SensorFailureNoise",
     "StudentTNoise",
     "gaussian_abs_moment",
@@ -166,6 +171,17 @@ class GaussianNoise(NoiseModel):
 
     def _unit_abs_moment(self, p):
         return gaussian_abs_moment(p)
+
+
+@dataclass(frozen=True)
+class RangeGaussianNoise(GaussianNoise):
+    """Gaussian noise with a per-objective σ_i = ``scale`` · r_i, ``r_i`` objective i's range
+    over the domain (spec ``gaussian-range:FRACTION``; resolved against a multi-objective
+    problem by the experiment registry, which knows the ranges)."""
+
+    @property
+    def spec(self) -> str:
+        return f"gaussian-range:{self.scale:g}"
 
 
 @dataclass(frozen=True)
@@ -443,6 +459,7 @@ def reward_moment_bound(noise: NoiseModel, alpha: float, B: float) -> float:
 
 _PATTERNS = {
     "gaussian": re.compile(rf"^gaussian:{_NUM}$"),
+    "gaussian-range": re.compile(rf"^gaussian-range:{_NUM}$"),
     "student-t": re.compile(rf"^student-t:{_NUM}(?:@{_NUM})?$"),
     "pareto": re.compile(rf"^pareto:{_NUM}(?:@{_NUM})?$"),
     "contaminated": re.compile(rf"^contaminated:{_NUM}x{_NUM}(?:@{_NUM})?$"),
@@ -450,7 +467,7 @@ _PATTERNS = {
     "failure": re.compile(rf"^failure:{_NUM}\+{_NUM}(?:@{_NUM})?$"),
 }
 _SYNTAX = (
-    "'gaussian:SIGMA', 'student-t:NU[@SCALE]', 'pareto:SHAPE[@SCALE]', "
+    "'gaussian:SIGMA', 'gaussian-range:FRACTION', 'student-t:NU[@SCALE]', 'pareto:SHAPE[@SCALE]', "
     "'contaminated:RATExMULT[@SIGMA]', 'gross:RATExLO-HI[@SIGMA]' or "
     "'failure:RATE+OFFSET[@SIGMA]' (e.g. 'student-t:1.5', 'pareto:1.6', "
     "'contaminated:0.02x1000', 'gross:0.04x5-20@0.1', 'failure:0.05+10@0.1')"
@@ -479,6 +496,8 @@ def parse_noise(spec: str) -> NoiseModel:
     vals = [None if g is None else float(g) for g in m.groups()]
     if kind == "gaussian":
         return GaussianNoise(scale=vals[0])
+    if kind == "gaussian-range":
+        return RangeGaussianNoise(scale=vals[0])
     if kind == "student-t":
         return StudentTNoise(df=vals[0], scale=1.0 if vals[1] is None else vals[1])
     if kind == "pareto":

@@ -17,6 +17,7 @@ same noise stream to every algorithm of that trial (common random numbers).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,7 +72,7 @@ class MultiTaskProblem:
     Attributes:
         name: Short identifier.
         f: Noise-free objective ``N x d -> N x n`` (all objectives maximised).
-        noise_std: σ of the i.i.d. Gaussian noise N(0, σ² I_n).
+        noise_std: σ of the i.i.d. Gaussian noise N(0, σ² I_n) (times ``noise_scale``).
         scalar_kernel: Factory of a fresh scalar kernel ``k`` (fixed hyperparameters,
             k(x, x) = 1) — a factory so that models never share a mutable module.
         task_covar: ``n x n`` task matrix ``B`` of the ICM kernel Γ = k·B.
@@ -86,6 +87,8 @@ class MultiTaskProblem:
         initial_design: Spec of the initial design the runner starts every algorithm of a
             trial from (:class:`InitialDesign`; the experiment stamps it): ``"paper"`` (one
             random point) unless the experiment says otherwise.
+        noise_scale: ``n`` per-objective multipliers of ``noise_std`` (objective i's noise
+            is N(0, (σ s_i)²)); ``None``: the same σ for every objective.
     """
 
     name: str
@@ -102,6 +105,7 @@ class MultiTaskProblem:
     delta: float = 0.1
     notes: str = ""
     initial_design: str = "paper"
+    noise_scale: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         n = self.task_covar.shape[-1]
@@ -113,6 +117,19 @@ class MultiTaskProblem:
             raise ValueError("Exactly one of `arms` (finite domain) and `bounds` must be given.")
         if self.noise_std < 0 or self.b < 0:
             raise ValueError("`noise_std` and `b` must be >= 0.")
+        scale = self.noise_scale
+        if scale is not None and (
+            len(scale) != n or not all(math.isfinite(v) and v >= 0 for v in scale)
+        ):
+            raise ValueError(f"`noise_scale` must hold n = {n} finite numbers >= 0, got {scale}.")
+
+    @property
+    def noise_sd(self) -> Tensor:
+        """``n`` per-objective noise standard deviations σ · s_i."""
+        n = self.task_covar.shape[-1]
+        scale = torch.ones(n, dtype=torch.float64) if self.noise_scale is None else (
+            torch.tensor(self.noise_scale, dtype=torch.float64))
+        return self.noise_std * scale
 
     @property
     def num_objectives(self) -> int:
@@ -130,12 +147,14 @@ class MultiTaskProblem:
         return self.arms is not None
 
     def observer(self, generator: torch.Generator | None) -> Callable[[Tensor], Tensor]:
-        """``observe(X) = f(X) + σ ε``, ε ~ N(0, I), drawn from ``generator`` in call order."""
+        """``observe(X) = f(X) + σ ε`` (σ per objective: :attr:`noise_sd`), ε ~ N(0, I), drawn
+        from ``generator`` in call order."""
+        sd = None if self.noise_scale is None else self.noise_sd
 
         def observe(X: Tensor) -> Tensor:
             F = self.f(X)
             eps = torch.randn(F.shape, generator=generator, dtype=torch.float64).to(F)
-            return F + self.noise_std * eps
+            return F + (self.noise_std if sd is None else sd.to(F)) * eps
 
         return observe
 

@@ -116,3 +116,45 @@ def test_paper_settings_drop_practical_entries(monkeypatch):
     monkeypatch.setitem(EXPERIMENTS, "mo-zdt1", only_practical)
     with pytest.raises(ValueError, match="leaves no algorithm"):
         paper_settings("mo-zdt1", fast=True)
+
+
+def test_range_noise_gives_each_objective_a_fraction_of_its_range():
+    from mtucb_bench.experiments import objective_ranges
+
+    exp = get_experiment("mo-zdt1")
+    problem = exp.make_problem(0, ExperimentOptions(noise="gaussian-range:0.05"))
+    clean = exp.make_problem(0, ExperimentOptions())
+    # the ranges by brute force on the same Sobol sample
+    lo, hi = clean.bounds
+    X = lo + (hi - lo) * SobolEngine(clean.dim, scramble=True, seed=0).draw(1024).to(DT)
+    F = clean.f(X)
+    ranges = F.max(0).values - F.min(0).values
+    assert torch.allclose(torch.tensor(objective_ranges(clean), dtype=DT), ranges)
+    assert problem.noise_std == 0.05
+    assert torch.allclose(problem.noise_sd, 0.05 * ranges)
+    # ZDT1's f1 = 1 - x1/11 in the normalised units spans 1/11 of f2's typical range
+    assert ranges[0] < 0.2 * ranges[1]
+    g = torch.Generator().manual_seed(0)
+    Z = lo + (hi - lo) * torch.rand(20_000, clean.dim, generator=g, dtype=DT)
+    eps = problem.observer(torch.Generator().manual_seed(1))(Z) - clean.f(Z)
+    assert torch.allclose(eps.std(0), 0.05 * ranges, rtol=0.03)
+    # the same draws as the plain Gaussian noise, scaled per objective
+    plain = exp.make_problem(0, ExperimentOptions(noise="gaussian:0.05"))
+    eps_plain = plain.observer(torch.Generator().manual_seed(1))(Z) - clean.f(Z)
+    assert torch.allclose(eps, eps_plain * ranges)
+    assert plain.noise_scale is None
+    assert torch.equal(plain.noise_sd, torch.full((2,), 0.05, dtype=DT))
+
+
+def test_range_noise_is_refused_by_single_objective_experiments():
+    with pytest.raises(ValueError, match="single-objective"):
+        get_experiment("se-student").make_problem(0, ExperimentOptions(noise="gaussian-range:0.1"))
+
+
+def test_noise_scale_is_validated():
+    import dataclasses
+
+    problem = get_experiment("mo-zdt1").make_problem(0, ExperimentOptions())
+    for bad in [(1.0,), (1.0, -1.0), (1.0, float("nan"))]:
+        with pytest.raises(ValueError, match="`noise_scale`"):
+            dataclasses.replace(problem, noise_scale=bad)

@@ -34,12 +34,15 @@ def test_pooling_accepts_folders_of_the_same_noise(tmp_path):
     assert len(manifests) == 2 and runs == {}
 
 
-@pytest.mark.parametrize(("noise", "expected"), [(0.0, None), (0.07, "gaussian:0.07")])
-def test_run_passes_the_noise_to_the_cli(monkeypatch, tmp_path, noise, expected):
+@pytest.mark.parametrize(
+    ("noise", "noise_range", "expected"),
+    [(0.0, 0.0, None), (0.07, 0.0, "gaussian:0.07"), (0.0, 0.05, "gaussian-range:0.05")],
+)
+def test_run_passes_the_noise_to_the_cli(monkeypatch, tmp_path, noise, noise_range, expected):
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda cmd, check: calls.append(cmd))
     ns = Namespace(problems=["zdt1"], trials=2, first_trial=0, horizon=3, workers=1,
-                   algorithms=None, tag="", noise=noise, out=tmp_path)
+                   algorithms=None, tag="", noise=noise, noise_range=noise_range, out=tmp_path)
     mo_suite.run(ns)
     (cmd,) = calls
     if expected is None:

@@ -12,6 +12,7 @@ from mtucb_bench.noise_models import (
     ContaminatedNoise,
     GaussianNoise,
     ParetoNoise,
+    RangeGaussianNoise,
     StudentTNoise,
     gaussian_abs_moment,
     parse_noise,
@@ -142,6 +143,7 @@ def test_parse_round_trip():
         "contaminated:0.05x100@0.05": ContaminatedNoise(rate=0.05, mult=100.0, scale=0.05),
         "gaussian:0.1": GaussianNoise(0.1),
         " gaussian:1e-2 ": GaussianNoise(0.01),
+        "gaussian-range:0.07": RangeGaussianNoise(0.07),
     }
     for spec, expected in cases.items():
         parsed = parse_noise(spec)
@@ -160,6 +162,7 @@ def test_parse_round_trip():
         ("contaminated:0.02", "RATExMULT"),
         ("contaminated:1.5x10", "rate` must lie in"),
         ("gaussian:-1", "Malformed"),
+        ("gaussian-range:", "Malformed"),
     ],
 )
 def test_parse_errors(spec, match):

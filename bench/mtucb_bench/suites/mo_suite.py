@@ -27,11 +27,13 @@ Run from the repository root::
         --horizon 20 --workers 2 --algorithms MT-UCB IT-UCB qLogNParEGO Sobol
     python -m mtucb_bench.suites.mo_suite summarize [--cache /tmp/mo_cache.json]
 
-Noisy versions (Gaussian noise of σ in the normalised units, where each objective's front spans
-about 1) go to their own folders; pooling refuses folders of different noise::
+Noisy versions go to their own folders; pooling refuses folders of different noise. With
+``--noise-range F`` objective i's noise is Gaussian with σ_i = F × its range over the box (the
+issue's "noise 5–10 % of the range"); ``--noise SIGMA`` gives every objective the same σ in
+the normalised units, which is 0.4 % to 77 % of an objective's range on the ten problems::
 
-    python -m mtucb_bench.suites.mo_suite run --problems branin-currin ... --noise 0.07 \
-        --out benchmark-runs/mo_suite_noisy
+    python -m mtucb_bench.suites.mo_suite run --problems branin-currin ... --noise-range 0.07 \
+        --out benchmark-runs/mo_suite_noise_range
     python -m mtucb_bench.suites.mo_suite summarize --out benchmark-runs/mo_suite_noisy \
         --results docs/results/mo_suite_noisy
 """
@@ -70,6 +72,8 @@ def run(ns: argparse.Namespace) -> None:
             cmd += ["--algorithms", *ns.algorithms]
         if ns.noise:
             cmd += ["--noise", f"gaussian:{ns.noise:g}"]
+        if ns.noise_range:
+            cmd += ["--noise", f"gaussian-range:{ns.noise_range:g}"]
         print(" ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
 
@@ -306,10 +310,14 @@ def main() -> None:
     r.add_argument("--workers", type=int, default=2)
     r.add_argument("--algorithms", nargs="+", default=None)
     r.add_argument("--tag", default="", help="run folder <problem>+<tag> (extra algorithms)")
-    r.add_argument("--noise", type=float, default=0.0, metavar="SIGMA",
-                   help="Gaussian observation noise σ in the normalised units (the front's "
-                        "extent inside the reference box is 1 per objective); give the noisy "
-                        "runs their own --out and --results")
+    noise = r.add_mutually_exclusive_group()
+    noise.add_argument("--noise", type=float, default=0.0, metavar="SIGMA",
+                       help="Gaussian observation noise σ in the normalised units, the same "
+                            "for every objective; give the noisy runs their own --out and "
+                            "--results")
+    noise.add_argument("--noise-range", type=float, default=0.0, metavar="FRACTION",
+                       help="Gaussian observation noise of σ_i = FRACTION × objective i's range "
+                            "over the box (gaussian-range:FRACTION); own --out and --results")
     s = sub.add_parser("summarize")
     s.add_argument("--focus", default="MT-UCB", help="algorithm compared pairwise to the rest")
     s.add_argument("--cache", type=Path, default=None,
