@@ -15,7 +15,6 @@ Every method refits its model every round on unit-cube inputs ``t x d`` and raw 
 ``ROBUST-LogEI``  ``botorch_mtucb.models.robust_gp(X, Y, bounds)`` +
                   ``botorch_mtucb.acquisition.robust_acquisition(model, kind="logei")``.
 ``ROBUST-UCB``    the same model + ``robust_acquisition(model, kind="ucb")``.
-``ROBUST-UCB-bB`` the same with the UCB width ``beta=B`` (``B`` in :data:`ROBUST_UCB_WIDTHS`).
 ================  ==================================================================================
 
 **Replicates.** ``"<method>@<k>"`` (``k ≥ 1``) is ``<method>`` with another stream of
@@ -56,7 +55,6 @@ __all__ = [
     "METHODS",
     "PRODUCT_METHODS",
     "REPLICATE_SEED_STRIDE",
-    "ROBUST_UCB_WIDTHS",
     "Fitted",
     "available_methods",
     "run_robust_trial",
@@ -124,13 +122,13 @@ def _ata(X, Y, seed):
         return AdaptiveTruncationGP(X, Y, generator=torch.Generator().manual_seed(seed))
 
 
-def _robust(kind: str, **options: float) -> Builder:
+def _robust(kind: str) -> Builder:
     def build(X, Y, bounds, seed):
         from botorch_mtucb.acquisition import robust_acquisition
         from botorch_mtucb.models import recommend, robust_gp
 
         model = robust_gp(X, Y, bounds)
-        acqf = robust_acquisition(model, kind=kind, **options)
+        acqf = robust_acquisition(model, kind=kind)
         return Fitted(model, acqf, lambda Xe: recommend(model, Xe).reshape(1, -1))
 
     return build
@@ -147,14 +145,10 @@ METHODS: dict[str, Builder] = {
     "ROBUST-LogEI": _robust("logei"),
     "ROBUST-UCB": _robust("ucb"),
 }
-#: UCB widths of the ``ROBUST-UCB-b<width>`` variants (the default's width is 1).
-ROBUST_UCB_WIDTHS = (0.5, 2.0)
-METHODS.update({f"ROBUST-UCB-b{w:g}": _robust("ucb", beta=w) for w in ROBUST_UCB_WIDTHS})
 #: The two baselines every method is paired against.
 BASELINES = ("STGP-LogEI", "RRP-LogEI")
 #: Methods that need ``robust_gp``, ``robust_acquisition`` and ``recommend`` of the product.
-PRODUCT_METHODS = ("ROBUST-LogEI", "ROBUST-UCB",
-                   *(f"ROBUST-UCB-b{w:g}" for w in ROBUST_UCB_WIDTHS))
+PRODUCT_METHODS = ("ROBUST-LogEI", "ROBUST-UCB")
 
 
 #: Offset between the restart seeds of two replicates of a method (module docstring).
