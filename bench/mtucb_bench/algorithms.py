@@ -238,7 +238,7 @@ def _practical(independent: bool, every_round: bool = False,
                trust_region: bool = False, thompson: bool = False,
                hypervolume: bool = False, improvement: bool = False,
                expected: bool = False, known_ref: bool = False,
-               per_task: bool = False) -> _Builder:
+               per_task: bool = False, log_space_priors: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
@@ -253,16 +253,20 @@ def _practical(independent: bool, every_round: bool = False,
     measured above and ``qLogNEHVI`` gets, ``MT-UCB-HVI-z`` / ``MT-LogEHVI-z``;
     ``per_task``: the practical model with one scaled Matérn-5/2 per objective added to the ICM
     term, ``practical_multitask_gp(..., per_task=True)``, ``LMC-LogEHVI-z``, ``LMC-UCB`` and,
-    with ``improvement``, ``LMC-UCB-HVI``)."""
+    with ``improvement``, ``LMC-UCB-HVI``; ``log_space_priors``: the practical model's priors as
+    densities of log θ, ``practical_multitask_gp(..., log_space_priors=True)``, with
+    ``improvement`` ``MT-UCB-HVI-logprior``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
         ref_point = problem.ref_point if known_ref else None  # qLogNEHVI's z
         if every_round:
             def model_factory(X: Tensor, Y: Tensor) -> Model:
-                return practical_multitask_gp(X, Y, bounds, independent, per_task=per_task)
+                return practical_multitask_gp(X, Y, bounds, independent, per_task=per_task,
+                                              log_space_priors=log_space_priors)
         else:
-            model_factory = WarmStartPracticalFactory(bounds, independent, per_task=per_task)
+            model_factory = WarmStartPracticalFactory(bounds, independent, per_task=per_task,
+                                                      log_space_priors=log_space_priors)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             if ref_point is None:  # with the problem's z the acquisition ignores λ and z
@@ -347,6 +351,11 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   "MT-UCB with the hypervolume improvement of the per-objective UCBs over the "
                   "model's front (HypervolumeImprovementUCB) instead of the scalarized UCB",
                   _practical(False, improvement=True), practical=True, tunable_width=True),
+    AlgorithmSpec("MT-UCB-HVI-logprior", "multi_task",
+                  "MT-UCB-HVI with the practical model's priors as densities of log theta "
+                  "(practical_multitask_gp(log_space_priors=True))",
+                  _practical(False, improvement=True, log_space_priors=True), practical=True,
+                  tunable_width=True),
     AlgorithmSpec("MT-LogEHVI", "multi_task",
                   "the practical model with the log expected hypervolume improvement over the "
                   "model's front (LogExpectedHypervolumeImprovement; reference point as "
