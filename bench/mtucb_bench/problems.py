@@ -149,12 +149,12 @@ class MultiTaskProblem:
     def observer(self, generator: torch.Generator | None) -> Callable[[Tensor], Tensor]:
         """``observe(X) = f(X) + σ ε`` (σ per objective: :attr:`noise_sd`), ε ~ N(0, I), drawn
         from ``generator`` in call order."""
-        sd = None if self.noise_scale is None else self.noise_sd
+        sd = self.noise_sd
 
         def observe(X: Tensor) -> Tensor:
             F = self.f(X)
             eps = torch.randn(F.shape, generator=generator, dtype=torch.float64).to(F)
-            return F + (self.noise_std if sd is None else sd.to(F)) * eps
+            return F + sd.to(F) * eps
 
         return observe
 
