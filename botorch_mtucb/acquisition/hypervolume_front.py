@@ -33,8 +33,10 @@ from botorch.utils.multi_objective.box_decompositions.non_dominated import (
 from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
+from botorch_mtucb.acquisition.moments import projected_moments
 from botorch_mtucb.acquisition.pending import PendingState, check_pending
 from botorch_mtucb.acquisition.scalarization import Scalarization
+from botorch_mtucb.protocols import ProjectedTaskPosteriorModel
 from botorch_mtucb.utils.validation import check_test_tensor
 
 __all__ = ["HypervolumeFrontAcquisition"]
@@ -46,7 +48,10 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
     Subclasses implement :meth:`forward` from :meth:`scaled_marginals` and the cells
     ``cell_lower`` / ``cell_upper`` (``C x n``, units of the ranges, upper bounds possibly
     ``inf``). Works with any unbatched BoTorch model whose ``posterior(X)`` has ``mean`` and
-    ``variance`` of shape ``batch_shape x 1 x n``.
+    ``variance`` of shape ``batch_shape x 1 x n``; a
+    :class:`~botorch_mtucb.protocols.ProjectedTaskPosteriorModel` (the package's multi-task
+    models) is asked for its means and per-objective variances directly
+    (:func:`~botorch_mtucb.acquisition.moments.projected_moments`), with no posterior object.
 
     Attributes:
         ref_point: ``n`` reference point z, maximisation convention (negated for minimised
@@ -120,6 +125,7 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
         self.register_buffer("X_baseline", X_baseline.clone())
         self._pending = PendingState(model)
         self._input_dim = X_baseline.shape[-1]
+        self._eye = torch.eye(n, dtype=like.dtype, device=like.device)  # W = I: the σ_i²
         self.set_X_pending(X_pending)
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
@@ -132,6 +138,7 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
         if X is not None:
             X = X.to(self.X_baseline)
         self.model = self._pending.update(X)
+        self._projected = isinstance(self.model, ProjectedTaskPosteriorModel)
         self.X_pending = X
         points = self.X_baseline if X is None else torch.cat([self.X_baseline, X])
         with torch.no_grad():
@@ -173,8 +180,11 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
                 f"d, got shape {tuple(X.shape)}. For batches use optimize_acqf(..., q=k, "
                 "sequential=True) (pending points)."
             )
-        posterior = self.model.posterior(X)
-        mean, var = posterior.mean[..., 0, :], posterior.variance[..., 0, :]
+        if self._projected:  # no posterior object: the model's frozen predictor where it has one
+            mean, var = projected_moments(self.model, X, self._eye, self._input_dim)
+        else:
+            posterior = self.model.posterior(X)
+            mean, var = posterior.mean[..., 0, :], posterior.variance[..., 0, :]
         sd = var.clamp_min(1e-30).sqrt()
         return (mean * self.signs - self.ref_point) / self.ranges, sd / self.ranges
 

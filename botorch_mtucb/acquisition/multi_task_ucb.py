@@ -77,6 +77,7 @@ from gpytorch.models import ExactGP
 from torch import Tensor
 
 from botorch_mtucb.acquisition.beta import BetaSchedule, as_beta_tensor
+from botorch_mtucb.acquisition.moments import projected_moments
 from botorch_mtucb.acquisition.pending import (
     PendingInflation,
     PendingState,
@@ -292,29 +293,9 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
 
     def _projected_moments(self, X: Tensor) -> tuple[Tensor, Tensor]:
         """``batch_shape x n`` means and ``batch_shape x k`` variances along the projection at
-        checked ``batch_shape x 1 x d`` candidates.
-
-        Candidates already in the model's dtype and device, on a model in eval mode that has a
-        frozen predictor (:class:`~botorch_mtucb.linalg.ProjectedICMPredictor`, cached per
-        solver), go to the predictor directly; everything else through
-        ``model.projected_task_posterior`` (its checks and conversions).
-        """
-        model = self.model
-        fetch = getattr(model, "_projected_predictor", None)
-        dtype, device = self._dtype_device
-        if (
-            fetch is not None
-            and not model.training
-            and X.dtype == dtype
-            and X.device == device
-            and X.shape[-1] == self._input_dim
-            and X.numel() > 0
-        ):
-            predictor = fetch(self._projection)
-            if predictor is not None:
-                return predictor(X[..., 0, :])
-        mean, var = model.projected_task_posterior(X, self._projection)
-        return mean.squeeze(-2), var.squeeze(-2)
+        checked ``batch_shape x 1 x d`` candidates
+        (:func:`~botorch_mtucb.acquisition.moments.projected_moments`)."""
+        return projected_moments(self.model, X, self._projection, self._input_dim)
 
 
 def _model_like(model: Model) -> Tensor:

@@ -78,3 +78,42 @@ def test_front_ranges_and_cells_are_those_of_the_posterior_means(cls):
     torch.testing.assert_close(acqf.ranges, r)
     torch.testing.assert_close(acqf.cell_lower, (lower - z) / r)
     torch.testing.assert_close(acqf.cell_upper, (upper - z) / r)
+
+
+def _posterior_marginals(acqf: HypervolumeFrontAcquisition, X: torch.Tensor):
+    """The general path: ``model.posterior(X)``'s mean and variance, scaled as the acquisition's."""
+    post = acqf.model.posterior(X)
+    mean, var = post.mean[..., 0, :], post.variance[..., 0, :]
+    sd = var.clamp_min(1e-30).sqrt()
+    return (mean * acqf.signs - acqf.ref_point) / acqf.ranges, sd / acqf.ranges
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+@pytest.mark.parametrize("pending", [False, True])
+def test_multitask_model_moments_equal_the_posterior_path(cls, pending):
+    from botorch_mtucb.models import ExactMultiTaskGP, practical_multitask_gp
+    from botorch_mtucb.protocols import ProjectedTaskPosteriorModel
+
+    X, Y = _data(3, t=15, seed=4)
+    bounds = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=DT)
+    for model, Yt in ((practical_multitask_gp(X, 5 * Y + 2, bounds), 5 * Y + 2),
+                      (ExactMultiTaskGP(X, Y), Y)):
+        assert isinstance(model, ProjectedTaskPosteriorModel)
+        z = Yt.min(0).values - 0.5
+        z[1] = Yt[:, 1].max() + 0.5  # objective 1 is minimised
+        acqf = cls(model, z, X, minimize=[False, True, False])
+        if pending:
+            acqf.set_X_pending(torch.rand(2, 3, dtype=DT))
+        assert acqf._projected
+        Xc = torch.rand(6, 1, 3, dtype=DT, requires_grad=True)
+        mean, sd = acqf.scaled_marginals(Xc)
+        ref_mean, ref_sd = _posterior_marginals(acqf, Xc)
+        torch.testing.assert_close(mean, ref_mean, rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(sd, ref_sd, rtol=1e-9, atol=1e-9)
+        grad = torch.autograd.grad((mean.sum() + sd.sum()), Xc)[0]
+        ref_grad = torch.autograd.grad((ref_mean.sum() + ref_sd.sum()), Xc)[0]
+        torch.testing.assert_close(grad, ref_grad, rtol=1e-8, atol=1e-8)
+        # float32 candidates on a float64 model take the checked path and give the same values
+        mean32, sd32 = acqf.scaled_marginals(Xc.detach().float())
+        torch.testing.assert_close(mean32, mean.detach(), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(sd32, sd.detach(), rtol=1e-6, atol=1e-6)

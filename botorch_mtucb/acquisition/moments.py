@@ -1,0 +1,60 @@
+r"""Per-candidate moments for the q = 1 acquisitions, on the fastest path a model offers.
+
+A :class:`~botorch_mtucb.protocols.ProjectedTaskPosteriorModel` gives the posterior mean and
+the variances ``wⱼᵀ Γ_t(x, x) wⱼ`` along an ``n x k`` matrix of directions W without forming a
+posterior object; with ``W = I`` these are the per-objective marginal variances σ_i²(x). A
+model in eval mode that has a frozen predictor for W (the practical and exact ICM models: one
+cached per solver and per W tensor) is evaluated through it directly, which skips the
+model's input checks and conversions; :func:`projected_moments` falls back to
+``model.projected_task_posterior`` otherwise.
+"""
+
+from __future__ import annotations
+
+from botorch.models.model import Model
+from torch import Tensor
+
+__all__ = ["projected_moments"]
+
+
+def projected_moments(
+    model: Model, X: Tensor, directions: Tensor, input_dim: int | None
+) -> tuple[Tensor, Tensor]:
+    r"""Means and projected variances at checked ``batch_shape x 1 x d`` candidates.
+
+    Args:
+        model: A :class:`~botorch_mtucb.protocols.ProjectedTaskPosteriorModel`.
+        X: ``batch_shape x 1 x d`` candidates, finite.
+        directions: ``n x k`` directions W in the model's dtype and device (the same tensor on
+            every call: the model caches its predictor per W tensor).
+        input_dim: ``d`` of the model's inputs, or ``None`` if unknown (then the general path
+            checks ``X``).
+
+    Returns:
+        ``(mean, quad)``: ``batch_shape x n`` posterior means and ``batch_shape x k`` values
+        ``wⱼᵀ Γ_t(x, x) wⱼ``, in the original outcome scale.
+
+    Example:
+        >>> from botorch_mtucb.models import practical_multitask_gp
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> model = practical_multitask_gp(X, torch.stack([X.sum(-1), X.prod(-1)], -1))
+        >>> eye = torch.eye(2, dtype=torch.float64)
+        >>> mean, var = projected_moments(model, torch.rand(5, 1, 2, dtype=torch.float64), eye, 2)
+        >>> mean.shape, var.shape
+        (torch.Size([5, 2]), torch.Size([5, 2]))
+    """
+    fetch = getattr(model, "_projected_predictor", None)
+    if (
+        fetch is not None
+        and not model.training
+        and X.dtype == directions.dtype
+        and X.device == directions.device
+        and X.shape[-1] == input_dim
+        and X.numel() > 0
+    ):
+        predictor = fetch(directions)
+        if predictor is not None:
+            return predictor(X[..., 0, :])
+    mean, quad = model.projected_task_posterior(X, directions)
+    return mean.squeeze(-2), quad.squeeze(-2)
+
