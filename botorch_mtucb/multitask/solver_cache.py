@@ -25,7 +25,9 @@ module (re)assigns a parameter, buffer or submodule (PyTorch's global registrati
 posterior call does not walk the module tree.
 
 The acquisition hot path's frozen predictors
-(:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, see :meth:`_projected_predictor`)
+(:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor` and
+:class:`~botorch_mtucb.linalg.separable.ProjectedSeparablePredictor`, see
+:meth:`_projected_predictor`)
 are cached on the solver, so they are invalidated exactly when it is.
 """
 
@@ -46,8 +48,7 @@ from gpytorch.module import Module as GPyTorchModule
 from torch import Tensor
 from torch.nn.modules import module as module_hooks
 
-from botorch_mtucb.linalg.icm import ProjectedICMPredictor
-from botorch_mtucb.multitask.solvers.base import MultiTaskSolver
+from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, ProjectedPredictor
 
 __all__ = ["SolverCacheMixin"]
 
@@ -204,7 +205,7 @@ class SolverCacheMixin:
             return tf
         return False
 
-    def _projected_predictor(self, directions: Tensor) -> ProjectedICMPredictor | None:
+    def _projected_predictor(self, directions: Tensor) -> ProjectedPredictor | None:
         """The frozen hot-path predictor of ``projected_task_posterior`` for ``directions``.
 
         Cached on the current solver (so it is rebuilt exactly when the solver is: new data,
@@ -227,7 +228,7 @@ class SolverCacheMixin:
 
     def _build_predictor(
         self, solver: MultiTaskSolver, directions: Tensor
-    ) -> ProjectedICMPredictor | None:
+    ) -> ProjectedPredictor | None:
         """Fold the outcome transform, prior mean and input transform into the solver's
         predictor; ``None`` for anything without an exact fold (general path instead)."""
         dtype = self.train_targets.dtype

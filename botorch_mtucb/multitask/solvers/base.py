@@ -27,8 +27,12 @@ from linear_operator.operators import LinearOperator
 from torch import Tensor
 
 from botorch_mtucb.linalg.icm import Affine, ProjectedICMPredictor
+from botorch_mtucb.linalg.separable import ProjectedSeparablePredictor
 
-__all__ = ["MultiTaskSolver", "cross_kernel", "dense"]
+__all__ = ["MultiTaskSolver", "ProjectedPredictor", "cross_kernel", "dense"]
+
+#: A frozen hot-path predictor: ``X -> (mean, quad)`` (``batch x n``, ``batch x k``).
+ProjectedPredictor = ProjectedICMPredictor | ProjectedSeparablePredictor
 
 
 def dense(x: Tensor | LinearOperator) -> Tensor:
@@ -103,9 +107,10 @@ class MultiTaskSolver(ABC):
 
     def projected_predictor(
         self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
-    ) -> ProjectedICMPredictor | None:
-        """The frozen hot-path :class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`, or
-        ``None`` where the solver has none (the default).
+    ) -> ProjectedPredictor | None:
+        """The frozen hot-path predictor (:class:`~botorch_mtucb.linalg.icm.ProjectedICMPredictor`,
+        :class:`~botorch_mtucb.linalg.separable.ProjectedSeparablePredictor`), or ``None``
+        where the solver has none (the default).
 
         Args:
             directions: ``n x k`` directions ``W`` (original outcome scale).

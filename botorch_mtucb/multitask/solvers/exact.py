@@ -51,6 +51,7 @@ from botorch_mtucb.kernels.base import MultiTaskKernel
 from botorch_mtucb.linalg.factor import CholeskyFactor
 from botorch_mtucb.linalg.icm import Affine, ICMRotation, ProjectedICMPredictor, interleave_blocks
 from botorch_mtucb.linalg.icm_cholesky import icm_likelihood_method
+from botorch_mtucb.linalg.separable import ProjectedSeparablePredictor
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, cross_kernel, dense
 
@@ -106,6 +107,7 @@ class DenseSolver(MultiTaskSolver):
             chol = CholeskyFactor(chol)
         self.factor = chol
         self.alpha = chol.solve(train_resid.reshape(*train_resid.shape[:-2], n * t, 1))
+        self._frozen_ok = not torch.is_grad_enabled()  # hyperparameters may be read once
 
     @property
     def chol(self) -> Tensor:
@@ -140,6 +142,31 @@ class DenseSolver(MultiTaskSolver):
         prior = dense(self.kernel.forward(X, X))
         v = self._solve(cross)
         return mean, prior - v.transpose(-1, -2) @ v
+
+    def projected_predictor(
+        self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
+    ) -> ProjectedSeparablePredictor | None:
+        """The hot-path predictor (see the base class) for unbatched data, a solver built
+        without gradients and a kernel whose every term is a stationary RBF / Matérn kernel
+        with a plain ``n x n`` task matrix; else ``None``."""
+        if not self._frozen_ok or self.train_X.dim() > 2:
+            return None
+        terms: dict[int, tuple[FrozenStationaryCross, Tensor]] = {}
+        for k, B in self.kernel.separable_components():
+            if B.dim() != 2:
+                return None
+            if id(k) in terms:  # terms sharing one scalar kernel: their task matrices add up
+                frozen, total = terms[id(k)]
+                terms[id(k)] = (frozen, total + B.detach())
+                continue
+            frozen = FrozenStationaryCross.maybe(k, self.train_X)
+            if frozen is None:
+                return None
+            terms[id(k)] = (frozen, B.detach().to(self.train_X))
+        return ProjectedSeparablePredictor(
+            list(terms.values()), self.chol.detach(), self.alpha.detach(), directions,
+            out_scale, out_shift, in_affine,
+        )
 
     def information_gain(self) -> Tensor:
         """½ log det(I + N^{-1/2} G_t N^{-1/2}) with N = ηI or the known noise diagonal."""
