@@ -3,8 +3,11 @@ for them, and the exception that carries the completed history.
 
 An evaluation of a round's ``q x d`` points fails when ``observe`` raises an ``Exception`` (the
 whole round fails) or returns a non-finite value (the rows holding one fail). A failed point is
-recorded in the history (``RoundRecord.failed``, its error, its ``y`` as returned or NaN) and
-never given to the model. The ``on_failure`` policy then says what the loop does next:
+recorded in the history (``RoundRecord.failed``, its error, its ``y`` as returned or NaN;
+:attr:`~botorch_mtucb.loop.history.LoopHistory.failed_X` lists the inputs) and never given to
+the model; every later proposal sees the failed inputs as pending points (GP-BUCB: the
+acquisition on the model conditioned on its means there), so a point that failed is not
+proposed again. The ``on_failure`` policy then says what the loop does next:
 
 * ``"raise"`` (default): stop after recording the round and raise :class:`LoopInterrupted`,
   whose ``history`` holds every completed evaluation (resume with ``history=``);

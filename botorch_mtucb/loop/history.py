@@ -188,6 +188,14 @@ class LoopHistory:
         return torch.tensor([r.failed for r in self.rounds], dtype=torch.bool)
 
     @property
+    def failed_X(self) -> Tensor:
+        """``F x d`` inputs whose evaluation failed: the initial design's with a non-finite
+        observation, then the rounds' failed points (``0 x d`` when none failed)."""
+        drop = ~torch.isfinite(self.initial_Y).all(dim=-1)
+        X = [self.initial_X[drop]] + [r.x.unsqueeze(0) for r in self.rounds if r.failed]
+        return torch.cat([x.to(self.initial_X) for x in X])
+
+    @property
     def observed_X(self) -> Tensor:
         """``N x d`` inputs the model was given: the initial design's with a finite
         observation, then the rounds' that did not fail."""

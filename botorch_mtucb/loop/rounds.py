@@ -105,12 +105,23 @@ class LoopState:
         Y: ``N x n`` their observations.
         model: The current model.
         N_fit: Number of observations at the last ``model_factory`` fit.
+        failed_X: ``F x d`` inputs whose evaluation failed (``None``: none); every later
+            proposal sees them as pending points, so that a point that failed is not
+            proposed again.
     """
 
     X: Tensor
     Y: Tensor
     model: Model
     N_fit: int
+    failed_X: Tensor | None = None
+
+    def add_failed(self, X_failed: Tensor) -> None:
+        """Append ``k x d`` failed inputs to :attr:`failed_X` (nothing when ``k = 0``)."""
+        if X_failed.shape[0] == 0:
+            return
+        X_failed = X_failed.to(self.X)
+        self.failed_X = X_failed if self.failed_X is None else torch.cat([self.failed_X, X_failed])
 
 
 @dataclass
@@ -134,6 +145,7 @@ class Proposer:
     box: Tensor | None
     seed: int
     anchored: bool = field(init=False)
+    _warned_failed: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.anchored = isinstance(self.sampler, ModelAnchoredSampler) and bool(
@@ -187,7 +199,10 @@ class Proposer:
         scal = self.scalarization(state.Y, predicted)
         acqf = self.acquisition_factory(state.model, scal)
         if pending:
-            _set_pending(acqf, torch.cat([p.x for p in pending]))
+            failed = [] if state.failed_X is None else [state.failed_X]
+            _set_pending(acqf, torch.cat(failed + [p.x for p in pending]))
+        elif state.failed_X is not None:
+            self._avoid_failed(acqf, state.failed_X)
         x = self.optimizer(acqf).reshape(1, -1).to(state.X)
         if pending and any(torch.equal(x, p.x) for p in pending):
             warnings.warn(
@@ -197,6 +212,24 @@ class Proposer:
                 stacklevel=5,  # the caller of run_bo_loop
             )
         return x, scal, acqf
+
+
+    def _avoid_failed(self, acqf: AcquisitionFunction, X_failed: Tensor) -> None:
+        """The failed inputs as ``acqf``'s pending points (GP-BUCB: hallucinated at their
+        means, so the acquisition no longer rewards them); one warning per run for an
+        acquisition that takes no pending points."""
+        try:
+            acqf.set_X_pending(X_failed)
+        except (NotImplementedError, UnsupportedError, AttributeError):
+            if not self._warned_failed:
+                self._warned_failed = True
+                warnings.warn(
+                    f"{type(acqf).__name__} takes no pending points (set_X_pending), so the "
+                    f"{X_failed.shape[0]} failed point(s) may be proposed again; use an "
+                    "acquisition with pending points or on_failure='raise'.",
+                    RuntimeWarning,
+                    stacklevel=6,  # the caller of run_bo_loop
+                )
 
 
 @dataclass(frozen=True)

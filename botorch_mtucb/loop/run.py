@@ -32,11 +32,13 @@ is one :class:`~botorch_mtucb.loop.history.RoundRecord` (``t`` counts evaluation
 the rounds).
 
 **Trust.** A run given a ``generator`` is reproducible from it alone, and leaves torch's global
-RNG as it found it (:mod:`botorch_mtucb.loop.seeding`). A failed evaluation (``observe``
-raises or returns NaN) is recorded and never given to the model; ``on_failure`` says whether
-the loop stops (:class:`~botorch_mtucb.loop.failures.LoopInterrupted`, carrying the history)
-or goes on (:mod:`botorch_mtucb.loop.failures`). Any other exception, ``KeyboardInterrupt``
-included, leaves with the history attached as its ``history`` attribute. A history saved with
+RNG as it found it (:mod:`botorch_mtucb.loop.seeding`). A failed evaluation (``observe`` raises
+or returns NaN) is recorded and never given to the model, and its input is a pending point of
+every later proposal (``set_X_pending``, hallucinated at its mean), so that it is not proposed
+again; ``on_failure`` says whether the loop stops
+(:class:`~botorch_mtucb.loop.failures.LoopInterrupted`, carrying the history) or goes on
+(:mod:`botorch_mtucb.loop.failures`). Any other exception, ``KeyboardInterrupt`` included,
+leaves with the history attached as its ``history`` attribute. A history saved with
 :meth:`~botorch_mtucb.loop.history.LoopHistory.save` continues with ``history=``: the initial
 design is not observed again, the model is fitted on the history's observed data, and the
 seeds and the generator continue where they stopped.
@@ -216,7 +218,9 @@ def run_bo_loop(
         on_failure: What a failed evaluation does (it is always recorded, flagged
             ``failed``, and never given to the model): ``"raise"`` stops after its round
             with :class:`~botorch_mtucb.loop.failures.LoopInterrupted` (a ``RuntimeError``
-            whose ``history`` holds every completed evaluation); ``"skip"`` goes on.
+            whose ``history`` holds every completed evaluation); ``"skip"`` goes on, with
+            the failed inputs as pending points of every later proposal (an acquisition
+            without ``set_X_pending`` is warned about once).
         history: A :class:`~botorch_mtucb.loop.history.LoopHistory` to continue (e.g.
             :meth:`LoopHistory.load` of a saved run, or a ``LoopInterrupted``'s): its data
             are not observed again, the model is ``model_factory`` on its observed data,
@@ -508,6 +512,7 @@ def _start(
             setup.seed,
         )
         state = LoopState(X=X, Y=Y, model=setup.model_factory(X, Y), N_fit=X.shape[0])
+        state.add_failed(out.failed_X)
     except BaseException as err:  # the initial evaluations are not lost
         _attach(err, out)
         raise
@@ -589,6 +594,7 @@ class _Rounds:
         X_round = torch.cat([p.x for p in proposals])
         evaluation = evaluate(self.observe, X_round, state.Y.shape[-1], "observe(x_t)")
         self.updater(state, t, X_round[evaluation.ok], evaluation.Y[evaluation.ok])
+        state.add_failed(X_round[~evaluation.ok])
         update_time = time.perf_counter() - start
         first_t = len(self.history.rounds) + 1
         records = round_records(proposals, evaluation.Y, update_time, state.model, t, first_t,

@@ -144,6 +144,51 @@ def test_skip_records_the_failure_and_goes_on(rkhs):
     assert h.regrets.shape == (5,)  # the regret of a failed evaluation is its choice's
 
 
+def test_skip_does_not_propose_a_failed_point_again(problem):
+    """A region where ``observe`` always fails: the failed points become pending points of
+    every later proposal, so no failed point is proposed again (the default loop, which
+    without them re-proposed the same failing argmax every round)."""
+
+    def observe(X):
+        Y = problem(X)
+        Y[X[:, 0] > 0.7] = float("nan")
+        return Y
+
+    h = run_bo_loop(observe, num_rounds=6, bounds=problem.bounds, on_failure="skip",
+                    generator=torch.Generator().manual_seed(5))
+    fx = h.failed_X
+    assert fx.shape[0] >= 2 and bool((fx[:, 0] > 0.7).all())
+    torch.testing.assert_close(fx, torch.cat([h.initial_X[h.initial_Y.isnan().any(-1)],
+                                              h.X[h.failed]]))
+    # no proposal repeats (or lands within 1e-3 of) a point that failed before it
+    for k, record in enumerate(h.rounds):
+        earlier = torch.cat([h.initial_X[h.initial_Y.isnan().any(-1)], h.X[:k][h.failed[:k]]])
+        if earlier.shape[0]:
+            assert float(torch.cdist(record.x.unsqueeze(0), earlier).min()) > 1e-3
+    assert int(h.failed.sum()) < len(h.rounds)  # the loop went elsewhere
+
+
+def test_failed_points_without_pending_support_warn_once(rkhs):
+    from botorch.acquisition import PosteriorMean
+    from botorch.acquisition.objective import ScalarizedPosteriorTransform
+
+    def factory(model, scalarization):  # analytic: refuses pending points (UnsupportedError)
+        weights = torch.tensor([0.5, 0.5], dtype=DT)
+        return PosteriorMean(model, posterior_transform=ScalarizedPosteriorTransform(weights))
+
+    observe = _Failing(rkhs.f, fail_at=[1, 2], how="nan")
+    with pytest.warns(RuntimeWarning, match="takes no pending points") as record:
+        h = run_bo_loop(
+            observe=observe, num_rounds=4, initial_X=rkhs.grid[[10, 50, 90]],
+            model_factory=lambda X, Y: icm_grid_model(rkhs, X, Y), acquisition_factory=factory,
+            optimizer=FiniteArmOptimizer(rkhs.grid),
+            scalarization_sampler=ScalarizationSampler(2, ref_point="data", front="observed"),
+            on_failure="skip",
+        )
+    assert sum("takes no pending points" in str(w.message) for w in record) == 1
+    assert h.failed.tolist() == [True, True, False, False]
+
+
 def test_batch_with_one_failed_point_keeps_the_other(rkhs):
     observe = _Failing(rkhs.f, fail_at=[2], how="nan")
     with pytest.raises(LoopInterrupted) as info:
