@@ -30,7 +30,10 @@ The rule (:class:`RobustGP`), on the readings ``y``:
 
    with ``c = SUSPICION_THRESHOLD``, ``k = SPREAD_THRESHOLD``, ``ŝ = 1.4826 · median_j |e_j|`` a
    robust scale of the residuals, ``f = SCALE_FLOOR`` and
-   ``σ_y = 1.4826 · median_j |y_j − median(y)|`` the robust spread of the readings themselves. The
+   ``σ_y = 1.4826 · median_j |y_j − median(y)|`` the robust spread of the readings themselves
+   (where at least half of the readings tie, e.g. a plateau, clipped or integer readings, that
+   median is 0, and ``σ_y = √(π/2) · mean_j |y_j − median(y)|`` instead, the fallback of
+   Iglewicz & Hoaglin's modified z-score, so that the second condition still holds back). The
    first condition asks that the reading be improbable under the model. ``ŝ ≈ 1`` for a calibrated
    model; ``ŝ > 1`` when the fitted noise is too small for the data (e.g. heavy tails everywhere),
    so ordinary noise is not flagged; ``ŝ < 1`` when corrupted readings have inflated the fitted
@@ -78,6 +81,7 @@ most ``t x t`` per model, no loop over observations.
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import torch
@@ -125,6 +129,7 @@ ROBUST_PASSES = 2
 MIN_SCREENED = 5
 
 _MAD_TO_SD = 1.4826  # 1 / Φ⁻¹(3/4): MAD of a standard normal → its standard deviation
+_MEAN_AD_TO_SD = math.sqrt(math.pi / 2)  # mean absolute deviation of a normal → its sd
 
 
 def loo_moments(
@@ -201,7 +206,9 @@ def _screen(fit: FittedTargetGP, U: Tensor, y: Tensor, exclude: Tensor | None,
         flags = torch.zeros_like(y, dtype=torch.bool)
     else:
         scale = (_MAD_TO_SD * e.abs().median()).clamp_min(SCALE_FLOOR)
-        spread = _MAD_TO_SD * (y - y.median()).abs().median()
+        dev = (y - y.median()).abs()
+        spread = _MAD_TO_SD * dev.median()  # 0 when half the readings tie: the mean deviation
+        spread = torch.where(spread > 0, spread, _MEAN_AD_TO_SD * dev.mean())
         flags = (e.abs() > threshold * scale) & ((y - m).abs() > spread_threshold * spread)
     return flags, torch.where(flags, m, y), e
 

@@ -199,6 +199,26 @@ def test_a_deviation_within_the_readings_spread_is_not_flagged():
     assert bool(robust_gp(X, far).suspicious[9])
 
 
+def test_tied_readings_keep_a_spread_and_the_best_clean_reading():
+    """Noise-free readings of a bump on a zero plateau (more than half of them exactly 0, so
+    their MAD is 0): the spread falls back to the mean absolute deviation, no reading is
+    flagged, and the recommendation is the best reading's point."""
+    g = torch.Generator().manual_seed(2)
+    X = torch.rand(20, 2, generator=g, dtype=DT)
+    Y = (1 - 10 * ((X - 0.6) ** 2).sum(-1, keepdim=True)).clamp_min(0.0)
+    assert float((Y == 0).double().mean()) > 0.5  # the MAD is 0
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    model = robust_gp(X, Y, bounds)
+    assert not bool(model.suspicious.any())
+    torch.testing.assert_close(model.train_Y, Y, rtol=0.0, atol=0.0)
+    torch.testing.assert_close(recommend(model, X), X[Y.argmax()].unsqueeze(0))
+    # a gross outlier on the plateau is still caught
+    Z = Y.clone()
+    Z[int((Y == 0).nonzero()[0, 0])] = 5.0
+    flagged = robust_gp(X, Z, bounds).suspicious
+    assert bool(flagged[int((Y == 0).nonzero()[0, 0])]) and int(flagged.sum()) == 1
+
+
 def test_spread_threshold_sets_the_second_condition():
     """``k`` of ``|y_i − m_i| > k · σ_y``: a planted deviation of 2.5 σ_y (improbable under the
     model) is flagged for k = 2 and kept for k = 3; k = 0 leaves only the first condition."""
