@@ -100,12 +100,19 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
                 value of the acquisition does not use it.
 
         Raises:
-            ValueError: for a ``ref_point`` that is not ``n`` finite numbers, an empty or
-                non-``t x d`` ``X_baseline`` or a ``minimize`` of the wrong length.
+            ValueError: for a model with fewer than 2 outputs, a ``ref_point`` that is not ``n``
+                finite numbers, an empty or non-``t x d`` ``X_baseline`` or a ``minimize`` of
+                the wrong length.
         """
         super().__init__(model)
         X_baseline = check_baseline(X_baseline)
         n = model.num_outputs
+        if n < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs a model with n >= 2 outputs (the objectives), "
+                f"got {n}; for one objective use a single-objective acquisition (e.g. BoTorch's "
+                "LogExpectedImprovement or robust_acquisition)."
+            )
         like = X_baseline
         z = torch.as_tensor(ref_point, dtype=like.dtype, device=like.device)
         if z.shape != (n,) or not bool(z.isfinite().all()):

@@ -156,8 +156,9 @@ def _input_dim(model: Model) -> int | None:
 
 
 def _vector(value: Sequence[float] | Tensor, name: str, n: int) -> Tensor:
-    """``value`` as a finite ``n`` float64 vector."""
-    t = torch.as_tensor(value).detach()
+    """``value`` as a finite ``n`` vector: a tensor keeps its floating dtype, anything else
+    (a list, NumPy, an integer tensor) is read in float64."""
+    t = value.detach() if torch.is_tensor(value) else torch.as_tensor(value, dtype=torch.float64)
     if not t.is_floating_point():
         t = t.to(torch.float64)
     if t.shape != (n,):

@@ -178,6 +178,8 @@ def test_bad_arguments_are_refused():
         HypervolumeImprovementUCB(model, [0.0, 0.0], X, beta=-1.0)
     with pytest.raises(ValueError, match="`minimize` must hold 2 bools"):
         HypervolumeImprovementUCB(model, [0.0, 0.0], X, minimize=[True])
+    with pytest.raises(ValueError, match="needs a model with n >= 2 outputs"):
+        HypervolumeImprovementUCB(SingleTaskGP(X, Y[:, :1]), [0.0], X)
     acqf = HypervolumeImprovementUCB(model, [0.0, 0.0], X)
     with pytest.raises(ValueError, match="q = 1 only"):
         acqf(torch.rand(4, 2, 3, dtype=DT))

@@ -100,6 +100,19 @@ def test_ref_point_filters() -> None:
     assert set(expected) < set(everything)  # the filter removed something
 
 
+def test_ref_point_as_a_list_is_read_in_float64() -> None:
+    """A list z equal to a point's mean keeps it (weak dominance), as the float64 tensor does;
+    read in float32, 0.1 would become 0.10000000149 and drop the point."""
+    from botorch.models.deterministic import GenericDeterministicModel
+
+    model = GenericDeterministicModel(lambda X: torch.cat([X, 1 - X], -1), num_outputs=2)
+    X = torch.tensor([[0.1], [0.5]], dtype=DTYPE)
+    from_list = recommend_pareto_set(model, X, ref_point=[0.1, 0.0])
+    from_tensor = recommend_pareto_set(model, X, ref_point=torch.tensor([0.1, 0.0], dtype=DTYPE))
+    torch.testing.assert_close(from_list, X)
+    torch.testing.assert_close(from_tensor, X)
+
+
 def noisy_problem(seed: int):
     """Both objectives equal x on [0, 1] (the true front: the largest x), observed with
     noise of 30 % of the range; a GP with the true noise and a fixed lengthscale."""

@@ -79,6 +79,8 @@ def sample_scalarization_weights(
     n, num_samples = int(n), int(num_samples)
     if kind not in _KINDS:
         raise ValueError(f"`kind` must be 'chebyshev', 'linear' or 'hypervolume', got {kind!r}.")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"`dtype` must be a floating torch dtype (torch.float64), got {dtype!r}.")
     if kind == "hypervolume":
         g = torch.randn(num_samples, n, generator=generator, dtype=dtype, device=device)
         g = g.abs().clamp_min(torch.finfo(dtype).tiny)

@@ -383,6 +383,8 @@ def test_sampler_kinds_and_errors():
         ScalarizationSampler(2, "pareto")
     with pytest.raises(ValueError, match="kind"):
         sample_scalarization_weights(2, 3, "pareto")
+    with pytest.raises(ValueError, match="`dtype` must be a floating torch dtype"):
+        sample_scalarization_weights(3, 2, dtype=torch.int64)
     with pytest.raises(ValueError, match="'data'"):
         ScalarizationSampler(2, "linear", ref_point="data")
     zero = ScalarizationSampler(2, "hypervolume", ref_point=[0, 0], augmentation=0)
