@@ -16,7 +16,9 @@ mean), while their variance does not depend on the rewards.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Self
 
 import torch
 from botorch.acquisition.analytic import AnalyticAcquisitionFunction
@@ -142,6 +144,17 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
         self.__dict__.update(state)
         if X_pending is not None:
             self.set_X_pending(X_pending)
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Self:
+        """``nn.Module._apply`` (``.to``, ...), extended to the GP-BUCB state (the model of
+        the real data, the hallucinated one and the pending points)."""
+        super()._apply(fn, recurse)
+        if self._pending is not None:
+            self._pending.apply(fn)
+            self.__dict__["variance_model"] = self._pending.model
+            self.__dict__["X_pending"] = self._pending.X
+        self.__dict__["beta_real_data"] = fn(self.beta_real_data)
+        return self
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """GP-BUCB: the variance from the model conditioned on hallucinated means at pending points.

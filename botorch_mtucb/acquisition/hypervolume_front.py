@@ -22,7 +22,8 @@ sequential=True)`` returns k distinct points.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Self
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -134,6 +135,14 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
         self._input_dim = X_baseline.shape[-1]
         self._eye = torch.eye(n, dtype=like.dtype, device=like.device)  # W = I: the σ_i²
         self.set_X_pending(X_pending)
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Self:
+        """``nn.Module._apply`` (``.to``, ...), extended to the model of the real data and the
+        pending points (:meth:`PendingState.apply`) and to the identity of the variances."""
+        super()._apply(fn, recurse)
+        self._pending.apply(fn)
+        self._eye = fn(self._eye)
+        return self
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """Hallucinate pending points (GP-BUCB) and add their means to the front P.

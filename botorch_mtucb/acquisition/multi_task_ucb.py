@@ -65,7 +65,8 @@ Also here: :func:`task_mean_and_covariance` (μ(x) and Γ(x, x) of any supported
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Literal, Self
 
 import torch
 from botorch.acquisition import AcquisitionFunction
@@ -205,6 +206,13 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         )
         scalarization._constants(like)
         self._lipschitz = scalarization.lipschitz.to(like)  # L_λ of the spectral bound
+        if bound == "spectral" and not bool(self._lipschitz.isfinite().all()):
+            raise ValueError(
+                f"`bound='spectral'` needs a finite Lipschitz constant L_λ, but "
+                f"{type(scalarization).__name__} has L_λ = inf (a hypervolume scalarization "
+                "without `upper`): pass `upper=` (or build it with `from_data`), or use "
+                "bound='directional'."
+            )
         self.pending_beta_inflation = resolve_inflation(pending_beta_inflation)
         if self.pending_beta_inflation == "gp-bucb" and not isinstance(
             model, InformationGainModel
@@ -218,6 +226,19 @@ class ScalarizedMultiTaskUCB(AcquisitionFunction):
         self._input_dim = like.shape[-1] if isinstance(model, ExactGP) else None
         self._dtype_device = (like.dtype, like.device)
         self.set_X_pending(X_pending)
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Self:
+        """``nn.Module._apply`` (``.to``, ``.double()``, ...), extended to the model of the
+        real data and the pending points (:meth:`PendingState.apply`) and to the hot path's
+        constants, so that a moved acquisition computes and hallucinates in the new dtype."""
+        super()._apply(fn, recurse)
+        self._pending.apply(fn)
+        self._projection = fn(self._projection)
+        if self._directions is not None:
+            self._directions = fn(self._directions)
+        self._lipschitz = fn(self._lipschitz)
+        self._dtype_device = (self.beta_real_data.dtype, self.beta_real_data.device)
+        return self
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """Condition on pending points with hallucinated means (GP-BUCB); ``None`` clears them.

@@ -42,7 +42,7 @@ dictionaries as if the pending points had not been hallucinated.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from numbers import Real
 from typing import Literal
@@ -50,6 +50,7 @@ from typing import Literal
 import torch
 from botorch.models import ModelListGP
 from botorch.models.model import Model, ModelList
+from gpytorch.models import ExactGP
 from torch import Tensor
 
 from botorch_mtucb.protocols import (
@@ -288,6 +289,18 @@ class PendingState:
         self.base = base
         self.X: Tensor | None = None
         self.model = base
+
+    def apply(self, fn: Callable[[Tensor], Tensor]) -> None:
+        """Apply a module conversion (``nn.Module._apply``'s ``fn``, e.g. of ``.to(float32)``)
+        to the held models, in place, and to the pending points, so that an acquisition
+        moved with ``.to`` hallucinates and un-hallucinates on the moved model."""
+        for model in (self.base, self.model) if self.model is not self.base else (self.base,):
+            model._apply(fn)
+            for module in model.modules():  # GPyTorch's test-time caches are not moved
+                if isinstance(module, ExactGP):
+                    module._clear_cache()
+        if self.X is not None:
+            self.X = fn(self.X)
 
     def update(self, X_pending: Tensor | None) -> Model:
         """Condition ``base`` on ``X_pending`` (``m x d`` or ``None``); return the model."""

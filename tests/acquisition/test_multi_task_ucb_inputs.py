@@ -54,6 +54,13 @@ def test_bad_inputs_raise():
     single = SingleTaskGP(X, Y[:, :1])
     with pytest.raises(ValueError, match="multi-output model"):
         ScalarizedMultiTaskUCB(single, LinearScalarization(torch.ones(1, dtype=DT)), 1.0)
+    from botorch_mtucb.acquisition import HypervolumeScalarization
+
+    unbounded = HypervolumeScalarization([0.6, 0.8], ref_point=[-1.0, -1.0])  # L_λ = inf
+    with pytest.raises(ValueError, match="`bound='spectral'` needs a finite Lipschitz"):
+        ScalarizedMultiTaskUCB(model, unbounded, 1.0, bound="spectral")
+    assert bool(ScalarizedMultiTaskUCB(model, unbounded, 1.0)(torch.rand(3, 1, 2, dtype=DT))
+                .isfinite().all())  # the directional bound needs no L_λ
 
 
 def test_kronecker_multitask_gp_is_refused():
@@ -112,6 +119,46 @@ def test_beta_and_values_follow_the_model_dtype():
     out = acqf(Xt.float())
     assert out.dtype == torch.float32
     torch.testing.assert_close(out.double(), ref(Xt), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("cls", ["ucb", "hvi", "heavy"])
+def test_moved_acquisition_hallucinates_in_its_new_dtype(cls):
+    """``.to(float32)`` moves the model of the real data and the pending points too: pending
+    points set after the move, and clearing them, keep float32, with the float64 values."""
+    from botorch.optim import optimize_acqf
+
+    from botorch_mtucb.acquisition import HeavyTailedUCB, HypervolumeImprovementUCB
+
+    g = torch.Generator().manual_seed(4)
+    X = torch.rand(10, 2, generator=g, dtype=DT)
+    Y = torch.stack([X.sum(-1).sin(), X.prod(-1)], -1)
+
+    def build(X_pending=None):
+        if cls == "ucb":
+            return ScalarizedMultiTaskUCB(ExactMultiTaskGP(X, Y), LinearScalarization([0.4, 0.6]),
+                                          X_pending=X_pending)
+        if cls == "hvi":
+            return HypervolumeImprovementUCB(ExactMultiTaskGP(X, Y), Y.min(0).values - 0.1, X,
+                                             X_pending=X_pending)
+        return HeavyTailedUCB(SingleTaskGP(X, Y[:, :1]), beta=1.0, X_pending=X_pending)
+
+    Xc = torch.rand(4, 1, 2, generator=g, dtype=DT)
+    pending = X[:2] + 0.05
+    ref = build(pending)(Xc)
+    moved = build(pending).to(torch.float32)
+    out = moved(Xc.float())
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out.double(), ref, atol=1e-4, rtol=1e-4)
+    moved.set_X_pending(None)  # back to the moved model of the real data
+    cleared = moved(Xc.float())
+    assert cleared.dtype == torch.float32
+    torch.testing.assert_close(cleared.double(), build()(Xc), atol=1e-4, rtol=1e-4)
+    if cls != "heavy":  # sequential batches hallucinate on the moved model
+        torch.manual_seed(0)
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+        batch, _ = optimize_acqf(moved, bounds, q=2, num_restarts=2, raw_samples=16,
+                                 sequential=True)
+        assert batch.dtype == torch.float32 and batch.shape == (2, 2)
 
 
 # ----------------------------------------------------------------------------- fast path
