@@ -22,11 +22,16 @@ package's ExactMultiTaskGP and its practical form once :mod:`botorch_mtucb.model
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Self
+
 import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.models.model import Model
 from botorch.sampling.pathwise import draw_matheron_paths
+from gpytorch.models import ExactGP
 from torch import Tensor
+from torch.nn import Module
 
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.acquisition.scalarization.base import check_scalarization
@@ -118,12 +123,30 @@ class ScalarizedThompsonSampling(AcquisitionFunction):
         self.scalarization = scalarization
         self.num_paths = num_paths
         self.seed = seed
-        if seed is None:
-            self.paths = draw_matheron_paths(model, torch.Size([num_paths]))
-        else:
-            with torch.random.fork_rng():
-                torch.manual_seed(seed)
-                self.paths = draw_matheron_paths(model, torch.Size([num_paths]))
+        self.paths = self._draw()
+
+    def _draw(self) -> Module:
+        """``num_paths`` Matheron paths of the model (seeded in a forked RNG when ``seed``)."""
+        if self.seed is None:
+            return draw_matheron_paths(self.model, torch.Size([self.num_paths]))
+        with torch.random.fork_rng():
+            torch.manual_seed(self.seed)
+            return draw_matheron_paths(self.model, torch.Size([self.num_paths]))
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Self:
+        """``nn.Module._apply`` (``.to``, ...): the model is moved and the paths are drawn
+        again on it (BoTorch's drawn paths keep their caches in the old dtype), with the same
+        ``seed`` when one was given."""
+        paths = self._modules.pop("paths")
+        try:
+            super()._apply(fn, recurse)
+            for module in self.model.modules():  # GPyTorch's test-time caches are not moved
+                if isinstance(module, ExactGP):
+                    module._clear_cache()
+        finally:
+            self._modules["paths"] = paths
+        self.paths = self._draw()
+        return self
 
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """Refuse pending points (``None`` or an empty tensor is accepted and means none).

@@ -128,3 +128,21 @@ def test_x_pending_and_bad_arguments_refused():
     with pytest.raises(ValueError, match="batch shape"):
         ScalarizedThompsonSampling(SingleTaskGP(torch.rand(3, 6, 2, dtype=DT),
                                                 torch.rand(3, 6, 2, dtype=DT)), scal)
+
+
+def test_moved_acquisition_draws_its_paths_on_the_moved_model():
+    """``.to(float32)`` draws the paths again on the moved model (BoTorch's drawn paths do not
+    move): float32 values, the same seed gives the same paths, and they are the float32
+    model's seeded Matheron paths."""
+    scal = LinearScalarization([0.3, 0.7])
+    acqf = ScalarizedThompsonSampling(_model(), scal, seed=3).to(torch.float32)
+    X = _test_points((4, 1, 2)).float()
+    out = acqf(X)
+    assert out.dtype == torch.float32 and bool(out.isfinite().all())
+    again = ScalarizedThompsonSampling(_model(), scal, seed=3).to(torch.float32)
+    torch.testing.assert_close(again(X), out)
+    model32 = _model().to(torch.float32)
+    with torch.random.fork_rng():
+        torch.manual_seed(3)
+        paths = draw_matheron_paths(model32, torch.Size([1]))
+    torch.testing.assert_close(out, scal(paths(X.reshape(-1, 2))[0].transpose(-1, -2)))
