@@ -3,9 +3,10 @@ r"""Per-candidate moments for the q = 1 acquisitions, on the fastest path a mode
 A :class:`~botorch_mtucb.protocols.ProjectedTaskPosteriorModel` gives the posterior mean and
 the variances ``wⱼᵀ Γ_t(x, x) wⱼ`` along an ``n x k`` matrix of directions W without forming a
 posterior object; with ``W = I`` these are the per-objective marginal variances σ_i²(x). A
-model in eval mode that has a frozen predictor for W (the practical and exact ICM models: one
-cached per solver and per W tensor) is evaluated through it directly, which skips the
-model's input checks and conversions; :func:`projected_moments` falls back to
+model in eval mode that has a frozen predictor for W (the ICM models', and the dense
+solver's for sums of stationary separable terms, e.g. the per-task model: one cached per
+solver and per W tensor) is evaluated through it directly, which skips the model's input
+checks and conversions; :func:`projected_moments` falls back to
 ``model.projected_task_posterior`` otherwise.
 """
 
@@ -57,4 +58,3 @@ def projected_moments(
             return predictor(X[..., 0, :])
     mean, quad = model.projected_task_posterior(X, directions)
     return mean.squeeze(-2), quad.squeeze(-2)
-

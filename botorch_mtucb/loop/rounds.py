@@ -213,7 +213,6 @@ class Proposer:
             )
         return x, scal, acqf
 
-
     def _avoid_failed(self, acqf: AcquisitionFunction, X_failed: Tensor) -> None:
         """The failed inputs as ``acqf``'s pending points (GP-BUCB: hallucinated at their
         means, so the acquisition no longer rewards them); one warning per run for an
