@@ -13,6 +13,8 @@ attributes qualifies, whether or not it comes from this package.
 * :class:`ModelAnchoredSampler` — a per-round scalarization sampler whose reference point
   also uses the model's predicted front (``uses_model``, ``anchors``), so the loop computes
   the payoff table once per round; implemented by ScalarizationSampler (``front="predicted"``).
+* :class:`RoundAwareOptimizer` — a per-round maximiser with state across rounds that the loop
+  tells when a round starts (``new_round``); implemented by the trust region.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from torch import Tensor
 
 from botorch_mtucb.acquisition.scalarization import Scalarization
 
-__all__ = ["ConfidenceWidthAcquisition", "ModelAnchoredSampler", "ScalarizedAcquisition"]
+__all__ = [
+    "ConfidenceWidthAcquisition",
+    "ModelAnchoredSampler",
+    "RoundAwareOptimizer",
+    "ScalarizedAcquisition",
+]
 
 
 @runtime_checkable
@@ -92,4 +99,25 @@ class ModelAnchoredSampler(Protocol):
         Returns:
             ``n x n`` tensor, row i = the posterior mean at objective i's optimum.
         """
+        ...
+
+
+@runtime_checkable
+class RoundAwareOptimizer(Protocol):
+    """A maximiser that keeps state across rounds and must know where a round starts.
+
+    :func:`~botorch_mtucb.loop.run_bo_loop` calls ``new_round()`` before the first point of
+    every round; the acquisitions of a round's later points carry the earlier points as
+    ``X_pending``, and so may those of a first point (the loop's failed evaluations), so
+    ``X_pending`` alone does not tell them apart.
+
+    Example:
+        >>> from botorch_mtucb.acquisition.trust_region import TrustRegionOptimizer
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> isinstance(TrustRegionOptimizer(bounds), RoundAwareOptimizer)
+        True
+    """
+
+    def new_round(self) -> None:
+        """The next call is the first point of a new round."""
         ...

@@ -30,7 +30,11 @@ from torch import Tensor
 from botorch_mtucb.utils.model_data import original_train_inputs
 from botorch_mtucb.utils.validation import check_finite, check_test_tensor
 
-__all__ = ["ParetoSetRecommendation", "recommend_pareto_set"]
+__all__ = ["FLAT_FRACTION", "ParetoSetRecommendation", "recommend_pareto_set"]
+
+#: An objective whose posterior means vary over the candidates by less than this fraction of
+#: its median posterior standard deviation is flat there: it does not separate them.
+FLAT_FRACTION = 0.1
 
 
 class ParetoSetRecommendation(NamedTuple):
@@ -65,10 +69,14 @@ def recommend_pareto_set(
     Point x_i is kept unless another candidate's mean is at least as good in every objective
     and better in one (after the signs of ``minimize``); with ``ref_point`` z, points whose
     sign-corrected mean is below s ⊙ z in some objective are dropped first (Ax's objective
-    thresholds). Candidates with identical means (a point evaluated more than once) are kept
-    once, at their first row. The means are the model's posterior means of the latent
-    outcomes, computed one point at a time (``N`` posteriors at ``1 x d``: no ``N x N``
-    joint covariance), without gradients; selecting the rows reads the mask on the host.
+    thresholds). An objective whose means vary over ``X`` by less than
+    :data:`FLAT_FRACTION` of its median posterior standard deviation is flat there and does
+    not separate the candidates (an objective constant in the data, whose means differ at the
+    model's numerical noise, would otherwise make every point non-dominated). Candidates with
+    equal means (a point evaluated more than once) are kept once, at their first row. The
+    means are the model's posterior means of the latent outcomes, computed one point at a
+    time (``N`` posteriors at ``1 x d``: no ``N x N`` joint covariance), without gradients;
+    selecting the rows reads the mask on the host.
 
     Args:
         model: A BoTorch model with ``n ≥ 2`` outputs and no batch shape (its posterior
@@ -115,7 +123,8 @@ def recommend_pareto_set(
         idx = torch.zeros(0, dtype=torch.long, device=X.device)
         return ParetoSetRecommendation(X, empty, idx) if return_details else X
     with torch.no_grad():
-        mean = model.posterior(X.unsqueeze(-2)).mean
+        posterior = model.posterior(X.unsqueeze(-2))
+        mean, variance = posterior.mean, posterior.variance
     if mean.shape != (X.shape[0], 1, n):
         raise ValueError(
             f"`model` must give one n = {n} posterior mean per point (an N x 1 x n mean at "
@@ -125,7 +134,7 @@ def recommend_pareto_set(
     if not torch.isfinite(mean).all():
         raise ValueError("`model` gives NaN or infinite posterior means at `X`.")
     Y = mean * signs.to(mean)
-    keep = is_non_dominated(Y, deduplicate=True)
+    keep = is_non_dominated(_flatten_ties(Y, variance.reshape(Y.shape)), deduplicate=True)
     if ref_point is not None:
         z = _vector(ref_point, "ref_point", n).to(mean) * signs.to(mean)
         keep = keep & (Y >= z).all(dim=-1)
@@ -133,6 +142,17 @@ def recommend_pareto_set(
     if not return_details:
         return X[idx]
     return ParetoSetRecommendation(X[idx], mean[idx], idx)
+
+
+def _flatten_ties(Y: Tensor, variance: Tensor) -> Tensor:
+    """``Y`` (``N x n``) with every objective whose means vary over the candidates by less
+    than :data:`FLAT_FRACTION` of its median posterior standard deviation set to its mean:
+    such variation (e.g. an objective constant in the data, whose means differ at the
+    model's numerical noise) does not separate the candidates."""
+    spread = Y.max(dim=0).values - Y.min(dim=0).values
+    sd = variance.clamp_min(0.0).sqrt().median(dim=0).values
+    flat = spread < FLAT_FRACTION * sd
+    return torch.where(flat, Y.mean(dim=0, keepdim=True), Y)
 
 
 def _num_outputs(model: Model) -> int:

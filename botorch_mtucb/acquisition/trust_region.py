@@ -20,7 +20,9 @@ Optimization*, NeurIPS 2019, §2 and App.), in the normalised cube ``[0, 1]^d``:
   ``τ_fail = ⌈max(4, d) / q⌉`` consecutive failures (default: q = 1) ``L ← L / 2``; each
   change resets both counters. When ``L < L_min`` the region restarts: ``L ← L_init``,
   counters zero. Later points of a round (the acquisition has ``X_pending``, the loop's
-  q > 1) keep the round's region, and the next round judges the whole batch, as TuRBO's.
+  q > 1) keep the round's region, and the next round judges the whole batch, as TuRBO's;
+  a loop that also gives a round's first point pending points (its failed evaluations)
+  marks where rounds start with :meth:`TrustRegionOptimizer.new_round`.
 
 The acquisition must declare its model and scalarization
 (:class:`~botorch_mtucb.acquisition.protocols.ScalarizedAcquisition`,
@@ -140,6 +142,7 @@ class TrustRegionOptimizer(BoxOptimizer):
         self.restarts = 0
         self.regions: list[Tensor] = []
         self._previous: tuple[int, Scalarization] | None = None
+        self._new_round = False  # set by new_round(): the next call starts a round
 
     # ------------------------------------------------------------------ state
     def update(self, Y: Tensor, num_previous: int, scalarization: Scalarization) -> None:
@@ -193,6 +196,14 @@ class TrustRegionOptimizer(BoxOptimizer):
         )
 
     # ------------------------------------------------------------------ call
+    def new_round(self) -> None:
+        """Mark the next call as a round's first point
+        (:class:`~botorch_mtucb.acquisition.protocols.RoundAwareOptimizer`; the loop calls it):
+        it then updates L and re-centres the region even if its acquisition has pending
+        points (the loop's failed evaluations). Without it, a call whose acquisition has
+        ``X_pending`` is a later point of the current round."""
+        self._new_round = True
+
     def __call__(self, acqf: AcquisitionFunction) -> Tensor:
         """Maximise ``acqf`` over the round's trust region (and update L first).
 
@@ -209,12 +220,16 @@ class TrustRegionOptimizer(BoxOptimizer):
                 f"(e.g. ScalarizedMultiTaskUCB, or HypervolumeImprovementUCB given the round's "
                 f"`scalarization`), got {type(acqf).__name__} without one."
             )
-        if getattr(acqf, "X_pending", None) is not None and self.regions:
+        pending = getattr(acqf, "X_pending", None)
+        new_round, self._new_round = self._new_round, False
+        if pending is not None and self.regions and not new_round:
             # a later point of the same round (GP-BUCB pending points, the loop's q > 1):
             # TuRBO's batch keeps the round's region, and the next call judges the batch
             self.regions.append(self.regions[-1])
             return self._maximise(acqf, self.regions[-1])
         X, Y = training_data(acqf.model)
+        if pending is not None and pending.shape[0] > 0:  # hallucinated rows come last
+            X, Y = X[: -pending.shape[0]], Y[: -pending.shape[0]]
         if X.shape[-1] != self.bounds.shape[-1]:
             raise ValueError(
                 f"The model's inputs have d = {X.shape[-1]} but `bounds` has "

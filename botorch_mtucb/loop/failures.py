@@ -98,8 +98,9 @@ class RoundEvaluation:
 
 
 def as_observations(Y: object, X: Tensor, num_outputs: int | None, name: str) -> Tensor:
-    """``observe``'s result as a detached ``N x n`` tensor (NumPy arrays converted to ``X``'s
-    dtype and device), or a ``TypeError`` / ``ValueError`` naming ``name``.
+    """``observe``'s result as a detached ``N x n`` tensor in ``X``'s dtype and device (a
+    float32 result for float64 points, an integer or a NumPy array converted), or a
+    ``TypeError`` / ``ValueError`` naming ``name``.
 
     Args:
         Y: What ``observe(X)`` returned.
@@ -126,8 +127,8 @@ def as_observations(Y: object, X: Tensor, num_outputs: int | None, name: str) ->
         num_outputs is not None and Y.shape[-1] != num_outputs
     ):
         raise ValueError(f"`{name}` must return an {want} tensor, got shape {tuple(Y.shape)}.")
-    if not Y.is_floating_point():
-        Y = Y.to(X.dtype)
+    if Y.dtype != X.dtype or Y.device != X.device:  # the data's dtype: the model's
+        Y = Y.to(dtype=X.dtype, device=X.device)
     return Y.detach()
 
 

@@ -26,7 +26,11 @@ from botorch.models.model import Model, ModelList
 from torch import Tensor
 
 from botorch_mtucb.acquisition.pending import condition_model
-from botorch_mtucb.acquisition.protocols import ConfidenceWidthAcquisition, ModelAnchoredSampler
+from botorch_mtucb.acquisition.protocols import (
+    ConfidenceWidthAcquisition,
+    ModelAnchoredSampler,
+    RoundAwareOptimizer,
+)
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.loop.defaults import RefitRule, refit_due
 from botorch_mtucb.loop.history import RoundRecord
@@ -169,6 +173,8 @@ class Proposer:
             ``q`` proposals, in the order chosen.
         """
         start = time.perf_counter()
+        if isinstance(self.optimizer, RoundAwareOptimizer):
+            self.optimizer.new_round()
         predicted = None
         if self.anchored:  # the model's payoff table, once per round (its time: the first point's)
             predicted = self.sampler.anchors(state.model, self.box, state.Y, seed=self.seed + 2 + t)

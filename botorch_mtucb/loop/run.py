@@ -85,11 +85,12 @@ from botorch_mtucb.loop.failures import (
     classify,
     evaluate,
 )
-from botorch_mtucb.loop.history import LoopHistory
+from botorch_mtucb.loop.history import LoopHistory, RoundRecord
 from botorch_mtucb.loop.regret import ScalarizedRegret
 from botorch_mtucb.loop.rounds import (
     LoopState,
     ModelUpdater,
+    Proposal,
     Proposer,
     UpdateRule,
     round_records,
@@ -214,7 +215,8 @@ def run_bo_loop(
             the same proposals as negating them): passed to the default
             scalarization sampler, hence to every s_λ_t, the payoff tables and the regret. A
             given ``scalarization_sampler`` must mark the same objectives (its
-            ``minimize``).
+            ``minimize``). A continued ``history`` keeps its own unless this is given (and
+            then must agree with it).
         on_failure: What a failed evaluation does (it is always recorded, flagged
             ``failed``, and never given to the model): ``"raise"`` stops after its round
             with :class:`~botorch_mtucb.loop.failures.LoopInterrupted` (a ``RuntimeError``
@@ -251,7 +253,7 @@ def run_bo_loop(
         torch.Size([3, 2])
     """
     check_failure_policy(on_failure)
-    minimize = _check_minimize(minimize)
+    minimize = _continue_minimize(_check_minimize(minimize), history)
     generator = _continue_generator(generator, history, initial_X)
     rng_seed = _rng_seed(generator, history)
     setup = _resolve_arguments(
@@ -318,6 +320,24 @@ def _check_minimize(minimize: Sequence[int] | None) -> tuple[int, ...] | None:
     if any(i < 0 for i in indices):
         raise ValueError(message)
     return indices
+
+
+def _continue_minimize(
+    minimize: tuple[int, ...] | None, history: LoopHistory | None
+) -> tuple[int, ...] | None:
+    """``minimize``, or the continued ``history``'s when not given; a clear error when the
+    two mark different objectives (the run would change direction half-way)."""
+    if history is None or not isinstance(history, LoopHistory):
+        return minimize
+    previous = history.minimize
+    if minimize is None:
+        return None if previous is None else tuple(previous)
+    if set(minimize) != set(previous or ()):
+        raise ValueError(
+            f"`minimize` marks objectives {sorted(minimize)} but the continued `history` "
+            f"minimised {sorted(previous or ())}: leave `minimize` out to continue as it ran."
+        )
+    return minimize
 
 
 def _minimize_mask(minimize: tuple[int, ...] | None, n: int) -> Tensor | None:
@@ -593,20 +613,30 @@ class _Rounds:
         start = time.perf_counter()
         X_round = torch.cat([p.x for p in proposals])
         evaluation = evaluate(self.observe, X_round, state.Y.shape[-1], "observe(x_t)")
-        self.updater(state, t, X_round[evaluation.ok], evaluation.Y[evaluation.ok])
+        try:
+            self.updater(state, t, X_round[evaluation.ok], evaluation.Y[evaluation.ok])
+        except BaseException:  # a fit that fails or is interrupted loses no evaluation
+            self._record(proposals, evaluation, time.perf_counter() - start, None, t)
+            raise
         state.add_failed(X_round[~evaluation.ok])
-        update_time = time.perf_counter() - start
-        first_t = len(self.history.rounds) + 1
-        records = round_records(proposals, evaluation.Y, update_time, state.model, t, first_t,
-                                self.regret, evaluation.ok, evaluation.error)
-        self.history.rounds.extend(records)
-        if self.generator is not None:
-            self.history.generator_state = self.generator.get_state()
+        records = self._record(proposals, evaluation, time.perf_counter() - start,
+                               state.model, t)
         for record in records:
             for callback in callbacks:
                 callback(record)
         if evaluation.failed and self.on_failure == "raise":
             self._stop(t, evaluation)
+
+    def _record(self, proposals: list[Proposal], evaluation: RoundEvaluation,
+                update_time: float, model: Model | None, t: int) -> list[RoundRecord]:
+        """Append round t's records (every point, observed or failed) to the history."""
+        first_t = len(self.history.rounds) + 1
+        records = round_records(proposals, evaluation.Y, update_time, model, t, first_t,
+                                self.regret, evaluation.ok, evaluation.error)
+        self.history.rounds.extend(records)
+        if self.generator is not None:
+            self.history.generator_state = self.generator.get_state()
+        return records
 
     def _stop(self, t: int, evaluation: RoundEvaluation) -> None:
         """Raise :class:`LoopInterrupted` with the history of the completed evaluations."""

@@ -113,6 +113,27 @@ def test_ref_point_as_a_list_is_read_in_float64() -> None:
     torch.testing.assert_close(from_tensor, X)
 
 
+def test_an_objective_constant_in_the_data_is_a_tie() -> None:
+    """After a few loop rounds the practical model's means of an objective that is constant in
+    the data differ by about 1e-7, below its posterior standard deviation (1e-5): ties, so
+    the set is the best point of the other objective, not every point."""
+    from botorch_mtucb.loop import run_bo_loop
+
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DTYPE)
+
+    def observe(X):
+        return torch.stack([-(X - 0.3).pow(2).sum(-1), torch.ones(len(X), dtype=X.dtype)], -1)
+
+    h = run_bo_loop(observe, num_rounds=3, bounds=bounds,
+                    generator=torch.Generator().manual_seed(0))
+    X = h.observed_X
+    with torch.no_grad():
+        means = h.model.posterior(X.unsqueeze(-2)).mean.squeeze(-2)
+    assert 0 < float(means[:, 1].max() - means[:, 1].min()) < 1e-5  # the model's noise
+    rec = recommend_pareto_set(h.model, X, return_details=True)
+    assert rec.indices.tolist() == [int(means[:, 0].argmax())]
+
+
 def noisy_problem(seed: int):
     """Both objectives equal x on [0, 1] (the true front: the largest x), observed with
     noise of 30 % of the range; a GP with the true noise and a fixed lengthscale."""

@@ -15,6 +15,7 @@ from botorch_mtucb.loop import (
     FiniteArmOptimizer,
     LoopHistory,
     LoopInterrupted,
+    TrustRegionOptimizer,
     run_bo_loop,
     scalarized_ucb_factory,
 )
@@ -187,6 +188,82 @@ def test_failed_points_without_pending_support_warn_once(rkhs):
         )
     assert sum("takes no pending points" in str(w.message) for w in record) == 1
     assert h.failed.tolist() == [True, True, False, False]
+
+
+def _two_bowls(X):
+    return torch.stack([-(X - 0.3).pow(2).sum(-1), -(X - 0.7).pow(2).sum(-1)], -1)
+
+
+_BOX = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+
+
+def test_a_failing_refit_loses_no_evaluation():
+    """The model update after round 2 raises: round 2's observed point is in the history
+    attached to the error (so is every earlier one)."""
+    from botorch_mtucb.loop import practical_model_factory
+
+    fit, calls, seen = practical_model_factory(_BOX), [0], []
+
+    def factory(X, Y):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise RuntimeError("fit failed")
+        return fit(X, Y)
+
+    def observe(X):
+        seen.append(X)
+        return _two_bowls(X)
+
+    with pytest.raises(RuntimeError, match="fit failed") as info:
+        run_bo_loop(observe, num_rounds=4, bounds=_BOX, model_factory=factory, refit_every=1,
+                    generator=torch.Generator().manual_seed(0))
+    h = info.value.history
+    assert h.initial_X.shape[0] + len(h.rounds) == sum(x.shape[0] for x in seen)
+    torch.testing.assert_close(h.X, torch.cat(seen[1:]))
+
+
+def test_trust_region_keeps_updating_after_a_failed_round():
+    """A failed first round leaves the failed point pending in every later round; the trust
+    region still starts a new round each time (re-centred, L judged), as without it."""
+    calls = [0]
+
+    def observe(X):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise RuntimeError("crash")
+        return _two_bowls(X)
+
+    tr = TrustRegionOptimizer(_BOX, num_restarts=2, raw_samples=64, seed=0)
+    h = run_bo_loop(observe, num_rounds=8, optimizer=tr, on_failure="skip",
+                    generator=torch.Generator().manual_seed(0))
+    assert h.failed.tolist() == [True] + [False] * 7
+    judged = tr.success_count + tr.failure_count + tr.restarts
+    assert judged > 0 or tr.length != tr.length_init
+    assert len({tuple(r.flatten().tolist()) for r in tr.regions}) > 1  # re-centred
+
+
+def test_float32_observations_join_float64_data():
+    calls = [0]
+
+    def observe(X):
+        calls[0] += 1
+        return _two_bowls(X) if calls[0] == 1 else _two_bowls(X).float()
+
+    h = run_bo_loop(observe, num_rounds=2, bounds=_BOX, refit_every=0,
+                    generator=torch.Generator().manual_seed(0))
+    assert h.Y.dtype == DT and h.initial_Y.dtype == DT and len(h.rounds) == 2
+
+
+def test_resume_keeps_the_historys_minimize():
+    h = run_bo_loop(_two_bowls, num_rounds=2, bounds=_BOX, minimize=[1],
+                    generator=torch.Generator().manual_seed(0))
+    more = run_bo_loop(_two_bowls, num_rounds=1, bounds=_BOX, history=h)
+    assert more.minimize == (1,)
+    full = run_bo_loop(_two_bowls, num_rounds=3, bounds=_BOX, minimize=[1],
+                       generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(more.X, full.X)
+    with pytest.raises(ValueError, match="continued `history` minimised \\[1\\]"):
+        run_bo_loop(_two_bowls, num_rounds=1, bounds=_BOX, history=h, minimize=[0])
 
 
 def test_batch_with_one_failed_point_keeps_the_other(rkhs):

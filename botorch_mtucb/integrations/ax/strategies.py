@@ -37,6 +37,8 @@ from ax.adapter.registry import Generators, MBM_X_trans
 from ax.adapter.torch import TorchAdapter
 from ax.adapter.transforms.base import Transform
 from ax.adapter.transforms.derelativize import Derelativize
+from ax.adapter.transforms.int_to_float import IntToFloat
+from ax.adapter.transforms.log import Log
 from ax.adapter.transforms.unit_x import UnitX
 from ax.api.client import Client
 from ax.core.experiment import Experiment
@@ -75,9 +77,21 @@ __all__ = [
     "recommended_parameterization",
 ]
 
+def _before_log(transforms: Sequence[type[Transform]], extra: type[Transform]) -> list:
+    """``transforms`` with ``extra`` inserted before Ax's ``Log`` (as in Ax's ``Cont_X_trans``:
+    a log-scale integer becomes a float first), or appended when there is no ``Log``."""
+    out = list(transforms)
+    index = out.index(Log) if Log in out else len(out)
+    return [*out[:index], extra, *out[index:]]
+
+
 #: Ax transforms of :func:`heavy_tailed_generation_strategy`: Ax's BoTorch input transforms,
-#: inputs to the unit cube (``UnitX``), and no outcome rescaling (rewards stay in the units of v).
-HEAVY_TAILED_TRANSFORMS: list[type[Transform]] = [*MBM_X_trans, UnitX, Derelativize]
+#: integer ranges as floats (``IntToFloat``, rounded back on the way out, so that ``UnitX``
+#: scales them too), inputs to the unit cube (``UnitX``), and no outcome rescaling (rewards
+#: stay in the units of v).
+HEAVY_TAILED_TRANSFORMS: list[type[Transform]] = [
+    *_before_log(MBM_X_trans, IntToFloat), UnitX, Derelativize
+]
 
 #: The BoTorch acquisition class each kind of the robust acquisition builds.
 _ROBUST_ACQF_CLASSES: dict[str, type[AcquisitionFunction]] = {

@@ -328,3 +328,30 @@ def test_example_script_runs(capsys) -> None:
         runpy.run_path(str(example))["main"](trials=4, initial=3)
     out = capsys.readouterr().out
     assert "Branin-Currin: 4 trials" in out and "Heavy-tailed: 4 trials" in out
+
+
+@pytest.mark.parametrize("model", ["robust", "truncated"])
+def test_heavy_tailed_strategy_takes_integer_and_log_integer_parameters(model: str) -> None:
+    """Integer ranges (also on a log scale) reach the model in the unit cube (IntToFloat
+    before UnitX) and come back as integers within their bounds."""
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=[
+        RangeParameterConfig(name="z", parameter_type="float", bounds=(0.0, 1.0)),
+        RangeParameterConfig(name="k", parameter_type="int", bounds=(1, 8)),
+        RangeParameterConfig(name="w", parameter_type="int", bounds=(1, 64), scaling="log"),
+    ])
+    client.configure_optimization(objective="y")
+    kw = {} if model == "robust" else {"model": model}
+    client.set_generation_strategy(heavy_tailed_generation_strategy(
+        seed=0, num_initial_trials=4, optimizer_options=FAST_OPT, **kw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(6):
+            for idx, p in client.get_next_trials(max_trials=1).items():
+                assert isinstance(p["k"], int) and 1 <= p["k"] <= 8
+                assert isinstance(p["w"], int) and 1 <= p["w"] <= 64
+                y = -((p["z"] - 0.3) ** 2) - 0.1 * (p["k"] - 4) ** 2 - 0.01 * p["w"]
+                client.complete_trial(idx, raw_data={"y": y})
+        fitted = client._generation_strategy.adapter.generator.surrogate.model
+        X = fitted.train_inputs[0] if model == "robust" else fitted.train_X
+    assert X.shape == (5, 3) and bool(((X >= 0) & (X <= 1)).all())  # the 6th trial's model
