@@ -238,8 +238,7 @@ def _practical(independent: bool, every_round: bool = False,
                trust_region: bool = False, thompson: bool = False,
                hypervolume: bool = False, improvement: bool = False,
                expected: bool = False, known_ref: bool = False,
-               per_task: bool = False, log_space_priors: bool = False,
-               restart: bool = True) -> _Builder:
+               per_task: bool = False, log_space_priors: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
@@ -256,8 +255,7 @@ def _practical(independent: bool, every_round: bool = False,
     term, ``practical_multitask_gp(..., per_task=True)``, ``LMC-LogEHVI-z``, ``LMC-UCB`` and,
     with ``improvement``, ``LMC-UCB-HVI``; ``log_space_priors``: the practical model's priors as
     densities of log θ, ``practical_multitask_gp(..., log_space_priors=True)``, with
-    ``improvement`` ``MT-UCB-HVI-logprior``; ``restart=False``: the refits start from the
-    previous fit only, no cold restart, ``LMC-LogEHVI-z-warm``)."""
+    ``improvement`` ``MT-UCB-HVI-logprior``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -268,8 +266,7 @@ def _practical(independent: bool, every_round: bool = False,
                                               log_space_priors=log_space_priors)
         else:
             model_factory = WarmStartPracticalFactory(bounds, independent, per_task=per_task,
-                                                      log_space_priors=log_space_priors,
-                                                      restart=restart)
+                                                      log_space_priors=log_space_priors)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             if ref_point is None:  # with the problem's z the acquisition ignores λ and z
@@ -377,10 +374,6 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   "MT-LogEHVI-z on the ICM plus one scaled Matern-5/2 per objective (a linear "
                   "model of coregionalisation, practical_multitask_gp(per_task=True))",
                   _practical(False, expected=True, known_ref=True, per_task=True),
-                  practical=True),
-    AlgorithmSpec("LMC-LogEHVI-z-warm", "multi_task",
-                  "LMC-LogEHVI-z with warm-started refits only (no cold restart of the fit)",
-                  _practical(False, expected=True, known_ref=True, per_task=True, restart=False),
                   practical=True),
     AlgorithmSpec("LMC-UCB-HVI", "multi_task",
                   "MT-UCB-HVI (the loop's default for n <= 4) on the ICM plus one scaled "
