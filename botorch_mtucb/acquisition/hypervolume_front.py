@@ -34,7 +34,7 @@ from botorch.utils.multi_objective.box_decompositions.non_dominated import (
 from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
-from botorch_mtucb.acquisition.moments import projected_moments
+from botorch_mtucb.acquisition.moments import projected_moments, refuse_kronecker_multitask_gp
 from botorch_mtucb.acquisition.pending import PendingState, check_pending
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.protocols import ProjectedTaskPosteriorModel
@@ -105,6 +105,7 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
                 finite numbers, an empty or non-``t x d`` ``X_baseline`` or a ``minimize`` of
                 the wrong length.
         """
+        refuse_kronecker_multitask_gp(model, type(self).__name__)
         super().__init__(model)
         X_baseline = check_baseline(X_baseline)
         n = model.num_outputs

@@ -12,10 +12,40 @@ checks and conversions; :func:`projected_moments` falls back to
 
 from __future__ import annotations
 
+from botorch.models import KroneckerMultiTaskGP, ModelListGP
 from botorch.models.model import Model
 from torch import Tensor
 
-__all__ = ["projected_moments"]
+__all__ = ["projected_moments", "refuse_kronecker_multitask_gp"]
+
+
+def refuse_kronecker_multitask_gp(model: Model, user: str) -> None:
+    """Raise a clear ``ValueError`` for BoTorch's ``KroneckerMultiTaskGP`` (also in a
+    ``ModelListGP``): the gradient of its posterior at ``batch_shape x 1 x d`` candidates,
+    which ``optimize_acqf`` needs, fails inside linear_operator (BoTorch 0.18).
+
+    Args:
+        model: The model given to ``user``.
+        user: What refuses it, for the message.
+
+    Example:
+        >>> from botorch.models import KroneckerMultiTaskGP
+        >>> X = torch.rand(5, 2, dtype=torch.float64)
+        >>> refuse_kronecker_multitask_gp(KroneckerMultiTaskGP(X, X), "this")
+        Traceback (most recent call last):
+        ...
+        ValueError: this does not take BoTorch's KroneckerMultiTaskGP: ...
+    """
+    if isinstance(model, ModelListGP):
+        for member in model.models:
+            refuse_kronecker_multitask_gp(member, user)
+    if isinstance(model, KroneckerMultiTaskGP):
+        raise ValueError(
+            f"{user} does not take BoTorch's KroneckerMultiTaskGP: the gradient of its "
+            "posterior at batch_shape x 1 x d candidates fails in linear_operator, so "
+            "optimize_acqf cannot maximise over it. Use botorch_mtucb.models.ExactMultiTaskGP "
+            "with an ICMKernel or practical_multitask_gp (the same ICM model)."
+        )
 
 
 def projected_moments(

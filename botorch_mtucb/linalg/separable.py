@@ -48,8 +48,14 @@ class ProjectedSeparablePredictor:
         in_affine: ``(o, c)``, each ``d``, of an affine input transform, or ``None``.
 
     Example:
+        >>> from botorch_mtucb.models import practical_multitask_gp
+        >>> X = torch.rand(8, 3, dtype=torch.float64)
+        >>> Y = torch.stack([X.sum(-1), X.prod(-1)], -1)
+        >>> model = practical_multitask_gp(X, Y, per_task=True)  # ICM + one kernel per task
         >>> predictor = model._projected_predictor(torch.eye(2, dtype=torch.float64))
-        >>> mean, var = predictor(torch.rand(5, 3, dtype=torch.float64))  # 5 x 2, 5 x 2
+        >>> mean, var = predictor(torch.rand(5, 3, dtype=torch.float64))
+        >>> type(predictor).__name__, mean.shape, var.shape
+        ('ProjectedSeparablePredictor', torch.Size([5, 2]), torch.Size([5, 2]))
     """
 
     def __init__(

@@ -266,6 +266,32 @@ def test_resume_keeps_the_historys_minimize():
         run_bo_loop(_two_bowls, num_rounds=1, bounds=_BOX, history=h, minimize=[0])
 
 
+@pytest.mark.parametrize("kind", ["multi-output", "model-list"])
+def test_default_loop_runs_on_botorchs_own_models(kind):
+    """BoTorch's multi-output SingleTaskGP and a ModelListGP as the loop's model, with the
+    default acquisition, optimizer and predicted-front sampler: proposals inside the box,
+    none repeated; BoTorch's KroneckerMultiTaskGP is refused with a clear error."""
+    from botorch.models import KroneckerMultiTaskGP, ModelListGP, SingleTaskGP
+    from botorch.models.transforms import Normalize, Standardize
+
+    def factory(X, Y):
+        if kind == "multi-output":
+            return SingleTaskGP(X, Y, input_transform=Normalize(2),
+                                outcome_transform=Standardize(2))
+        return ModelListGP(*[SingleTaskGP(X, Y[:, i : i + 1], outcome_transform=Standardize(1))
+                             for i in range(2)])
+
+    h = run_bo_loop(_two_bowls, num_rounds=3, bounds=_BOX, model_factory=factory,
+                    update="refit", generator=torch.Generator().manual_seed(0))
+    X = torch.cat([h.initial_X, h.X])
+    assert bool(((h.X >= 0) & (h.X <= 1)).all())
+    assert float(torch.pdist(X).min()) > 1e-6
+    with pytest.raises(ValueError, match="does not take BoTorch's KroneckerMultiTaskGP"):
+        run_bo_loop(_two_bowls, num_rounds=1, bounds=_BOX, update="refit",
+                    model_factory=lambda X, Y: KroneckerMultiTaskGP(X, Y),
+                    generator=torch.Generator().manual_seed(0))
+
+
 def test_batch_with_one_failed_point_keeps_the_other(rkhs):
     observe = _Failing(rkhs.f, fail_at=[2], how="nan")
     with pytest.raises(LoopInterrupted) as info:

@@ -30,6 +30,7 @@ from botorch.models.model import Model
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
+from botorch_mtucb.acquisition.moments import refuse_kronecker_multitask_gp
 from botorch_mtucb.acquisition.scalarization.base import (
     Scalarization,
     _as_vector,
@@ -252,6 +253,7 @@ def predicted_anchors(
         torch.Size([2, 2])
         >>> s = ChebyshevScalarization.from_data([0.5, 0.5], Y, predicted=table, span="front")
     """
+    refuse_kronecker_multitask_gp(model, "predicted_anchors (the predicted front)")
     if Y.dim() != 2 or Y.shape[0] == 0 or Y.shape[-1] != model.num_outputs:
         raise ValueError(
             f"`Y` must be an N x n tensor with N >= 1 and n = {model.num_outputs} (the model's "
