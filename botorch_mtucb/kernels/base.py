@@ -111,7 +111,15 @@ class MultiTaskKernel(Kernel):
             from ``eigh(K)`` and ``eigh(B)`` (see :mod:`botorch_mtucb.linalg.icm_likelihood`;
             switched off by ``use_icm_likelihood(False)``).
         """
-        comps = self.separable_components()
+        comps = [(k, B if B.dtype == x1.dtype and B.device == x1.device
+                  else B.to(dtype=x1.dtype, device=x1.device))
+                 for k, B in self.separable_components()]  # a fixed B follows the inputs
+        if any(getattr(m, "active_dims", None) is not None for k, _ in comps for m in k.modules()):
+            raise ValueError(
+                f"{type(self).__name__} evaluates its scalar kernels on all input dimensions; "
+                "a scalar kernel with `active_dims` is not supported (slice the inputs, or "
+                "give the kernel ARD lengthscales)."
+            )
         kernel = comps[0][0]
         single = all(k is kernel for k, _ in comps)  # ICM: one (merged) Kronecker term
         if not diag and single and icm_likelihood_enabled():

@@ -67,7 +67,10 @@ class PrecomputedKernel(Kernel):
         return idx
 
     def _cached_indices(self, x: Tensor, name: str) -> Tensor:
-        """:meth:`arm_indices`, validated once per input tensor (a small identity cache)."""
+        """:meth:`arm_indices`, validated once per input tensor (a small identity cache;
+        inference tensors, which have no version counter, are validated at every call)."""
+        if x.is_inference():
+            return self.arm_indices(x, name)
         key = (x.data_ptr(), x.shape, x.stride(), x.dtype, x.device, x._version)
         for k, _, idx in self._validated:
             if k == key:

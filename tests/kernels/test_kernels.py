@@ -138,6 +138,33 @@ def test_precomputed_kernel():
         k(torch.tensor([[0.5]], dtype=DT)).to_dense()
     with pytest.raises(ValueError, match="size 1"):
         k(torch.zeros(2, 2, dtype=DT)).to_dense()
+    with torch.inference_mode():  # inference tensors have no version counter to cache by
+        assert torch.allclose(k(x1.clone(), x2.clone()).to_dense(), M[[0, 3, 4]][:, [1, 3]])
+
+
+def test_fixed_task_matrices_follow_the_inputs_dtype():
+    """A float64 fixed B (TaskSimilarityKernel's ω, ICMKernel's task_covar) evaluated on
+    float32 inputs gives the float32 kernel, equal to the float64 one."""
+    X = torch.rand(4, 2, generator=torch.Generator().manual_seed(3), dtype=DT)
+    for kernel in (TaskSimilarityKernel(RBFKernel(), 2, omega=0.3),
+                   ICMKernel(RBFKernel(), 2, task_covar=torch.tensor([[1.0, 0.3], [0.3, 2.0]],
+                                                                     dtype=DT))):
+        K32 = kernel(X.float()).to_dense()
+        assert K32.dtype == torch.float32
+        torch.testing.assert_close(K32.double(), kernel.to(DT)(X).to_dense(), atol=1e-6,
+                                   rtol=1e-6)
+
+
+def test_scalar_kernels_with_active_dims_are_refused():
+    """The multi-task kernels evaluate their scalar kernels on all input dimensions (GPyTorch's
+    slicing happens in Kernel.__call__, which they bypass): refuse rather than ignore."""
+    from gpytorch.kernels import ScaleKernel
+
+    X = torch.rand(4, 2, dtype=DT)
+    for kernel in (IndependentTasksKernel([RBFKernel(active_dims=[0]), RBFKernel()]),
+                   ICMKernel(ScaleKernel(RBFKernel(active_dims=[1])), 2)):
+        with pytest.raises(ValueError, match="`active_dims` is not supported"):
+            kernel.to(DT)(X).to_dense()
 
 
 def test_bad_input():
