@@ -32,6 +32,7 @@ next point. When no horizon ``T`` is given, ``T = max(t, 1)`` (an anytime surrog
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Literal
 
 from torch import Tensor
@@ -45,6 +46,7 @@ __all__ = [
     "ata_log_term",
     "ata_truncation_level",
     "check_constants",
+    "check_feature_kind",
     "check_heavy_tailed_params",
     "effective_horizon",
     "nystrom_q",
@@ -84,6 +86,39 @@ def _positive_finite(value: float, name: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"`{name}` must be positive and finite, got {value!r}.")
     return value
+
+
+def _non_negative(value: float, name: str) -> float:
+    value = _real(value, name, "a non-negative finite real number")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"`{name}` must be non-negative and finite, got {value!r}.")
+    return value
+
+
+def _alpha(alpha: float) -> float:
+    alpha = _real(alpha, "alpha", "a number in (0, 1]")
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"`alpha` must lie in (0, 1], got {alpha!r}.")
+    return alpha
+
+
+def check_feature_kind(kind: str) -> str:
+    """Validate a feature kind (``"qff"`` or ``"nystrom"``).
+
+    Example:
+        >>> check_feature_kind("qff")
+        'qff'
+    """
+    if kind not in ("qff", "nystrom"):
+        raise ValueError(f"`kind` must be 'qff' or 'nystrom', got {kind!r}.")
+    return kind
+
+
+def _count(value: int, name: str, minimum: int) -> int:
+    """An integer ``>= minimum`` (Python or NumPy), refused by name otherwise."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
 
 
 def check_heavy_tailed_params(
@@ -142,7 +177,8 @@ def tgp_truncation_level(t: int, alpha: float, v: float) -> float:
         >>> tgp_truncation_level(16, alpha=1.0, v=4.0)  # 4^{1/2} · 16^{1/4}
         4.0
     """
-    return v ** (1.0 / (1.0 + alpha)) * float(t) ** (1.0 / (2.0 * (1.0 + alpha)))
+    t, alpha, v = _non_negative(t, "t"), _alpha(alpha), _non_negative(v, "v")
+    return v ** (1.0 / (1.0 + alpha)) * t ** (1.0 / (2.0 * (1.0 + alpha)))
 
 
 def tgp_truncation_levels(rounds: Tensor, alpha: float, v: float) -> Tensor:
@@ -161,6 +197,7 @@ def tgp_truncation_levels(rounds: Tensor, alpha: float, v: float) -> Tensor:
         >>> tgp_truncation_levels(torch.tensor([1.0, 16.0]), alpha=1.0, v=4.0)
         tensor([2., 4.])
     """
+    alpha, v = _alpha(alpha), _non_negative(v, "v")  # rounds: not read (no host sync)
     return v ** (1.0 / (1.0 + alpha)) * rounds.pow(1.0 / (2.0 * (1.0 + alpha)))
 
 
@@ -223,6 +260,8 @@ def ata_log_term(
         >>> round(ata_log_term(64, 100, 0.1, "qff"), 4)  # ln(2 · 64 · 100 / 0.1)
         11.7598
     """
+    check_feature_kind(kind)
+    m, T = _count(m, "m", 1 if kind == "qff" else 0), check_horizon(T)
     if check_constants(constants) == "theory":
         delta = check_delta(delta)
         if kind == "qff":
@@ -287,9 +326,14 @@ def ata_beta(
         >>> ata_beta(16, 1.0, 4.0, lam=1.0, B=1.0, m=64, log_term=4.0, kind="qff")  # 1 + 4·8·2·2
         129.0
     """
-    L = max(log_term, 0.0)
+    check_feature_kind(kind)
+    t, m, alpha = _non_negative(t, "t"), _count(m, "m", 0), _alpha(alpha)
+    v, lam = _non_negative(v, "v"), _positive_finite(lam, "lam")
+    L = max(_real(log_term, "log_term", "a real number"), 0.0)
     moment = v ** (1.0 / (1.0 + alpha)) * L ** (alpha / (1.0 + alpha))
     if check_constants(constants) == "theory":
+        if kind == "nystrom":
+            rho(epsilon)  # ε ∈ (0, 1), refused by name otherwise
         head = B if kind == "qff" else B * (1.0 + 1.0 / math.sqrt(1.0 - epsilon))
         return head + 4.0 * math.sqrt(m / lam) * moment * float(t) ** _time_exponent(alpha)
     return B * math.sqrt(lam) + math.sqrt(m) * moment * float(t + 1) ** _time_exponent(alpha)
@@ -310,7 +354,9 @@ def nystrom_q(T: int, delta: float, epsilon: float, constants: Constants = "theo
         >>> round(nystrom_q(100, delta=0.1, epsilon=0.5), 2)  # 6 · 3 · ln(4000) / 0.25
         597.17
     """
+    T = check_horizon(T)
+    r = rho(epsilon)  # ε ∈ (0, 1), refused by name otherwise
     if check_constants(constants) == "theory":
         delta = check_delta(delta)
-        return 6.0 * rho(epsilon) * math.log(4.0 * T / delta) / epsilon**2
+        return 6.0 * r * math.log(4.0 * T / delta) / epsilon**2
     return max(math.log(T), 1.0) / epsilon**2

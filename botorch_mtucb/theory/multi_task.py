@@ -154,10 +154,7 @@ def theorem2_beta(
         >>> theorem2_beta(b=1.0, sigma=0.5, eta=0.25, delta=0.1, log_det=2.0)
         tensor(3.5701, dtype=torch.float64)
     """
-    log_det = torch.as_tensor(log_det, dtype=torch.float64) if not torch.is_tensor(
-        log_det
-    ) else log_det
-    eta = torch.as_tensor(eta).to(log_det)
+    log_det, eta = _radius_inputs(b, sigma, eta, log_det, "log_det")
     delta = check_delta(delta)
     inner = 2.0 * math.log(1.0 / delta) + log_det
     return b + sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()
@@ -190,10 +187,28 @@ def theorem3_beta(
         >>> theorem3_beta(1.0, 0.5, eta=0.25, delta=0.1, epsilon=0.5, log_det_sum=2.0)
         tensor(5.8771, dtype=torch.float64)
     """
-    s = torch.as_tensor(log_det_sum, dtype=torch.float64) if not torch.is_tensor(
-        log_det_sum
-    ) else log_det_sum
-    eta = torch.as_tensor(eta).to(s)
+    s, eta = _radius_inputs(b, sigma, eta, log_det_sum, "log_det_sum")
     check_epsilon_delta(epsilon, delta)
     inner = 2.0 * math.log(2.0 / delta) + rho(epsilon) * s
     return c_epsilon(epsilon) * b + sigma / eta.sqrt() * inner.clamp_min(0.0).sqrt()
+
+
+def _radius_inputs(
+    b: float, sigma: float, eta: Tensor | float, log_det: Tensor | float, name: str
+) -> tuple[Tensor, Tensor]:
+    """``(log_det, eta)`` as floating tensors (float64 unless ``log_det`` is a floating
+    tensor), after a clear ``ValueError`` for ``b`` or ``sigma`` not finite and ``>= 0``,
+    ``eta`` not finite and ``> 0``, or a negative ``log_det`` (a log det of ``I + PSD``)."""
+    for label, value in (("b", b), ("sigma", sigma)):
+        v = torch.as_tensor(value, dtype=torch.float64)
+        if v.numel() != 1 or not bool(v.isfinite().all()) or float(v) < 0:
+            raise ValueError(f"`{label}` must be a finite number >= 0, got {value!r}.")
+    if not torch.is_tensor(log_det) or not log_det.is_floating_point():
+        log_det = torch.as_tensor(log_det, dtype=torch.float64)
+    eta = torch.as_tensor(eta).to(log_det)
+    if not bool(eta.isfinite().all()) or not bool((eta > 0).all()):
+        raise ValueError(f"`eta` must be finite and > 0, got {eta!r}.")
+    if not bool(log_det.isfinite().all()) or bool((log_det < -1e-8).any()):
+        raise ValueError(f"`{name}` must be finite and >= 0 (a log det of I + PSD), got "
+                         f"{log_det!r}.")
+    return log_det, eta

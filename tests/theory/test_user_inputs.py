@@ -58,3 +58,44 @@ def test_a_horizon_that_is_not_a_positive_integer_is_refused(horizon) -> None:
     ):
         with pytest.raises(ValueError, match="`horizon` must be a positive integer"):
             call()
+
+
+def test_radii_read_integer_log_dets_as_floats_and_refuse_bad_constants() -> None:
+    """An integer log det is a float64 value (not a truncated η: β was inf); η ≤ 0, σ < 0,
+    b < 0 and a negative log det are refused by name."""
+    import torch
+
+    torch.testing.assert_close(theory.theorem2_beta(1.0, 0.5, 0.25, 0.1, torch.tensor(2)),
+                               theory.theorem2_beta(1.0, 0.5, 0.25, 0.1, 2.0))
+    torch.testing.assert_close(theory.theorem3_beta(1.0, 0.5, 0.25, 0.1, 0.5, torch.tensor(2)),
+                               theory.theorem3_beta(1.0, 0.5, 0.25, 0.1, 0.5, 2.0))
+    good = dict(b=1.0, sigma=0.5, eta=0.25, delta=0.1, log_det=2.0)
+    for name, bad in (("eta", 0.0), ("eta", -1.0), ("sigma", -0.5), ("b", float("nan")),
+                      ("log_det", -1.0)):
+        with pytest.raises(ValueError, match=f"`{name}` must be"):
+            theory.theorem2_beta(**{**good, name: bad})
+    with pytest.raises(ValueError, match="`log_det_sum` must be"):
+        theory.theorem3_beta(1.0, 0.5, 0.25, 0.1, 0.5, -3.0)
+
+
+def test_heavy_tailed_schedules_refuse_values_outside_their_domains() -> None:
+    """An unknown feature kind, a negative round or moment bound (complex levels before), a
+    horizon of 0 or an ε outside (0, 1) raise ValueErrors naming the argument."""
+    cases = [
+        (lambda: theory.ata_log_term(4, 10, 0.1, "QFF"), "`kind` must be 'qff' or 'nystrom'"),
+        (lambda: theory.ata_beta(4, 1.0, 1.0, 1.0, 1.0, 8, 2.0, "bogus"), "`kind`"),
+        (lambda: theory.tgp_truncation_level(-1, 1.0, 4.0), "`t` must be non-negative"),
+        (lambda: theory.tgp_truncation_level(4, 1.0, -4.0), "`v` must be non-negative"),
+        (lambda: theory.tgp_truncation_level(4, 1.5, 4.0), "`alpha` must lie in"),
+        (lambda: theory.ata_log_term(0, 10, 0.1, "qff"), "`m` must be an integer >= 1"),
+        (lambda: theory.ata_log_term(4, 0, 0.1, "qff"), "`horizon` must be a positive"),
+        (lambda: theory.nystrom_q(0, 0.1, 0.5), "`horizon` must be a positive"),
+        (lambda: theory.nystrom_q(10, 0.1, 0.0, "authors"), "`epsilon` must lie in"),
+        (lambda: theory.ata_beta(4, 1.0, 1.0, 1.0, 1.0, -1, 2.0, "qff"), "`m` must be"),
+        (lambda: theory.ata_beta(4, 1.0, 1.0, 1.0, 1.0, 8, 2.0, "nystrom", epsilon=1.0),
+         "`epsilon` must lie in"),
+    ]
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            call()
+    assert theory.ata_log_term(0, 10, 0.1, "nystrom") > 0  # an empty dictionary: max(m, 1)
