@@ -12,6 +12,7 @@ culprit (see ``ChebyshevScalarization.from_data(..., predicted=...)``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from numbers import Real
 from typing import Any
@@ -114,14 +115,20 @@ class DedupOptimizer(BoxOptimizer):
         if isinstance(tol, bool) or not (isinstance(tol, Real) and tol >= 0):
             raise ValueError(f"`tol` must be a number >= 0, got {tol!r}.")
         self.tol, self.evaluated = float(tol), evaluated
-        #: Per call: ``"best"`` (the optimum was new), ``"restart"`` or ``"raw"``.
+        #: Per call: ``"best"`` (the optimum was new), ``"restart"``, ``"raw"`` or
+        #: ``"duplicate"`` (nothing new within ``tol``: the best restart, with a warning).
         self.sources: list[str] = []
 
     def _evaluated(self, acqf: AcquisitionFunction) -> Tensor:
         """The ``N x d`` evaluated points: ``evaluated``, or the model's training inputs."""
         if self.evaluated is None:
             return evaluated_inputs(acqf.model)
-        return self.evaluated() if callable(self.evaluated) else self.evaluated
+        E = self.evaluated() if callable(self.evaluated) else self.evaluated
+        d = self.bounds.shape[-1]
+        if not torch.is_tensor(E) or E.dim() != 2 or E.shape[-1] != d:
+            shape = tuple(E.shape) if torch.is_tensor(E) else type(E).__name__
+            raise ValueError(f"`evaluated` must be an N x d = N x {d} tensor, got {shape}.")
+        return E
 
     def is_new(self, X: Tensor, evaluated: Tensor) -> Tensor:
         """``M`` booleans: row m of ``X`` (``M x d``) is farther than ``tol`` from every row of
@@ -161,7 +168,18 @@ class DedupOptimizer(BoxOptimizer):
         R = bounds[0] + (bounds[1] - bounds[0]) * U
         with torch.no_grad():
             v = acqf(R.unsqueeze(-2)).reshape(-1)
-        v = torch.where(self.is_new(R, E), v, torch.full_like(v, -torch.inf))
+        new_raw = self.is_new(R, E)
+        if not bool(new_raw.any()):
+            warnings.warn(
+                f"DedupOptimizer: every restart and all {self.raw_samples} raw samples lie "
+                f"within tol = {self.tol} of an evaluated point; returning the best restart, "
+                "an evaluated point (lower `tol`).",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.sources.append("duplicate")
+            return cands[best : best + 1]
+        v = torch.where(new_raw, v, torch.full_like(v, -torch.inf))
         self.sources.append("raw")
         k = int(v.argmax())
         return R[k : k + 1]

@@ -129,8 +129,10 @@ def check_psd_matrix(
                 [1., 2.]])
     """
     check_finite(matrix, name)
-    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise ValueError(f"`{name}` must be a square matrix, got shape {tuple(matrix.shape)}.")
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise ValueError(
+            f"`{name}` must be a non-empty square matrix, got shape {tuple(matrix.shape)}."
+        )
     if size is not None and matrix.shape[0] != size:
         raise ValueError(
             f"`{name}` must be {size} x {size}, got shape {tuple(matrix.shape)}."
@@ -138,9 +140,9 @@ def check_psd_matrix(
     scale = matrix.abs().max().clamp_min(1e-300)
     if (matrix - matrix.transpose(0, 1)).abs().max() > 1e-6 * scale:
         raise ValueError(f"`{name}` must be symmetric.")
-    sym = 0.5 * (matrix + matrix.transpose(0, 1))
+    sym = 0.5 * matrix + 0.5 * matrix.transpose(0, 1)  # halves first: no overflow
     evals = torch.linalg.eigvalsh(sym.to(torch.float64))
-    if evals.min() < -max(rtol, 1e-10) * max(evals.abs().max().item(), 1.0):
+    if evals.min() < -max(rtol, 1e-10) * evals.abs().max():
         raise ValueError(
             f"`{name}` must be positive semi-definite; its smallest eigenvalue is "
             f"{evals.min().item():.3g}."

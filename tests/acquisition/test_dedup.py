@@ -105,3 +105,24 @@ def test_bad_arguments():
         DedupOptimizer(BOUNDS, tol=-1.0)
     with pytest.raises(ValueError, match="`num_restarts` must be >= 1"):
         DedupOptimizer(BOUNDS, num_restarts=8, raw_samples=4)
+
+
+def test_evaluated_of_the_wrong_shape_is_refused_by_name():
+    acqf = _Bumps(torch.zeros(1, 2, dtype=DT), torch.ones(1, dtype=DT))
+    for bad in ([[0.0, 1.0]], torch.zeros(3, dtype=DT), torch.zeros(2, 3, dtype=DT)):
+        opt = DedupOptimizer(BOUNDS, num_restarts=2, raw_samples=8, seed=0, evaluated=bad)
+        with pytest.raises(ValueError, match="`evaluated` must be an N x d = N x 2 tensor"):
+            opt(acqf)
+
+
+def test_nothing_new_within_tol_warns_and_returns_the_best_restart():
+    """A tolerance that makes every candidate a duplicate: a warning, and the best restart
+    (no raw sample that is itself a duplicate)."""
+    c = torch.tensor([1.0, 2.0], dtype=DT)
+    acqf = _Bumps(c[None], torch.ones(1, dtype=DT), width=2.0)
+    opt = DedupOptimizer(BOUNDS, num_restarts=2, raw_samples=8, seed=3, tol=10.0,
+                         evaluated=lambda: c[None])
+    with pytest.warns(RuntimeWarning, match="lie within tol"):
+        x = opt(acqf)
+    assert opt.sources == ["duplicate"]
+    torch.testing.assert_close(x[0], c, atol=1e-6, rtol=0)

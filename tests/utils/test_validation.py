@@ -102,6 +102,16 @@ def test_check_finite_and_psd_matrix() -> None:
         check_psd_matrix(torch.tensor([[1.0, 0.5], [0.0, 1.0]]), "B")
     with pytest.raises(ValueError, match="must be 3 x 3"):
         check_psd_matrix(torch.eye(2), "B", size=3)
+    # the tolerance is relative to the largest eigenvalue, also for small matrices
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        check_psd_matrix(torch.diag(torch.tensor([1e-10, -1e-9], dtype=torch.float64)), "B")
+    tiny = torch.diag(torch.tensor([1e-10, -1e-20], dtype=torch.float64))  # round-off
+    torch.testing.assert_close(check_psd_matrix(tiny, "B"), tiny)
+    assert bool(check_psd_matrix(torch.zeros(2, 2), "B").eq(0).all())
+    with pytest.raises(ValueError, match="non-empty square matrix"):
+        check_psd_matrix(torch.zeros(0, 0), "B")
+    big = torch.full((2, 2), 3e38, dtype=torch.float32)  # the symmetrisation does not overflow
+    assert bool(check_psd_matrix(big, "B").isfinite().all())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
