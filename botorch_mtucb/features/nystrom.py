@@ -16,6 +16,8 @@ authors' code likewise keeps a boolean mask over arms). Keeping duplicates would
 
 from __future__ import annotations
 
+import math
+
 import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor
@@ -192,7 +194,10 @@ class NystromFeatures:
         return self.with_dictionary(unique_rows(train_X[keep]))
 
     def sample_mask(self, variances: Tensor, q: float) -> Tensor:
-        """Independent Bernoulli draws with ``p_i = min{q σ²_i, 1}``.
+        """Independent Bernoulli draws with ``p_i = min{q σ²_i, 1}``; when none succeeds (few
+        points with small variances), the point closest to acceptance (the smallest
+        ``u_i / p_i`` among ``p_i > 0``) is kept, since an empty dictionary would leave the
+        model without any of its readings.
 
         Args:
             variances: ``t`` variances (negative round-off is clamped to 0).
@@ -203,7 +208,13 @@ class NystromFeatures:
         """
         p = (q * variances.clamp_min(0.0)).clamp_max(1.0)
         u = torch.rand(p.shape, generator=self.generator, dtype=p.dtype, device=p.device)
-        return u < p
+        keep = u < p
+        if p.numel() == 0:
+            return keep
+        keys = torch.where(p > 0, u / p, torch.full_like(p, math.inf))
+        first = torch.zeros_like(keep)
+        first[keys.argmin()] = True  # no host read: forced only when nothing was kept
+        return keep | (first & (p > 0) & ~keep.any())
 
     # ------------------------------------------------------------------ evaluation
     @property

@@ -70,7 +70,10 @@ def robust_location_and_moment(
     consistent estimate. Assumes exchangeable rewards (the spread of ``f`` over the evaluated
     points counts as spread, which keeps the level above the signal) and outliers in fewer
     than ``K/2`` groups. Biased low for skewed values (the median of group means lies below
-    their mean).
+    their mean). Where that median is 0 (at least half of the groups hold only readings equal
+    to ``loc``: a plateau, clipped, binary or integer readings) ``v̂`` is the median of the
+    nonzero ``|y_s − loc|^{1+α}`` instead, so that the readings that differ from the
+    location are not all truncated away.
 
     Args:
         y: ``t ≥ 1`` rewards.
@@ -98,7 +101,12 @@ def robust_location_and_moment(
     groups = torch.arange(t, device=y.device) % K
     sums = torch.zeros(K, dtype=y.dtype, device=y.device).index_add_(0, groups, z)
     counts = torch.bincount(groups, minlength=K).to(y)
-    return loc, (sums / counts).median().clamp_min(1e-12)
+    v = (sums / counts).median()
+    # At least half the groups all at loc (plateau, clipped, binary or integer readings): the
+    # median of the readings that differ from loc, so that they are not all truncated away.
+    differ = torch.where(z > 0, z, torch.full_like(z, math.nan)).nanmedian()
+    v = torch.where(v > 0, v, differ)
+    return loc, torch.nan_to_num(v, nan=1e-12).clamp_min(1e-12)
 
 
 

@@ -104,6 +104,22 @@ def test_resample_all_points_when_p_is_one_and_duplicates_collapse(dtype: torch.
     assert Q.dtype == scale.dtype == out.transform.dtype == dtype
 
 
+def test_a_draw_that_keeps_nothing_keeps_the_point_closest_to_acceptance() -> None:
+    """Tiny inclusion probabilities: independent draws would usually give an empty
+    dictionary; the mask then holds exactly the point with the smallest u_i / p_i, the draws
+    otherwise unchanged (a draw that keeps something is returned as drawn)."""
+    var = torch.tensor([1e-6, 3e-6, 2e-6], dtype=DT)
+    for seed in range(20):
+        features = NystromFeatures(_kernel(), generator=torch.Generator().manual_seed(seed))
+        mask = features.sample_mask(var, 1.0)
+        u = torch.rand(3, generator=torch.Generator().manual_seed(seed), dtype=DT)
+        drawn = u < var
+        expected = drawn if bool(drawn.any()) else torch.arange(3) == int((u / var).argmin())
+        assert mask.tolist() == expected.tolist() and int(mask.sum()) >= 1
+    zero = NystromFeatures(_kernel(), generator=torch.Generator().manual_seed(0))
+    assert not bool(zero.sample_mask(torch.zeros(3, dtype=DT), 1.0).any())  # p = 0: nothing
+
+
 def test_resample_inclusion_probability() -> None:
     """Each distinct point enters with probability min{q σ², 1} (binomial check, 5 sd)."""
     t, reps, q = 40, 2000, 2.0

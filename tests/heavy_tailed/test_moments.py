@@ -51,6 +51,22 @@ def test_median_of_means_brute_force(t, alpha):
     assert float(v) == pytest.approx(_lower_median(means), rel=1e-12)
 
 
+def test_tied_readings_keep_a_moment_and_their_signal():
+    """More than half the readings equal (a plateau): the median of group means is 0, so the
+    moment is the median of the nonzero |y - loc|^(1+α) (it was floored at 1e-12 and every
+    reading was truncated to the plateau); the truncated GP then sees its two peaks."""
+    y = torch.zeros(12, dtype=DT)
+    y[3], y[7] = 1.0, 2.0
+    loc, v = robust_location_and_moment(y, 1.0)
+    assert float(loc) == 0.0 and float(v) == 1.0  # lower median of {1, 4}, as torch's
+    assert float(robust_location_and_moment(torch.ones(5, dtype=DT))[1]) == 1e-12  # all equal
+    X = torch.rand(12, 1, generator=torch.Generator().manual_seed(0), dtype=DT)
+    model = TruncatedGP(X, y.unsqueeze(-1))
+    with torch.no_grad():
+        peak = model.posterior(X[[3]]).mean.item()
+    assert peak > 0.5  # the kept reading of 1.0 shows in the posterior
+
+
 def test_data_driven_model_centres_estimates_and_fits():
     X, Y = _data()
     Y_copy = Y.clone()
