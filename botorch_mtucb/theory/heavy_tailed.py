@@ -66,9 +66,15 @@ def check_constants(constants: str) -> str:
         >>> check_constants("authors")
         'authors'
     """
-    if constants not in ("theory", "authors"):
-        raise ValueError(f"`constants` must be 'theory' or 'authors', got {constants!r}.")
-    return constants
+    return _choice(constants, "constants", ("theory", "authors"))
+
+
+def _choice(value: str, name: str, options: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``options``, else a ``ValueError`` naming ``name``."""
+    if value not in options:
+        allowed = " or ".join(repr(o) for o in options)
+        raise ValueError(f"`{name}` must be {allowed}, got {value!r}.")
+    return value
 
 
 def _real(value: float, name: str, expected: str) -> float:
@@ -109,9 +115,7 @@ def check_feature_kind(kind: str) -> str:
         >>> check_feature_kind("qff")
         'qff'
     """
-    if kind not in ("qff", "nystrom"):
-        raise ValueError(f"`kind` must be 'qff' or 'nystrom', got {kind!r}.")
-    return kind
+    return _choice(kind, "kind", ("qff", "nystrom"))
 
 
 def _count(value: int, name: str, minimum: int) -> int:
