@@ -209,11 +209,10 @@ class NystromFeatures:
         p = (q * variances.clamp_min(0.0)).clamp_max(1.0)
         u = torch.rand(p.shape, generator=self.generator, dtype=p.dtype, device=p.device)
         keep = u < p
-        if p.numel() == 0:
+        if p.numel() == 0:  # a shape, not a value: no host read
             return keep
         keys = torch.where(p > 0, u / p, torch.full_like(p, math.inf))
-        first = torch.zeros_like(keep)
-        first[keys.argmin()] = True  # no host read: forced only when nothing was kept
+        first = keys == keys.min()  # tensor ops only (no host read); forced if nothing kept
         return keep | (first & (p > 0) & ~keep.any())
 
     # ------------------------------------------------------------------ evaluation
