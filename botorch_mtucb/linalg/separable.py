@@ -21,7 +21,6 @@ transforms and ``L⁻¹`` into constants, as
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from botorch_mtucb.linalg.icm import Affine
@@ -40,7 +39,9 @@ class ProjectedSeparablePredictor:
         terms: ``[(k_j, B_j)]``: a frozen evaluator of each distinct scalar kernel against the
             (input-transformed) training inputs, with the sum of the ``n x n`` task matrices
             of the terms that share it.
-        L: ``tn x tn`` lower Cholesky factor of ``G_t + N`` (interleaved, point-major).
+        L_inv_T: ``tn x tn`` transpose of ``L⁻¹``, ``L`` the lower Cholesky factor of
+            ``G_t + N`` (interleaved, point-major); only read when ``k > 0`` (``None`` for
+            means only), so that a solver forms it once for all its predictors.
         alpha: ``tn x 1`` coefficients ``(G_t + N)⁻¹ vec(Y_t − m)``.
         directions: ``n x k`` directions ``W`` (original outcome scale; ``k = 0``: means only).
         out_scale: ``n`` outcome scale σ (ones without an outcome transform).
@@ -61,7 +62,7 @@ class ProjectedSeparablePredictor:
     def __init__(
         self,
         terms: list[tuple[FrozenStationaryCross, Tensor]],
-        L: Tensor,
+        L_inv_T: Tensor | None,
         alpha: Tensor,
         directions: Tensor,
         out_scale: Tensor,
@@ -76,8 +77,9 @@ class ProjectedSeparablePredictor:
         W = out_scale.unsqueeze(-1) * directions  # n x k, the standardised scale
         self.dir_maps = [B @ W for _, B in terms]  # n x k each
         self.prior = sum(k.scale * (W * (B @ W)).sum(-2) for k, B in terms)  # k
-        eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
-        self.L_inv_T = torch.linalg.solve_triangular(L, eye, upper=False).transpose(-1, -2)
+        if directions.shape[-1] > 0 and L_inv_T is None:
+            raise ValueError("`L_inv_T` is needed for k > 0 directions.")
+        self.L_inv_T = L_inv_T
         self.num_tasks, self.num_directions = n, directions.shape[-1]
         self.affine = in_affine
 

@@ -163,10 +163,21 @@ class DenseSolver(MultiTaskSolver):
             if frozen is None:
                 return None
             terms[id(k)] = (frozen, B.detach().to(self.train_X))
+        L_inv_T = self._lower_inverse_T() if directions.shape[-1] > 0 else None
         return ProjectedSeparablePredictor(
-            list(terms.values()), self.chol.detach(), self.alpha.detach(), directions,
+            list(terms.values()), L_inv_T, self.alpha.detach(), directions,
             out_scale, out_shift, in_affine,
         )
+
+    def _lower_inverse_T(self) -> Tensor:
+        """``(L⁻¹)ᵀ`` of the factor (detached), formed once per solver for its predictors."""
+        cached = self.__dict__.get("_L_inv_T")
+        if cached is None:
+            L = self.chol.detach()
+            eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
+            cached = torch.linalg.solve_triangular(L, eye, upper=False).transpose(-1, -2)
+            self._L_inv_T = cached
+        return cached
 
     def information_gain(self) -> Tensor:
         """½ log det(I + N^{-1/2} G_t N^{-1/2}) with N = ηI or the known noise diagonal."""
