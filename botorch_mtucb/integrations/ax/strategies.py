@@ -1,11 +1,13 @@
 r"""Generation strategies: a Sobol design, then the package's model and acquisition in Ax.
 
-Each helper returns an Ax ``GenerationStrategy`` of two steps: Sobol points, then
+Each helper returns a :class:`~botorch_mtucb.integrations.ax.DesignSizedGenerationStrategy`
+(an Ax ``GenerationStrategy``) of two steps: Sobol points, then
 ``Generators.BOTORCH_MODULAR`` with a model and an acquisition of this package, the model
 refitted at every trial. The Sobol step has ``num_initial_trials`` trials, by default
 :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d) with d the number of tunable
-parameters (a :class:`~botorch_mtucb.integrations.ax.DesignSizedGenerationStrategy`, sized when
-the experiment is attached); the BO step starts once half of them (at least one) have data.
+parameters (sized when the experiment is attached); the BO step starts once half of them (at
+least one) have data. An experiment with outcome constraints is refused when the strategy
+meets it if the BO step's acquisition cannot take them.
 
 * :func:`~botorch_mtucb.integrations.ax.mtucb_generation_strategy` — MT-UCB (paper 000): one
   joint multi-task GP and :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`, for
@@ -110,14 +112,21 @@ _MULTITASK_MODELS: dict[str, type[AxExactMultiTaskGP]] = {
 
 
 class DesignSizedGenerationStrategy(GenerationStrategy):
-    """A two-step strategy whose Sobol step gets ``initial_design_size(d)`` trials.
+    """A two-step strategy whose Sobol step gets ``initial_design_size(d)`` trials, and that
+    refuses an experiment its BO step cannot serve before the first trial.
 
     A ``GenerationStrategy`` is built before it sees an experiment, so the design size cannot
     be computed at construction. This one sets it once, when the first experiment is attached
     (``client.set_generation_strategy`` or the first ``gen``; every path Ax takes assigns
     ``_experiment``): the Sobol step gets ``initial_design_size(d)`` trials, d = the number of
     tunable parameters, and the BO step starts once half of them (at least one) have data.
-    The size is recorded in :attr:`num_initial_trials` (``None`` until attached).
+    The size is recorded in :attr:`num_initial_trials` (``None`` until attached; a size given
+    to the helper is kept).
+
+    Each time an experiment is assigned, an experiment with outcome constraints is refused
+    (``ValueError``) when the BO step's acquisition does not support them (the package's
+    :class:`UCBAcquisition` and :class:`RobustAcquisition`), so the user learns it before
+    spending the Sobol trials, not at the first BO trial.
 
     Example:
         >>> from ax.api.client import Client
@@ -142,11 +151,37 @@ class DesignSizedGenerationStrategy(GenerationStrategy):
 
     @_experiment.setter
     def _experiment(self, experiment: Experiment | None) -> None:
+        if experiment is not None:
+            _refuse_outcome_constraints(self, experiment)
         self.__dict__["_attached_experiment"] = experiment
         if experiment is not None and self.num_initial_trials is None:
             d = len(experiment.search_space.tunable_parameters)
             self.num_initial_trials = initial_design_size(d)
             _resize_first_step(self, self.num_initial_trials)
+
+
+#: Ax acquisitions of the package, whose BoTorch acquisitions refuse outcome constraints.
+_UNCONSTRAINED_ACQUISITIONS = (UCBAcquisition, RobustAcquisition)
+
+
+def _refuse_outcome_constraints(strategy: GenerationStrategy, experiment: Experiment) -> None:
+    """``ValueError`` if ``experiment`` has outcome constraints and a step of ``strategy`` uses
+    an acquisition that refuses them (the BO step would fail after the Sobol trials)."""
+    config = experiment.optimization_config
+    if config is None or not config.outcome_constraints:
+        return
+    for node in strategy._nodes:
+        for spec in node.generator_specs:
+            kwargs = spec.generator_kwargs or {}
+            if kwargs.get("acquisition_class") in _UNCONSTRAINED_ACQUISITIONS:
+                acqf = getattr(kwargs.get("botorch_acqf_class"), "__name__", "its acquisition")
+                names = [c.expression for c in config.outcome_constraints]
+                raise ValueError(
+                    f"The generation strategy {strategy.name!r} does not support outcome "
+                    f"constraints (its BO step uses {acqf}); the experiment constrains "
+                    f"{names}. Remove the outcome constraints from the optimization config, "
+                    "or use Ax's default generation strategy."
+                )
 
 
 def _resize_first_step(strategy: GenerationStrategy, size: int) -> None:
@@ -213,9 +248,9 @@ def _two_step_strategy(
             generator_kwargs=generator_kwargs,
         ),
     ]
-    if num_initial_trials is None:
-        return DesignSizedGenerationStrategy(name=name, nodes=nodes)
-    return GenerationStrategy(name=name, nodes=nodes)
+    strategy = DesignSizedGenerationStrategy(name=name, nodes=nodes)
+    strategy.num_initial_trials = num_initial_trials  # None: sized when attached
+    return strategy
 
 
 def _check_mtucb_options(
@@ -285,7 +320,9 @@ def mtucb_generation_strategy(
       hallucinated observations there (GP-BUCB). One arm per trial (:class:`UCBAcquisition`).
     * When every metric of every trial reports an SEM, SEM² is the model's known noise
       (``train_Yvar``); otherwise SEMs are ignored with a ``UserWarning``.
-    * Outcome constraints and objective weights other than ±1 are refused.
+    * Outcome constraints are refused when the strategy meets the experiment (at
+      ``client.set_generation_strategy``, or at the first trial if they are configured
+      later); objective weights other than ±1 at the first BO trial.
 
     Args:
         num_initial_trials: Number of Sobol trials (≥ 1); the BO step starts once half of

@@ -200,7 +200,39 @@ def test_client_default_sobol_design_is_sized_by_d() -> None:
     gs = heavy_tailed_generation_strategy(1.0, 1.0)
     assert isinstance(gs, DesignSizedGenerationStrategy)
     fixed = mtucb_generation_strategy(num_initial_trials=4)
-    assert not isinstance(fixed, DesignSizedGenerationStrategy)
+    assert fixed.num_initial_trials == 4
+
+
+@pytest.mark.parametrize("order", ["constraints first", "strategy first"])
+def test_client_outcome_constraints_refused_before_the_first_trial(order: str) -> None:
+    """A strategy whose BO step refuses outcome constraints says so when it meets the
+    experiment (at attach, or at the first trial when the constraints come later), not after
+    the Sobol trials; Ax's own acquisition on the joint model takes them."""
+    make = {
+        "mtucb": lambda: mtucb_generation_strategy(num_initial_trials=2, seed=0),
+        "robust": lambda: heavy_tailed_generation_strategy(seed=0),
+        "truncated": lambda: heavy_tailed_generation_strategy(1.0, 1.0, seed=0),
+    }
+    for name, build in make.items():
+        client = Client(random_seed=0)
+        client.configure_experiment(parameters=unit_box())
+        objective = "-a, -b" if name == "mtucb" else "-a"
+        if order == "constraints first":
+            client.configure_optimization(objective=objective, outcome_constraints=["c <= 1"])
+            with pytest.raises(ValueError, match=r"outcome constraints.*\['c <= 1'\]"):
+                client.set_generation_strategy(build())
+            continue
+        client.configure_optimization(objective=objective)
+        client.set_generation_strategy(build())
+        client.configure_optimization(objective=objective, outcome_constraints=["c <= 1"])
+        with pytest.raises(ValueError, match="does not support outcome constraints"):
+            client.get_next_trials(max_trials=1)
+        assert len(client._experiment.trials) == 0, name
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=unit_box())
+    client.configure_optimization(objective="-a, -b", outcome_constraints=["c <= 1"])
+    client.set_generation_strategy(multitask_gp_generation_strategy(num_initial_trials=2))
+    assert len(client.get_next_trials(max_trials=1)) == 1
 
 
 def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:

@@ -34,7 +34,8 @@ def _bo_kwargs(gs):
 def test_helpers_build_sobol_then_botorch_modular() -> None:
     gs = mtucb_generation_strategy(num_initial_trials=6, seed=3,
                                    optimizer_options={"num_restarts": 2})
-    assert type(gs).__name__ == "GenerationStrategy" and gs.name == "Sobol+MT-UCB"
+    assert isinstance(gs, DesignSizedGenerationStrategy) and gs.name == "Sobol+MT-UCB"
+    assert gs.num_initial_trials == 6  # the given size, kept when attached
     sobol, kw = _bo_kwargs(gs)
     assert sobol.generator_specs[0].generator_kwargs == {"seed": 3}
     assert isinstance(kw["surrogate"], JointSurrogate)
