@@ -88,7 +88,8 @@ def check_bounds(bounds: Tensor, d: int | None = None, name: str = "bounds") -> 
         ``bounds`` itself (not copied).
 
     Raises:
-        ValueError: If ``bounds`` is not a finite floating ``2 x d`` tensor with lower < upper.
+        ValueError: If ``bounds`` is not a finite floating ``2 x d`` tensor with lower < upper
+            and a finite width upper − lower.
 
     Example:
         >>> check_bounds(torch.tensor([[0.0, -1.0], [1.0, 1.0]]), d=2).shape
@@ -107,6 +108,13 @@ def check_bounds(bounds: Tensor, d: int | None = None, name: str = "bounds") -> 
     check_finite(bounds, name)
     if not bool((bounds[0] < bounds[1]).all()):
         raise ValueError(f"`{name}` must have lower < upper in every dimension, got {bounds}.")
+    wide = ~torch.isfinite(bounds[1] - bounds[0])
+    if bool(wide.any()):
+        raise ValueError(
+            f"`{name}` must have a finite width upper − lower in every dimension (the models "
+            f"map the box to the unit cube); the width overflows {bounds.dtype} in dimensions "
+            f"{wide.nonzero().flatten().tolist()}. Rescale the inputs."
+        )
     return bounds
 
 
