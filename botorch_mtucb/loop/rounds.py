@@ -210,7 +210,8 @@ class Proposer:
         elif state.failed_X is not None:
             self._avoid_failed(acqf, state.failed_X)
         x = self.optimizer(acqf).reshape(1, -1).to(state.X)
-        if pending and any(torch.equal(x, p.x) for p in pending):
+        repeat = pending and any(torch.equal(x, p.x) for p in pending)
+        if repeat and not self._arms_exhausted(state.X, pending):
             warnings.warn(
                 f"Point {len(pending) + 1} of round {t} repeats an earlier point of the round: "
                 f"does {type(acqf).__name__} use its pending points (set_X_pending, GP-BUCB)?",
@@ -218,6 +219,15 @@ class Proposer:
                 stacklevel=5,  # the caller of run_bo_loop
             )
         return x, scal, acqf
+
+    def _arms_exhausted(self, X: Tensor, pending: list[Proposal]) -> bool:
+        """Whether a finite-arm optimizer's every arm is evaluated or pending (then any point
+        repeats one, whatever the acquisition does with its pending points)."""
+        arms = getattr(self.optimizer, "choices", None)
+        if not isinstance(arms, Tensor):
+            return False
+        known = torch.cat([X, *[p.x for p in pending]]).to(arms)
+        return bool((arms.unsqueeze(-2) == known).all(-1).any(-1).all())
 
     def _avoid_failed(self, acqf: AcquisitionFunction, X_failed: Tensor) -> None:
         """The failed inputs as ``acqf``'s pending points (GP-BUCB: hallucinated at their

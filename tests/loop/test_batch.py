@@ -97,6 +97,35 @@ def test_batch_loop_warns_when_the_acquisition_ignores_pending_points():
     assert record[0].filename == __file__  # the warning points at the caller of run_bo_loop
 
 
+def test_batch_loop_does_not_blame_pending_points_when_the_arms_run_out():
+    """q above the number of arms left: a repeat is forced (every arm evaluated or pending),
+    so the pending-points warning stays silent; with fresh arms left it still fires."""
+    import warnings
+
+    from botorch.acquisition import AcquisitionFunction, qUpperConfidenceBound
+
+    class IgnoresPending(AcquisitionFunction):
+        def __init__(self) -> None:
+            super().__init__(model=None)
+
+        def forward(self, X):
+            return -(X[..., 0, 0] - 0.5) ** 2
+
+    arms = torch.tensor([[0.0], [0.5], [1.0]], dtype=DT)
+    model = lambda X, Y: SingleTaskGP(X, Y)  # noqa: E731
+    factory = lambda m, s: qUpperConfidenceBound(m, beta=4.0)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*repeats an earlier point")
+        history = run_bo_loop(lambda X: (5 * X).sin(), arms[:2], 2, model, factory,
+                              FiniteArmOptimizer(arms), q=4)
+    assert history.X.shape == (8, 1)
+    assert bool((history.X.unsqueeze(-2) == arms).all(-1).any(-1).all())  # arms only
+    with pytest.warns(RuntimeWarning, match="repeats an earlier point"):  # fresh arms left
+        run_bo_loop(lambda X: X.sin(), arms[:1], 1, lambda X, Y: None,
+                    lambda m, s: IgnoresPending(), FiniteArmOptimizer(arms),
+                    update=lambda m, X, Y: None, q=2)
+
+
 def test_batch_loop_with_the_heavy_tailed_ucb():
     """TGP-UCB in batches: one round of q = 3 on arms gives three distinct arms, and the
     second one is the UCB argmax with the first pending (mean kept, variance conditioned)."""
