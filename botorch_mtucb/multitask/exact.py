@@ -169,21 +169,25 @@ class ExactMultiTaskGP(MultiTaskGPBase):
             )
         self.eval()
         X = original_train_inputs(self)
+        # The targets and known noise as the model holds them (outcome-transformed), and the
+        # transform subset with its statistics: refitting it on the targets would change the
+        # scale the kernel and η were fitted in (after conditioning, the targets are not the
+        # data the transform was fitted on).
         Y, Yvar = self.train_targets, self.likelihood.noise if self.known_noise else None
         tf = getattr(self, "outcome_transform", None)
-        if tf is not None:
-            Y, Yvar = tf.untransform(Y, Yvar)
         mean = None if self._zero_mean else MultitaskMean(
             [self.mean_module.base_means[i] for i in idcs], num_tasks=len(idcs)
         )
-        return type(self)(
+        subset = type(self)(
             X,
             Y[..., idcs],
             covar_module=IndependentTasksKernel([kernel.data_covar_modules[i] for i in idcs]),
             noise=self.noise.detach() if not self.known_noise else 0.1,
             learn_noise=self.learn_noise,
             input_transform=copy.deepcopy(getattr(self, "input_transform", None)),
-            outcome_transform=None if tf is None else tf.subset_output(idcs),
             mean_module=mean,
             train_Yvar=None if Yvar is None else Yvar[..., idcs],
         )
+        if tf is not None:
+            subset.outcome_transform = tf.subset_output(idcs).eval()
+        return subset.eval()

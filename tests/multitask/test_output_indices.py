@@ -107,3 +107,29 @@ def test_subset_output_of_independent_tasks_subsets_standardize():
     mean, cov = _selected(model.posterior(Xs), [2, 0])
     torch.testing.assert_close(sub.posterior(Xs).mean, mean)
     torch.testing.assert_close(sub.posterior(Xs).mvn.covariance_matrix, cov)
+
+
+@pytest.mark.parametrize("known_noise", [False, True])
+def test_subset_output_after_conditioning_keeps_the_posterior(known_noise):
+    """After conditioning, the targets are no longer the data Standardize was fitted on: the
+    subset model keeps the transform's statistics (refitting them would change the scale of
+    the kernel and η), so its posterior is the parent's on its tasks."""
+    X, Y = _data()
+    kernel = IndependentTasksKernel([RBFKernel(), MaternKernel(), RBFKernel()]).to(DT)
+    Yvar = torch.full_like(Y, 0.05) if known_noise else None
+    model = ExactMultiTaskGP(X, Y, covar_module=kernel, outcome_transform=Standardize(m=3),
+                             train_Yvar=Yvar)
+    g = torch.Generator().manual_seed(3)
+    X_new = torch.rand(4, 2, generator=g, dtype=DT)
+    Y_new = 10.0 + 3.0 * torch.randn(4, 3, generator=g, dtype=DT)  # far from the first data
+    extra = {"noise": torch.full_like(Y_new, 0.05)} if known_noise else {}
+    conditioned = model.condition_on_observations(X_new, Y_new, **extra)
+    sub = conditioned.subset_output([2, 0])
+    Xs = torch.rand(4, 2, 2, generator=g, dtype=DT)
+    mean, cov = _selected(conditioned.posterior(Xs), [2, 0])
+    torch.testing.assert_close(sub.posterior(Xs).mean, mean)
+    torch.testing.assert_close(sub.posterior(Xs).mvn.covariance_matrix, cov)
+    practical = practical_multitask_gp(X, Y, BOUNDS, independent=True)
+    conditioned = practical.condition_on_observations(X_new, Y_new)
+    mean, cov = _selected(conditioned.posterior(Xs), [1])
+    torch.testing.assert_close(conditioned.subset_output([1]).posterior(Xs).mean, mean)
