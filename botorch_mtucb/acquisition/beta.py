@@ -52,6 +52,7 @@ __all__ = [
     "TheoremThreeBeta",
     "TheoremTwoBeta",
     "as_beta_tensor",
+    "check_width",
     "log_det_information",
     "model_noise",
 ]
@@ -107,6 +108,36 @@ def as_beta_tensor(beta: object, name: str = "beta") -> Tensor:
     if not torch.isfinite(beta_t).all() or (beta_t < 0).any():
         raise ValueError(f"`{name}` must be non-negative and finite, got {beta!r}.")
     return beta_t
+
+
+def check_width(beta: object, name: str = "beta") -> float | BetaSchedule:
+    """A single confidence width: a :class:`BetaSchedule` as it is, else one real number
+    ``≥ 0`` (Python, NumPy or a one-element tensor) as a float.
+
+    What an acquisition or factory checks when it is built, so that a bad width fails there
+    and not at the first call inside a loop.
+
+    Args:
+        beta: The width.
+        name: Argument name used in the error messages.
+
+    Returns:
+        ``beta`` (a schedule) or ``float(beta)``.
+
+    Raises:
+        TypeError: if ``beta`` is not a real number, tensor or :class:`BetaSchedule`.
+        ValueError: if it is negative, not finite, or holds more than one number.
+
+    Example:
+        >>> check_width(2), check_width(torch.tensor([0.5]))
+        (2.0, 0.5)
+    """
+    if isinstance(beta, BetaSchedule):
+        return beta
+    beta_t = as_beta_tensor(beta, name)
+    if beta_t.numel() != 1:
+        raise ValueError(f"`{name}` must be a single finite number >= 0, got {beta!r}.")
+    return float(beta_t)
 
 
 class BetaSchedule(ABC):

@@ -38,7 +38,7 @@ from botorch_mtucb.acquisition.moments import projected_moments, refuse_kronecke
 from botorch_mtucb.acquisition.pending import PendingState, check_pending
 from botorch_mtucb.acquisition.scalarization import Scalarization
 from botorch_mtucb.protocols import ProjectedTaskPosteriorModel
-from botorch_mtucb.utils.validation import check_test_tensor
+from botorch_mtucb.utils.validation import as_flag_vector, as_float_vector, check_test_tensor
 
 __all__ = ["HypervolumeFrontAcquisition"]
 
@@ -116,17 +116,10 @@ class HypervolumeFrontAcquisition(AcquisitionFunction):
                 "LogExpectedImprovement or robust_acquisition)."
             )
         like = X_baseline
-        z = torch.as_tensor(ref_point, dtype=like.dtype, device=like.device)
-        if z.shape != (n,) or not bool(z.isfinite().all()):
-            raise ValueError(
-                f"`ref_point` must be {n} finite numbers (one per objective), got "
-                f"{ref_point!r}."
-            )
+        z = as_float_vector(ref_point, "ref_point", n).to(like)
         signs = torch.ones(n, dtype=like.dtype, device=like.device)
         if minimize is not None:
-            mask = torch.as_tensor(minimize, dtype=torch.bool, device=like.device)
-            if mask.shape != (n,):
-                raise ValueError(f"`minimize` must hold {n} bools, got {minimize!r}.")
+            mask = as_flag_vector(minimize, "minimize", n).to(like.device)
             signs = torch.where(mask, -signs, signs)
         self.scalarization = scalarization
         self.register_buffer("signs", signs)

@@ -67,6 +67,7 @@ import torch
 from botorch.models.model import Model
 from torch import Tensor
 
+from botorch_mtucb.acquisition.beta import BetaSchedule, check_width
 from botorch_mtucb.acquisition.hypervolume_front import HypervolumeFrontAcquisition
 from botorch_mtucb.acquisition.scalarization import Scalarization
 
@@ -108,7 +109,7 @@ class HypervolumeImprovementUCB(HypervolumeFrontAcquisition):
         model: Model,
         ref_point: Sequence[float] | Tensor,
         X_baseline: Tensor,
-        beta: float = 1.0,
+        beta: float | BetaSchedule = 1.0,
         minimize: Sequence[bool] | Tensor | None = None,
         X_pending: Tensor | None = None,
         scalarization: Scalarization | None = None,
@@ -121,7 +122,8 @@ class HypervolumeImprovementUCB(HypervolumeFrontAcquisition):
             X_baseline: ``t x d`` evaluated inputs (``t ≥ 1``); the front P is the
                 non-dominated set of the posterior means there.
             beta: Width β ≥ 0 of the per-objective upper bounds (1.0: the practical width of
-                :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`).
+                :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`), or a
+                :class:`~botorch_mtucb.acquisition.BetaSchedule` evaluated on ``model``.
             minimize: Optional ``n`` bools; ``True`` marks an objective to minimise.
             X_pending: Optional ``m x d`` points under evaluation (see :meth:`set_X_pending`).
             scalarization: Optional s_λ of the round, kept as ``self.scalarization`` for
@@ -130,13 +132,14 @@ class HypervolumeImprovementUCB(HypervolumeFrontAcquisition):
                 value a(x) does not use it.
 
         Raises:
+            TypeError: if ``beta`` is not a real number, tensor or schedule.
             ValueError: for a ``ref_point`` that is not ``n`` finite numbers, an empty or
-                non-``t x d`` ``X_baseline``, a negative or non-finite ``beta`` or a
-                ``minimize`` of the wrong length.
+                non-``t x d`` ``X_baseline``, a ``beta`` that is not one finite number
+                ``≥ 0`` or a ``minimize`` that is not ``n`` booleans.
         """
-        beta = float(beta)
-        if not beta >= 0.0 or beta == float("inf"):
-            raise ValueError(f"`beta` must be a finite number >= 0, got {beta!r}.")
+        beta = check_width(beta)
+        if isinstance(beta, BetaSchedule):
+            beta = check_width(beta(model))
         super().__init__(model, ref_point, X_baseline, minimize, X_pending, scalarization)
         self.beta = beta
 

@@ -28,7 +28,11 @@ from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
 from botorch_mtucb.utils.model_data import original_train_inputs
-from botorch_mtucb.utils.validation import check_finite, check_test_tensor
+from botorch_mtucb.utils.validation import (
+    as_flag_vector,
+    as_float_vector,
+    check_test_tensor,
+)
 
 __all__ = ["FLAT_FRACTION", "ParetoSetRecommendation", "recommend_pareto_set"]
 
@@ -178,25 +182,12 @@ def _input_dim(model: Model) -> int | None:
 def _vector(value: Sequence[float] | Tensor, name: str, n: int) -> Tensor:
     """``value`` as a finite ``n`` vector: a tensor keeps its floating dtype, anything else
     (a list, NumPy, an integer tensor) is read in float64."""
-    t = value.detach() if torch.is_tensor(value) else torch.as_tensor(value, dtype=torch.float64)
-    if not t.is_floating_point():
-        t = t.to(torch.float64)
-    if t.shape != (n,):
-        raise ValueError(
-            f"`{name}` must hold {n} values (one per objective), got shape {tuple(t.shape)}."
-        )
-    check_finite(t, name)
-    return t
+    return as_float_vector(value, name, n)
 
 
 def _signs(minimize: Sequence[bool] | Tensor | None, n: int, like: Tensor) -> Tensor:
     """``n`` vector of ±1 (−1 for minimised objectives) on ``like``'s device."""
     if minimize is None:
         return torch.ones(n, dtype=like.dtype, device=like.device)
-    m = torch.as_tensor(minimize).detach()
-    if m.dtype != torch.bool or m.shape != (n,):
-        raise ValueError(
-            f"`minimize` must hold {n} booleans (one per objective), got "
-            f"{m.dtype} of shape {tuple(m.shape)}."
-        )
+    m = as_flag_vector(minimize, "minimize", n)
     return (1.0 - 2.0 * m.to(device=like.device, dtype=like.dtype))

@@ -191,6 +191,8 @@ class ScalarizedThompsonSampling(AcquisitionFunction):
         batch_shape = X.shape[:-2]
         # All candidates as one q-batch: the path gives num_paths x n x P (BoTorch's layout).
         values = self.paths(X.reshape(-1, X.shape[-1]))
+        if isinstance(values, list | tuple):  # a ModelListGP's PathList: n of num_paths x P
+            values = torch.stack(list(values), dim=-2)
         n = self.scalarization.num_objectives
         if values.shape != (self.num_paths, n, batch_shape.numel()):
             raise ValueError(

@@ -44,7 +44,7 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.models.model import Model
 from torch import Tensor
 
-from botorch_mtucb.acquisition.beta import BetaSchedule
+from botorch_mtucb.acquisition.beta import BetaSchedule, check_width
 from botorch_mtucb.acquisition.dedup import DedupOptimizer
 from botorch_mtucb.acquisition.hypervolume_ei import LogExpectedHypervolumeImprovement
 from botorch_mtucb.acquisition.hypervolume_front import HypervolumeFrontAcquisition
@@ -191,7 +191,9 @@ def scalarized_ucb_factory(
         torch.Size([4])
     """
     resolve_inflation(pending_beta_inflation)
-    width = {} if beta is None else {"beta": beta}
+    width = {} if beta is None else {"beta": check_width(beta)}
+    if bound not in ("spectral", "directional"):
+        raise ValueError(f"`bound` must be 'spectral' or 'directional', got {bound!r}.")
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
         if scalarization is None:
@@ -205,7 +207,7 @@ def scalarized_ucb_factory(
 
 
 def hypervolume_ucb_factory(
-    beta: float | None = None,
+    beta: float | BetaSchedule | None = None,
     ref_point: Sequence[float] | Tensor | None = None,
 ) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
     """Acquisition factory for :func:`~botorch_mtucb.loop.run_bo_loop`: ``(model, s_λ) ->``
@@ -221,8 +223,9 @@ def hypervolume_ucb_factory(
     posterior means at its training inputs.
 
     Args:
-        beta: Width β ≥ 0 of the per-objective upper bounds μ_i + βσ_i; ``None`` keeps the
-            acquisition's default (practical) width.
+        beta: Width β ≥ 0 of the per-objective upper bounds μ_i + βσ_i (a number, or a
+            schedule evaluated on each model); ``None`` keeps the acquisition's default
+            (practical) width.
         ref_point: Optional ``n`` reference point z of the hypervolume that will be reported
             (original units; for a minimised objective, above its range of interest), as
             BoTorch's ``qLogNEHVI`` takes it; ``None``: the round's scale-free z.
@@ -248,7 +251,7 @@ def hypervolume_ucb_factory(
         >>> acqf(torch.rand(4, 1, 2, dtype=torch.float64)).shape
         torch.Size([4])
     """
-    width = {} if beta is None else {"beta": beta}
+    width = {} if beta is None else {"beta": check_width(beta)}
     z = _check_ref_point(ref_point)
 
     def factory(model: Model, scalarization: Scalarization | None) -> AcquisitionFunction:
@@ -363,7 +366,7 @@ def _front_acquisition(
 
 
 def practical_acquisition_factory(
-    beta: float | None = None,
+    beta: float | BetaSchedule | None = None,
 ) -> Callable[[Model, Scalarization | None], AcquisitionFunction]:
     """The default acquisition factory of :func:`~botorch_mtucb.loop.run_bo_loop`.
 
@@ -378,7 +381,8 @@ def practical_acquisition_factory(
       (e.g. a :class:`~botorch_mtucb.acquisition.LinearScalarization` sampler).
 
     Args:
-        beta: Width β of either acquisition (``None``: their practical default, 1.0).
+        beta: Width β of either acquisition, a number or a schedule evaluated on each model
+            (``None``: their practical default, 1.0).
 
     Returns:
         ``(model, scalarization) -> AcquisitionFunction``; it raises ``ValueError`` when

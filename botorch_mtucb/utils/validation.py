@@ -12,7 +12,13 @@ import weakref
 import torch
 from torch import Tensor
 
-__all__ = ["check_finite", "check_psd_matrix", "check_test_tensor"]
+__all__ = [
+    "as_flag_vector",
+    "as_float_vector",
+    "check_finite",
+    "check_psd_matrix",
+    "check_test_tensor",
+]
 
 
 def check_finite(value: Tensor, name: str) -> None:
@@ -91,6 +97,82 @@ def check_test_tensor(X: object, name: str = "X") -> Tensor:
         _CHECKED.insert(0, (weakref.ref(X), version))
         del _CHECKED[_CACHE_SIZE:]
     return X
+
+
+def as_float_vector(value: object, name: str, n: int | None = None) -> Tensor:
+    """``value`` as a fresh finite 1-d floating tensor of ``n`` entries (any ``n`` ≥ 1 when
+    ``None``).
+
+    A floating tensor keeps its dtype and device; anything else (a list, a tuple, NumPy, an
+    integer tensor) is read in float64, never in torch's default float32.
+
+    Args:
+        value: The numbers.
+        name: Argument name used in the error messages.
+        n: Required length.
+
+    Returns:
+        A detached copy (``n``).
+
+    Raises:
+        ValueError: If ``value`` is not a non-empty sequence of finite numbers of length ``n``.
+
+    Example:
+        >>> as_float_vector([0.1, 0.2], "ref_point", 2).dtype
+        torch.float64
+    """
+    want = "finite numbers" if n is None else f"{n} finite numbers (one per objective)"
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"`{name}` must be {want}, got {value!r}.")
+    try:
+        if torch.is_tensor(value):
+            t = value.detach()
+        else:
+            t = torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"`{name}` must be {want}, got {value!r} ({err}).") from None
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"`{name}` must be {want}, got a {t.dtype} tensor.")
+    if not t.is_floating_point():
+        t = t.to(torch.float64)
+    if t.dim() != 1 or t.numel() == 0 or (n is not None and t.shape[0] != n):
+        raise ValueError(f"`{name}` must be {want}, got shape {tuple(t.shape)}.")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"`{name}` must be {want}, got {t.tolist()}.")
+    return t.clone()
+
+
+def as_flag_vector(value: object, name: str, n: int) -> Tensor:
+    """``value`` as a fresh ``n`` bool tensor: booleans only (Python, NumPy or a bool tensor);
+    integers are refused, since ``[0, 1]`` could as well mean objective indices.
+
+    Args:
+        value: The flags.
+        name: Argument name used in the error messages.
+        n: Required length.
+
+    Returns:
+        A bool tensor (``n``), on ``value``'s device when it is a tensor.
+
+    Raises:
+        ValueError: If ``value`` is not ``n`` booleans.
+
+    Example:
+        >>> as_flag_vector([True, False], "minimize", 2)
+        tensor([ True, False])
+    """
+    want = f"{n} booleans (one per objective)"
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"`{name}` must hold {want}, got {value!r}.")
+    try:
+        t = value.detach() if torch.is_tensor(value) else torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"`{name}` must hold {want}, got {value!r} ({err}).") from None
+    if t.dtype != torch.bool:
+        raise ValueError(f"`{name}` must hold {want} (not indices), got {value!r}.")
+    if t.shape != (n,):
+        raise ValueError(f"`{name}` must hold {want}, got shape {tuple(t.shape)}.")
+    return t.clone()
 
 
 #: The last few test tensors that passed :func:`check_test_tensor`: (weak reference, version).

@@ -139,7 +139,7 @@ def test_bad_arguments_are_refused():
         LogExpectedHypervolumeImprovement(model, [0.0, math.inf], X)
     with pytest.raises(ValueError, match="`X_baseline` must be a non-empty t x d"):
         LogExpectedHypervolumeImprovement(model, [0.0, 0.0], X[:0])
-    with pytest.raises(ValueError, match="`minimize` must hold 2 bools"):
+    with pytest.raises(ValueError, match="`minimize` must hold 2 booleans"):
         LogExpectedHypervolumeImprovement(model, [0.0, 0.0], X, minimize=[True])
     acqf = LogExpectedHypervolumeImprovement(model, [0.0, 0.0], X)
     with pytest.raises(ValueError, match="LogExpectedHypervolumeImprovement supports q = 1"):

@@ -174,9 +174,9 @@ def test_bad_arguments_are_refused():
         HypervolumeImprovementUCB(model, [0.0, math.nan], X)
     with pytest.raises(ValueError, match="`X_baseline` must be a non-empty t x d"):
         HypervolumeImprovementUCB(model, [0.0, 0.0], X[:0])
-    with pytest.raises(ValueError, match="`beta` must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="`beta` must be non-negative and finite"):
         HypervolumeImprovementUCB(model, [0.0, 0.0], X, beta=-1.0)
-    with pytest.raises(ValueError, match="`minimize` must hold 2 bools"):
+    with pytest.raises(ValueError, match="`minimize` must hold 2 booleans"):
         HypervolumeImprovementUCB(model, [0.0, 0.0], X, minimize=[True])
     with pytest.raises(ValueError, match="needs a model with n >= 2 outputs"):
         HypervolumeImprovementUCB(SingleTaskGP(X, Y[:, :1]), [0.0], X)

@@ -239,9 +239,9 @@ def test_errors_name_the_argument() -> None:
         recommend_pareto_set(model, X, minimize=[True])
     with pytest.raises(ValueError, match="`minimize` must hold 2 booleans"):
         recommend_pareto_set(model, X, minimize=[0, 1])  # indices are not booleans here
-    with pytest.raises(ValueError, match="`ref_point` must hold 2 values"):
+    with pytest.raises(ValueError, match="`ref_point` must be 2 finite numbers"):
         recommend_pareto_set(model, X, ref_point=[0.0])
-    with pytest.raises(ValueError, match="`ref_point` contains NaN"):
+    with pytest.raises(ValueError, match="`ref_point` must be 2 finite numbers"):
         recommend_pareto_set(model, X, ref_point=[0.0, float("nan")])
     with pytest.raises(ValueError, match="`model` gives NaN"):
         recommend_pareto_set(_NaNModel(), X)

@@ -186,3 +186,148 @@ def test_pending_beta_inflation_takes_numpy_numbers() -> None:
     assert acqf.pending_beta_inflation == 2.0
     with pytest.raises(ValueError, match="`pending_beta_inflation` must be a number"):
         HeavyTailedUCB(_truncated(), beta=1.0, pending_beta_inflation="2")
+
+
+def _two_objective_model():
+    g = torch.Generator().manual_seed(4)
+    X = torch.rand(10, 2, generator=g, dtype=DT)
+    return X, SingleTaskGP(X, torch.stack([X.sum(-1), X.prod(-1)], -1))
+
+
+@pytest.mark.parametrize("bad", [None, "data", [0.0, None], [[0.0, 0.0]], [0.0, float("nan")]])
+def test_reference_points_that_are_not_numbers_name_the_argument(bad) -> None:
+    """None, a string (what the sampler takes), a nested list or a NaN: a ValueError naming
+    `ref_point`, from every class that takes one."""
+    from botorch_mtucb.acquisition import (
+        ChebyshevScalarization,
+        HypervolumeImprovementUCB,
+        HypervolumeScalarization,
+        LogExpectedHypervolumeImprovement,
+    )
+
+    X, model = _two_objective_model()
+    builders = [
+        lambda: HypervolumeImprovementUCB(model, bad, X),
+        lambda: LogExpectedHypervolumeImprovement(model, bad, X),
+        lambda: ChebyshevScalarization([0.5, 0.5], bad),
+        lambda: HypervolumeScalarization([0.6, 0.8], bad),
+    ]
+    for build in builders:
+        with pytest.raises(ValueError, match="`ref_point` must be"):
+            build()
+
+
+@pytest.mark.parametrize("bad", ["yes", [True, None], [1, 0], [0.0, 1.0]])
+def test_minimize_must_be_booleans_not_indices(bad) -> None:
+    """`minimize` of a scalarization or front acquisition is one boolean per objective;
+    integers are refused ([0, 1] could mean indices, as in the loop's `minimize`)."""
+    from botorch_mtucb.acquisition import (
+        ChebyshevScalarization,
+        HypervolumeImprovementUCB,
+        ScalarizationSampler,
+        recommend_pareto_set,
+    )
+
+    X, model = _two_objective_model()
+    builders = [
+        lambda: HypervolumeImprovementUCB(model, [0.0, 0.0], X, minimize=bad),
+        lambda: ChebyshevScalarization([0.5, 0.5], [0.0, 0.0], minimize=bad),
+        lambda: LinearScalarization([0.5, 0.5], minimize=bad),
+        lambda: ScalarizationSampler(2, ref_point=[0.0, 0.0], minimize=bad),
+        lambda: recommend_pareto_set(model, X, minimize=bad),
+    ]
+    for build in builders:
+        with pytest.raises(ValueError, match="`minimize` must hold 2 booleans"):
+            build()
+    flags = np.array([True, False])  # NumPy booleans are booleans
+    assert ChebyshevScalarization([0.5, 0.5], [0.0, 0.0], minimize=flags).minimize.tolist() == [
+        True, False
+    ]
+
+
+def test_lists_are_read_in_float64() -> None:
+    """Weights and reference points given as Python lists keep float64 precision (torch's
+    default dtype would round -0.1 to -0.10000000149)."""
+    from botorch_mtucb.acquisition import (
+        ChebyshevScalarization,
+        HypervolumeScalarization,
+        ScalarizationSampler,
+    )
+
+    s = ChebyshevScalarization([0.3, 0.7], [-0.1, -0.1])
+    assert s.weights.dtype == s.ref_point.dtype == DT and s.ref_point.tolist() == [-0.1, -0.1]
+    h = HypervolumeScalarization([0.6, 0.8], [-0.1, -0.1])
+    Y = torch.tensor([[0.3, 0.9], [0.7, 0.2]], dtype=DT)
+    exact = HypervolumeScalarization(torch.tensor([0.6, 0.8], dtype=DT),
+                                     torch.tensor([-0.1, -0.1], dtype=DT))
+    assert torch.equal(h(Y), exact(Y))
+    sampler = ScalarizationSampler(2, ref_point=[-0.1, -0.1])
+    assert sampler.ref_point.dtype == DT and sampler.ref_point.tolist() == [-0.1, -0.1]
+    # a float32 tensor keeps its dtype (the caller chose it)
+    assert ChebyshevScalarization([0.5, 0.5], torch.zeros(2)).ref_point.dtype == torch.float32
+
+
+def test_hypervolume_ucb_width_is_checked_like_the_scalarized_ucb() -> None:
+    from botorch_mtucb.acquisition import HypervolumeImprovementUCB
+
+    X, model = _two_objective_model()
+    for bad, error in (("2", TypeError), (True, TypeError), (-1.0, ValueError),
+                       (torch.tensor([1.0, 2.0]), ValueError), (float("nan"), ValueError)):
+        with pytest.raises(error, match="`beta`"):
+            HypervolumeImprovementUCB(model, [0.0, 0.0], X, beta=bad)
+        with pytest.raises(error, match="`beta`"):
+            ScalarizedMultiTaskUCB(model, LinearScalarization([0.5, 0.5]), beta=bad)
+    acqf = HypervolumeImprovementUCB(model, [0.0, 0.0], X, beta=ConstantBeta(2.5))
+    assert acqf.beta == 2.5  # a schedule is evaluated on the model
+    assert HypervolumeImprovementUCB(model, [0.0, 0.0], X, beta=np.float32(0.5)).beta == 0.5
+
+
+def test_factories_and_samplers_refuse_bad_options_when_built() -> None:
+    """A bad option fails when the factory or sampler is built, not at the first round of a
+    loop (after the initial design and the first fit)."""
+    from botorch_mtucb.acquisition import ScalarizationSampler
+    from botorch_mtucb.loop import (
+        hypervolume_ucb_factory,
+        practical_acquisition_factory,
+        scalarized_ucb_factory,
+    )
+
+    with pytest.raises(ValueError, match="`bound`"):
+        scalarized_ucb_factory(bound="foo")
+    for factory in (scalarized_ucb_factory, hypervolume_ucb_factory,
+                    practical_acquisition_factory):
+        with pytest.raises(ValueError, match="`beta`"):
+            factory(beta=-1.0)
+    with pytest.raises(ValueError, match="`augmentation`"):
+        ScalarizationSampler(2, ref_point=[0.0, 0.0], augmentation=-1.0)
+    with pytest.warns(UserWarning, match="linear scalarization takes no"):
+        assert ScalarizationSampler(2, "linear", ref_point=[5.0, 5.0]).ref_point is None
+    with pytest.warns(UserWarning, match="linear scalarization takes no"):
+        assert ScalarizationSampler(2, "linear", augmentation=0.5).augmentation == 0.0
+    X, model = _two_objective_model()
+    factory = practical_acquisition_factory(beta=ConstantBeta(2.0))  # a schedule for both
+    from botorch_mtucb.acquisition import ChebyshevScalarization
+
+    acqf = factory(model, ChebyshevScalarization([0.5, 0.5], [-0.5, -0.5]))
+    assert acqf.beta == 2.0
+
+
+def test_thompson_sampling_on_a_model_list() -> None:
+    """A ModelListGP's paths come as a list (one per output): the acquisition stacks them, so
+    its value is s_λ of the outputs' paths drawn with the same seed."""
+    from botorch.models import ModelListGP
+    from botorch.sampling.pathwise import draw_matheron_paths
+
+    from botorch_mtucb.acquisition import ScalarizedThompsonSampling
+
+    X, single = _two_objective_model()
+    Y = single.train_targets.T
+    model = ModelListGP(SingleTaskGP(X, Y[:, :1]), SingleTaskGP(X, Y[:, 1:]))
+    acqf = ScalarizedThompsonSampling(model, LinearScalarization([0.25, 0.75]), seed=0)
+    Xt = torch.rand(5, 1, 2, dtype=DT)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        paths = draw_matheron_paths(model, torch.Size([1]))
+    values = paths(Xt.reshape(-1, 2))
+    expected = (0.25 * values[0] + 0.75 * values[1]).reshape(-1)
+    torch.testing.assert_close(acqf(Xt), expected)

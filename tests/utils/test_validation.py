@@ -139,3 +139,29 @@ def test_check_finite_reads_one_scalar_and_passes_overflowing_finite_sums() -> N
         check_finite(big, "big")
     check_finite(torch.zeros(0, 2, dtype=torch.float64), "empty")
     check_finite(torch.tensor([1, 2]), "ints")  # not floating: nothing to check
+
+
+def test_as_float_vector_reads_lists_in_float64_and_names_the_argument():
+    from botorch_mtucb.utils.validation import as_float_vector
+
+    v = as_float_vector([0.1, 2], "ref_point", 2)
+    assert v.dtype == torch.float64 and v.tolist() == [0.1, 2.0]
+    t = torch.tensor([1.0, 2.0], dtype=torch.float32)
+    out = as_float_vector(t, "z")
+    assert out.dtype == torch.float32 and out.data_ptr() != t.data_ptr()  # a copy
+    assert as_float_vector(torch.tensor([1, 2]), "z").dtype == torch.float64
+    for bad in (None, "data", [0.0, None], [[1.0, 2.0]], [], [1.0, float("inf")],
+                torch.tensor([True, False]), [1.0, 2.0, 3.0]):
+        with pytest.raises(ValueError, match="`ref_point` must be 2 finite numbers"):
+            as_float_vector(bad, "ref_point", 2)
+
+
+def test_as_flag_vector_takes_booleans_only():
+    from botorch_mtucb.utils.validation import as_flag_vector
+
+    assert as_flag_vector([True, False], "minimize", 2).tolist() == [True, False]
+    assert as_flag_vector(np.array([False, True]), "minimize", 2).tolist() == [False, True]
+    assert as_flag_vector(torch.tensor([True]), "minimize", 1).dtype == torch.bool
+    for bad in ("yes", None, [True, None], [0, 1], [0.0, 1.0], [True], [[True, False]]):
+        with pytest.raises(ValueError, match="`minimize` must hold 2 booleans"):
+            as_flag_vector(bad, "minimize", 2)

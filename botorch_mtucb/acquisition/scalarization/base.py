@@ -34,7 +34,7 @@ import torch
 from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils.validation import as_flag_vector, as_float_vector, check_finite
 
 __all__ = ["Scalarization", "check_scalarization", "project_covariance"]
 
@@ -42,14 +42,9 @@ _SIMPLEX_ATOL = 1e-6
 
 
 def _as_vector(value: Tensor | Sequence[float], name: str) -> Tensor:
-    """Return ``value`` as a fresh 1-d floating tensor (float64 unless already floating)."""
-    t = torch.as_tensor(value)
-    if not t.is_floating_point():
-        t = t.to(torch.float64)
-    check_finite(t, name)
-    if t.dim() != 1 or t.numel() == 0:
-        raise ValueError(f"`{name}` must be a non-empty 1-d tensor, got shape {tuple(t.shape)}.")
-    return t.detach().clone()
+    """Return ``value`` as a fresh finite 1-d floating tensor (a floating tensor keeps its
+    dtype; lists and other numbers are read in float64)."""
+    return as_float_vector(value, name)
 
 
 class Scalarization(ABC):
@@ -96,12 +91,7 @@ class Scalarization(ABC):
         if minimize is None:
             mins = torch.zeros(n, dtype=torch.bool)
         else:
-            mins = torch.as_tensor(minimize, dtype=torch.bool).detach().clone()
-            if mins.shape != (n,):
-                raise ValueError(
-                    f"`minimize` must hold {n} booleans (one per objective), got shape "
-                    f"{tuple(mins.shape)}."
-                )
+            mins = as_flag_vector(minimize, "minimize", n).cpu()
         self.minimize = mins
 
     @property
@@ -307,11 +297,7 @@ def _front_summary(
         raise ValueError(f"`span` must be 'all' or 'front', got {span!r}.")
     signs = torch.ones(n, dtype=torch.float64)
     if minimize is not None:
-        signs = 1.0 - 2.0 * torch.as_tensor(minimize, dtype=torch.float64).reshape(-1)
-        if signs.numel() != n:
-            raise ValueError(
-                f"`minimize` must hold {n} booleans (one per objective), got {signs.numel()}."
-            )
+        signs = 1.0 - 2.0 * as_flag_vector(minimize, "minimize", n).cpu().to(torch.float64)
     Ys = Y.detach().to(torch.float64) * signs
     front = Ys[is_non_dominated(Ys)]
     best = Ys.max(dim=0).values

@@ -39,7 +39,7 @@ from botorch_mtucb.acquisition.scalarization.base import (
     _scaled,
 )
 from botorch_mtucb.protocols import ProjectedTaskPosteriorModel
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils.validation import as_flag_vector, check_finite
 
 __all__ = ["ChebyshevScalarization", "predicted_anchors"]
 
@@ -271,11 +271,7 @@ def predicted_anchors(
     n = Y.shape[-1]
     signs = torch.ones(n, dtype=Y.dtype, device=Y.device)
     if minimize is not None:
-        m = torch.as_tensor(minimize, dtype=torch.bool).reshape(-1)
-        if m.numel() != n:
-            raise ValueError(
-                f"`minimize` must hold {n} booleans (one per objective), got {m.numel()}."
-            )
+        m = as_flag_vector(minimize, "minimize", n)
         signs = 1.0 - 2.0 * m.to(signs)
     r = (Y.detach().max(dim=0).values - Y.detach().min(dim=0).values).clamp_min(1e-12)
     W = (float(eps) / r).expand(n, n).clone()

@@ -10,8 +10,10 @@ Algorithm 1).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from numbers import Integral
+from math import inf
+from numbers import Integral, Real
 from typing import Literal
 
 import torch
@@ -25,6 +27,7 @@ from botorch_mtucb.acquisition.scalarization.chebyshev import (
 )
 from botorch_mtucb.acquisition.scalarization.hypervolume import HypervolumeScalarization
 from botorch_mtucb.acquisition.scalarization.linear import LinearScalarization
+from botorch_mtucb.utils.validation import as_flag_vector
 
 __all__ = ["ScalarizationSampler", "sample_scalarization_weights"]
 
@@ -91,6 +94,13 @@ def sample_scalarization_weights(
     return u / u.sum(dim=-1, keepdim=True)
 
 
+def _check_augmentation(value: object) -> float:
+    """The Chebyshev augmentation ρ as a finite float ≥ 0, else ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 <= float(value) < inf:
+        raise ValueError(f"`augmentation` must be a finite number >= 0, got {value!r}.")
+    return float(value)
+
+
 class ScalarizationSampler:
     """Draws a fresh random scalarization s_{λ_t}, λ_t ~ P_λ, each time it is called.
 
@@ -144,7 +154,9 @@ class ScalarizationSampler:
                 :meth:`__call__` (what :func:`~botorch_mtucb.loop.run_bo_loop` does).
             minimize: Optional ``n`` booleans marking objectives to minimise.
             augmentation: Chebyshev ρ ≥ 0 (default: 0.05 with ``"data"``, else 0, paper 000);
-                the hypervolume scalarization has none (``None`` or 0 only).
+                the hypervolume scalarization has none (``None`` or 0 only). The linear one
+                takes neither ``ref_point`` nor ``augmentation``: given, they are ignored
+                with a ``UserWarning``.
             front: With ``ref_point="data"``, the estimated Pareto front that places the
                 reference point and sets the ranges: ``"predicted"`` (the default with
                 ``ref_point="data"``, as in :func:`~botorch_mtucb.loop.run_bo_loop`) — the
@@ -162,6 +174,17 @@ class ScalarizationSampler:
             raise ValueError(
                 f"`kind` must be 'chebyshev', 'linear' or 'hypervolume', got {kind!r}."
             )
+        if kind == "linear" and (
+            (ref_point is not None and not isinstance(ref_point, str))
+            or augmentation not in (None, 0, 0.0)
+        ):
+            warnings.warn(
+                "The linear scalarization takes no `ref_point` or `augmentation`; they are "
+                f"ignored (got ref_point={ref_point!r}, augmentation={augmentation!r}).",
+                UserWarning,
+                stacklevel=2,
+            )
+            ref_point, augmentation = None, None
         if kind != "linear" and ref_point is None:
             raise ValueError(
                 f"`ref_point` is required for the {kind} scalarization (a point, or 'data')."
@@ -199,9 +222,11 @@ class ScalarizationSampler:
         self.augmentation = (
             (0.05 if self.uses_data and kind == "chebyshev" else 0.0)
             if augmentation is None
-            else float(augmentation)
+            else _check_augmentation(augmentation)
         )
-        self.minimize = minimize
+        self.minimize = (
+            None if minimize is None else as_flag_vector(minimize, "minimize", num_objectives)
+        )
         if front is None:
             front = "predicted" if self.uses_data else "observed"
         if front not in ("observed", "predicted"):

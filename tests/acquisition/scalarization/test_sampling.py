@@ -90,7 +90,8 @@ def test_sampler_bad_args():
 
 def test_scalarization_sampler_draws_fresh_weights():
     g = _gen(10)
-    sampler = ScalarizationSampler(3, "chebyshev", ref_point=[0.0, 0.0, 0.0], minimize=[1, 0, 0])
+    sampler = ScalarizationSampler(3, "chebyshev", ref_point=[0.0, 0.0, 0.0],
+                                   minimize=[True, False, False])
     s1, s2 = sampler(g), sampler(g)
     assert isinstance(s1, ChebyshevScalarization)
     assert not torch.equal(s1.weights, s2.weights)
