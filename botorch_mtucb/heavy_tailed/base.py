@@ -22,7 +22,6 @@ attribute reads.
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -43,26 +42,10 @@ from botorch_mtucb.heavy_tailed.arms import (
     _needs_grad,
 )
 from botorch_mtucb.heavy_tailed.batch import HeavyTailedBatch, fantasize
-from botorch_mtucb.utils.batched_data import has_batched_training_data
+from botorch_mtucb.utils.batched_data import ConstructorSignature, has_batched_training_data
 from botorch_mtucb.utils.validation import check_finite, check_test_tensor
 
 __all__ = ["HeavyTailedModel", "shallow_copy_model"]
-
-
-class _ConstructorSignature:
-    """``cls.__signature__``: the arguments of ``cls.__init__`` (without ``self``).
-
-    :class:`HeavyTailedModel` dispatches batched training data in ``__new__(cls, *args,
-    **kwargs)``, which :func:`inspect.signature` (and Sphinx) would otherwise report as the
-    class's signature. Read on the class only; an instance has no ``__signature__``.
-    """
-
-    def __get__(self, instance: Any, owner: type) -> inspect.Signature:
-        if instance is not None:
-            raise AttributeError("__signature__")
-        sig = inspect.signature(owner.__init__)
-        params = list(sig.parameters.values())[1:]
-        return sig.replace(parameters=params, return_annotation=inspect.Signature.empty)
 
 
 class HeavyTailedModel(Model, FantasizeMixin):
@@ -102,7 +85,7 @@ class HeavyTailedModel(Model, FantasizeMixin):
 
     _num_outputs = 1
     fantasize = fantasize
-    __signature__ = _ConstructorSignature()
+    __signature__ = ConstructorSignature()
     _STATE: tuple[str, ...] = ("alpha", "v", "lam", "delta", "B", "constants", "truncate")
     #: Per-observation keywords that batched training data may batch too (``batch x N``).
     _PER_MEMBER_KWARGS: tuple[str, ...] = ("dictionary_variances",)

@@ -452,7 +452,9 @@ def recommend(model: Model, X: Tensor) -> Tensor:
         ``1 x d``: a row of ``X``.
 
     Raises:
-        ValueError: if ``X`` is not a non-empty ``t x d`` tensor, or every row is excluded.
+        ValueError: if ``model`` has more than one output (for several objectives use
+            :func:`~botorch_mtucb.acquisition.recommend_pareto_set`), if ``X`` is not a
+            non-empty ``t x d`` tensor, or every row is excluded.
 
     Example:
         >>> X = torch.rand(30, 2, dtype=torch.float64)
@@ -462,6 +464,12 @@ def recommend(model: Model, X: Tensor) -> Tensor:
         >>> bool((recommend(model, X) == X[5]).all())
         False
     """
+    outputs = getattr(model, "num_outputs", 1)
+    if outputs != 1:
+        raise ValueError(
+            f"`model` must have a single output (one objective), got {outputs} outputs; for "
+            "several objectives use botorch_mtucb.acquisition.recommend_pareto_set."
+        )
     if not torch.is_tensor(X) or X.dim() != 2 or X.shape[0] == 0:
         shape = tuple(X.shape) if torch.is_tensor(X) else type(X).__name__
         raise ValueError(f"`X` must be a non-empty t x d tensor of evaluated points, got {shape}.")

@@ -26,6 +26,7 @@ from typing import Any, Self
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError
 from gpytorch import settings as gpt_settings
+from gpytorch.models import ExactGP
 from torch import Tensor
 
 from botorch_mtucb.linalg.factor import CholeskyFactor
@@ -257,7 +258,9 @@ class MultiTaskConditioningMixin:
             return torch.cat([old.expand(*batch, *old.shape[-2:]),
                               add.expand(*batch, *add.shape[-2:])], dim=-2)
 
-        new.set_train_data(cat(old_X, Xt), cat(old_Y, Yt), strict=False)
+        # GPyTorch's own setter: the data only; the subclass's `_after_conditioning` sets the
+        # rest of its state (a Nystrom model's dictionary) from the old model
+        ExactGP.set_train_data(new, cat(old_X, Xt), cat(old_Y, Yt), strict=False)
         if getattr(self, "_original_train_inputs", None) is not None:
             new._original_train_inputs = cat(
                 self._original_train_inputs, X.to(self._original_train_inputs)

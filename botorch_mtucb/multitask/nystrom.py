@@ -28,7 +28,7 @@ from botorch_mtucb.multitask.nystrom_batch import NystromMultiTaskBatch
 from botorch_mtucb.multitask.solvers.nystrom import NystromSolver
 from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 from botorch_mtucb.theory.multi_task import check_epsilon_delta, theorem3_q
-from botorch_mtucb.utils.batched_data import has_batched_training_data
+from botorch_mtucb.utils.batched_data import ConstructorSignature, has_batched_training_data
 
 __all__ = ["NystromMultiTaskGP", "capped_oversampling"]
 
@@ -113,6 +113,8 @@ class NystromMultiTaskGP(MultiTaskGPBase):
         >>> mean, blocks = model.task_posterior(torch.rand(5, d, dtype=torch.float64))
         >>> model = model.condition_on_observations(x_new, y_new)  # next round
     """
+
+    __signature__ = ConstructorSignature()  # the __init__ arguments, not __new__'s
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         """Batched ``train_X`` / ``train_Y`` (either with more than 2 dimensions): a
@@ -302,6 +304,24 @@ class NystromMultiTaskGP(MultiTaskGPBase):
                 setattr(self, name, torch.empty_like(stored, device=self._log_det_sum.device))
         self._solver_cache = None
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def set_train_data(
+        self, inputs: Tensor | None = None, targets: Tensor | None = None, strict: bool = True
+    ) -> None:
+        """GPyTorch's ``set_train_data``; inputs with another number of rows restart the
+        dictionary state as a model built on them does (the cold start's variances and log-det
+        sum, then a fresh dictionary), so that every row can enter it. The same number of rows
+        (BoTorch's ``eval()`` stores the transformed inputs this way) or new targets alone keep
+        the dictionary, which holds row indices."""
+        rows = self._previous_variances.shape[-1]
+        super().set_train_data(inputs, targets, strict)
+        self._solver_cache = None
+        if inputs is not None and inputs.shape[-2] != rows:
+            with torch.no_grad():
+                variances, log_dets = self._cold_start(self._transformed_train_X())
+            self._previous_variances = variances
+            self._log_det_sum = log_dets.sum()
+            self._draw_dictionary()
 
     def resample_dictionary(self) -> None:
         """Redraw D_t from the stored previous variances (e.g. after fitting hyperparameters)."""

@@ -5,12 +5,13 @@ the shape check, in one place."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
 from torch import Tensor
 
-__all__ = ["batch_of_training_data", "has_batched_training_data"]
+__all__ = ["ConstructorSignature", "batch_of_training_data", "has_batched_training_data"]
 
 
 def has_batched_training_data(args: tuple, kwargs: dict[str, Any]) -> bool:
@@ -40,3 +41,22 @@ def batch_of_training_data(X: Any, Y: Any, y_columns: str) -> torch.Size:
     if batch.numel() == 0:
         raise ValueError(f"The batch shape {tuple(batch)} of `train_X` has no member.")
     return batch
+
+
+class ConstructorSignature:
+    """``cls.__signature__``: the arguments of ``cls.__init__`` (without ``self``).
+
+    The models that dispatch batched training data in ``__new__(cls, *args, **kwargs)``
+    (:class:`~botorch_mtucb.heavy_tailed.base.HeavyTailedModel`,
+    :class:`~botorch_mtucb.models.NystromMultiTaskGP`) would otherwise report that as the
+    class's signature to :func:`inspect.signature`, Sphinx and Ax (which reads the
+    constructor's arguments, e.g. ``input_transform``). Read on the class only; an instance
+    has no ``__signature__``.
+    """
+
+    def __get__(self, instance: Any, owner: type) -> inspect.Signature:
+        if instance is not None:
+            raise AttributeError("__signature__")
+        sig = inspect.signature(owner.__init__)
+        params = list(sig.parameters.values())[1:]
+        return sig.replace(parameters=params, return_annotation=inspect.Signature.empty)

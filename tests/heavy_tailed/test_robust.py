@@ -356,6 +356,11 @@ def test_recommend_bad_inputs():
         recommend(model, X[0])
     with pytest.raises(ValueError, match="`X` must be a non-empty t x d"):
         recommend(model, X[:0])
+    from botorch.models import SingleTaskGP
+
+    two = SingleTaskGP(X, torch.cat([Y, -Y], -1))
+    with pytest.raises(ValueError, match="single output .* got 2 outputs.*recommend_pareto_set"):
+        recommend(two, X)
 
 
 # ---------------------------------------------------------------------------- contract

@@ -379,3 +379,37 @@ def test_a_fantasy_model_can_be_fantasized_again():
         torch.testing.assert_close(post.variance[f, b].reshape(-1), var, atol=1e-9, rtol=1e-8)
     assert fm.fantasize(torch.rand(4, 3, 1, 2, dtype=DT),
                         SobolQMCNormalSampler(torch.Size([2]), seed=1)).batch_shape == (2, 4, 3)
+
+
+def test_class_signature_is_the_constructors() -> None:
+    """The batched ``__new__`` does not hide the constructor's arguments: Ax reads them to
+    decide which keyword arguments (e.g. ``input_transform``) the model takes."""
+    import inspect
+
+    params = inspect.signature(NystromMultiTaskGP).parameters
+    assert list(params)[:2] == ["train_X", "train_Y"]
+    assert {"input_transform", "outcome_transform", "generator", "epsilon"} <= set(params)
+    model = NystromMultiTaskGP(torch.rand(4, 2, dtype=torch.float64),
+                               torch.rand(4, 2, dtype=torch.float64))
+    assert not hasattr(model, "__signature__")
+
+
+@pytest.mark.parametrize("rows", [6, 12])
+def test_set_train_data_restarts_the_dictionary_on_new_inputs(rows) -> None:
+    """GPyTorch's ``set_train_data`` with new inputs (fewer or more rows): the dictionary
+    state follows the new data (every row can enter it), so with q large enough to take every
+    row the posterior is the exact one on the new data."""
+    g = torch.Generator().manual_seed(5)
+    X = torch.rand(8, 2, generator=g, dtype=torch.float64)
+    Y = torch.stack([torch.sin(5 * X[:, 0]), torch.cos(4 * X[:, 1])], -1)
+    model = NystromMultiTaskGP(X, Y, q=1e9, generator=torch.Generator().manual_seed(0))
+    Xt = torch.rand(4, 2, generator=g, dtype=torch.float64)
+    model.posterior(Xt)  # builds the solver cache
+    X2 = torch.rand(rows, 2, generator=g, dtype=torch.float64)
+    Y2 = torch.rand(rows, 2, generator=g, dtype=torch.float64)
+    model.set_train_data(inputs=X2, targets=Y2, strict=False)
+    assert model.previous_variances.shape == (rows,)
+    assert model.dictionary_indices.tolist() == list(range(rows))
+    exact = ExactMultiTaskGP(X2, Y2)
+    torch.testing.assert_close(model.posterior(Xt).mean, exact.posterior(Xt).mean)
+    torch.testing.assert_close(model.posterior(Xt).variance, exact.posterior(Xt).variance)
