@@ -61,6 +61,16 @@ class NystromMultiTaskGP(MultiTaskGPBase):
     given. ``T`` is ``horizon``; without one (or once ``t`` exceeds it) the doubling trick of
     Remark 4 is used: ``T`` = the smallest power of two ≥ ``t``.
 
+    **Units of the probabilities.** ``p`` uses the variance in the kernel's units, as paper
+    000 states it (§3.2, Algorithm 2). The ε-accuracy that Theorem 3's proof needs (its
+    eq. (22), with ±εηI terms) is that of ridge-leverage-score sampling, whose scores are
+    ‖Γ̃(x_i, x_i)‖/η (Calandriello et al. 2019). The two coincide for η = 1, and wherever
+    ``q‖Γ̃‖ ≥ 1`` (the point is kept for sure). With η < 1 and ``q‖Γ̃‖ < 1`` the dictionary is
+    smaller than the leverage-score one by up to the factor η, and the Nyström variances can
+    leave the factor ρ of the exact ones: the formula is not invariant to rescaling (Γ, η)
+    to (cΓ, cη), which leaves the exact posterior mean unchanged. Pass a larger ``q`` (e.g.
+    the default divided by η) for the leverage-score dictionary.
+
     **Rounds.** :meth:`condition_on_observations` is one round of Algorithm 2: the variances
     ‖Γ̃_{t−1}(x_i, x_i)‖ of the current model at its training points and at the new points are
     carried to the new model, which draws its dictionary from them. It also accumulates the
