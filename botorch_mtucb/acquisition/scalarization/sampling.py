@@ -95,7 +95,10 @@ def sample_scalarization_weights(
 
 
 def _check_augmentation(value: object) -> float:
-    """The Chebyshev augmentation ρ as a finite float ≥ 0, else ``ValueError``."""
+    """The Chebyshev augmentation ρ (a real number or a one-element tensor) as a finite
+    float ≥ 0, else ``ValueError``."""
+    if torch.is_tensor(value) and value.numel() == 1 and value.is_floating_point():
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 <= float(value) < inf:
         raise ValueError(f"`augmentation` must be a finite number >= 0, got {value!r}.")
     return float(value)
