@@ -33,7 +33,12 @@ def bound_table(
     """Run the table; returns one row dict per (scalarization, problem).
 
     Each row: ``{"scalarization", "problem", "<alg> <bound>": (mean, std), ...}``.
+
+    Raises:
+        ValueError: If ``out_dir`` exists and is not a folder (before any run).
     """
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ValueError(f"--out {str(out_dir)!r} exists and is not a folder.")
     rows = []
     for scal in scalarizations:
         for prob in problems:

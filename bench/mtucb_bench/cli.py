@@ -41,6 +41,7 @@ from mtucb_bench.experiments import (
 from mtucb_bench.fileio import read_json
 from mtucb_bench.manifest import MANIFEST_FILE, canonical_noise
 from mtucb_bench.problems import InitialDesign
+from mtucb_bench.results import ExperimentResult
 from mtucb_bench.runner import resume_experiment, run_experiment
 from mtucb_bench.summarize import (
     DerivedFileWarning,
@@ -198,6 +199,8 @@ def _summarize(args: argparse.Namespace) -> int:
             error = err
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
+    if error is None:
+        error = _unknown_algorithms(results, args)
     if error is not None:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -226,6 +229,20 @@ def _summarize(args: argparse.Namespace) -> int:
     if args.merge:
         print(f"merged run in {args.merge}")
     return 0
+
+
+def _unknown_algorithms(results: Sequence[ExperimentResult], args: argparse.Namespace
+                        ) -> str | None:
+    """Why ``--algorithms`` / ``--paired`` name an algorithm that none of the runs has, or
+    ``None`` when they do not."""
+    have = list(dict.fromkeys(a for res in results for a in [
+        *res.settings.get("algorithms", []), *res.algorithms(), *res.skipped]))
+    for option, names in (("--algorithms", args.algorithms), ("--paired", args.paired)):
+        unknown = [a for a in names or [] if a not in have]
+        if unknown:
+            return (f"argument {option}: {', '.join(unknown)} not in the run(s); they have "
+                    f"{', '.join(have) or 'no algorithm'}.")
+    return None
 
 
 def _dispatch(args: argparse.Namespace) -> int:

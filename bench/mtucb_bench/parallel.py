@@ -91,20 +91,38 @@ def _watch_parent(pid: int, interval: float = 1.0) -> None:
     """Worker initializer: exit when the process that started the pool is gone.
 
     Without it a worker whose parent was killed (``kill``, an out-of-memory kill) would finish
-    its current unit, minutes of CPU, before noticing the closed pipe.
+    its current unit, minutes of CPU, before noticing the closed pipe; and it would keep the
+    parent's output pipe open, so a caller reading it (``subprocess.run(...,
+    capture_output=True)``) would wait for it. A parent that is dead but not yet reaped by its
+    own caller (a zombie) counts as gone.
     """
 
     def watch() -> None:
         while True:
             time.sleep(interval)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if _is_gone(pid):
                 os._exit(1)
-            except PermissionError:  # alive, owned by someone else (cannot happen here)
-                pass
 
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def _is_gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited: no such process, or (where ``/proc`` tells) a
+    zombie, dead but not yet reaped (``os.kill(pid, 0)`` still succeeds on one)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:  # no such process, or no /proc (not Linux): ask the kernel
+        stat = b""
+    if stat:  # "pid (comm) S ...": the state follows the last ')'
+        return stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] in (b"Z", b"X")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by someone else (cannot happen here)
+        pass
+    return False
 
 
 def _context(preload: str) -> multiprocessing.context.BaseContext:

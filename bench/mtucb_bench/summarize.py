@@ -354,7 +354,7 @@ def format_results_table(
         algorithms = []
         for res in results:
             algorithms += [a for a in res.algorithms() if a not in algorithms]
-    head = "| experiment | T | trials | " + " | ".join(algorithms) + " |"
+    head = "| " + " | ".join(["experiment", "T", "trials", *algorithms]) + " |"
     lines = [head, "|" + "---|" * (3 + len(algorithms))]
     for res in results:
         summ = res.summary()
@@ -371,8 +371,8 @@ def format_results_table(
         if res.missing:
             have = len(res.trials)
             name += f" (incomplete: {have}/{have + len(res.missing)})"
-        row = f"| {name} | {res.settings.get('horizon')} | {n} | "
-        lines.append(row + " | ".join(cells) + " |")
+        row = [name, str(res.settings.get("horizon")), str(n), *cells]
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 

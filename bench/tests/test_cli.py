@@ -156,6 +156,15 @@ def test_cli_table_reruns_and_refuses_another_configuration(tmp_path, capsys):
     assert "trials: 1 there, 2 here" in capsys.readouterr().err
 
 
+def test_cli_table_refuses_an_out_that_is_a_file(tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    assert main(["table", "--problems", "rkhs-n2", "--seeds", "1", "--horizon", "2",
+                 "--out", str(tmp_path / "afile"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out") and "is not a folder" in err
+    assert (tmp_path / "afile").read_text() == "x"
+
+
 def test_cli_initial_design_recorded_and_resume_refuses_another(tmp_path, capsys):
     out = tmp_path / "zdt1"
     base = ["run", "mo-zdt1", "--algorithms", "Sobol", "--trials", "1", "--horizon", "2",

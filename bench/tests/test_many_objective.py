@@ -225,3 +225,15 @@ def test_suite_smoke(tmp_path, monkeypatch):
     assert json.loads(json.dumps(again["dtlz1-n5"]["algorithms"]["Sobol"]["k3"])) == \
         probs["dtlz1-n5"]["algorithms"]["Sobol"]["k3"]
     assert time.perf_counter() - t0 < 120
+
+
+def test_suite_summarize_without_trials_writes_nothing(tmp_path, capsys):
+    from mtucb_bench.suites import many_suite
+
+    (tmp_path / "empty").mkdir()
+    for out in (tmp_path / "empty", tmp_path / "missing"):
+        with pytest.raises(SystemExit) as exit_:
+            many_suite.main(["summarize", "--out", str(out), "--results", str(tmp_path / "res")])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.startswith(f"error: No trial files under {out}")
+    assert not (tmp_path / "res").exists()

@@ -49,3 +49,42 @@ def test_run_passes_the_noise_to_the_cli(monkeypatch, tmp_path, noise, noise_ran
         assert "--noise" not in cmd
     else:
         assert cmd[cmd.index("--noise") + 1] == expected
+
+
+@pytest.mark.parametrize("folder", ["missing", "empty", "manifest only"])
+def test_summarize_without_trials_keeps_the_results(tmp_path, capsys, folder):
+    out, res = tmp_path / "out", tmp_path / "res"
+    if folder != "missing":
+        out.mkdir()
+    if folder == "manifest only":
+        _folder(out, "zdt1", None)
+    res.mkdir()
+    (res / "tables.md").write_text("committed")
+    with pytest.raises(SystemExit) as exit_:
+        mo_suite.main(["summarize", "--out", str(out), "--results", str(res)])
+    assert exit_.value.code == 2 and capsys.readouterr().err.startswith("error: ")
+    assert [p.name for p in res.iterdir()] == ["tables.md"]
+    assert (res / "tables.md").read_text() == "committed"
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--problems", "bogus"), ("--trials", "0"), ("--horizon", "0"), ("--workers", "-1"),
+])
+def test_bad_run_arguments_are_usage_errors(monkeypatch, tmp_path, capsys, option, value):
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, check: calls.append(cmd))
+    with pytest.raises(SystemExit) as exit_:
+        mo_suite.main(["run", "--problems", "zdt1", option, value, "--out", str(tmp_path)])
+    assert exit_.value.code == 2 and f"argument {option}:" in capsys.readouterr().err
+    assert calls == []
+
+
+def test_a_failed_cli_call_ends_the_run_with_its_status(monkeypatch, tmp_path):
+    def fail(cmd, check):
+        raise subprocess.CalledProcessError(2, cmd)
+
+    monkeypatch.setattr(subprocess, "run", fail)
+    with pytest.raises(SystemExit) as exit_:
+        mo_suite.main(["run", "--problems", "zdt1", "--algorithms", "bogus", "--out",
+                       str(tmp_path)])
+    assert exit_.value.code == 2

@@ -116,6 +116,20 @@ def test_worker_exits_when_its_parent_is_gone():
     assert subprocess.run([sys.executable, "-c", alive], timeout=25).returncode == 0
 
 
+@pytest.mark.skipif(not hasattr(os, "waitid"), reason="needs os.waitid (POSIX)")
+def test_worker_exits_when_its_parent_is_an_unreaped_zombie():
+    # a parent killed while its own caller has not reaped it yet: os.kill(pid, 0) succeeds
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, zombie.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+        code = ("from mtucb_bench.parallel import _watch_parent\n"
+                f"_watch_parent({zombie.pid}, 0.05)\nimport time\ntime.sleep(5)\n")
+        child = subprocess.run([sys.executable, "-c", code], timeout=25)
+        assert child.returncode == 1
+    finally:
+        zombie.wait()
+
+
 def test_a_worker_with_other_package_versions_is_refused(tmp_path, monkeypatch):
     from dataclasses import replace
 

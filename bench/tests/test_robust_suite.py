@@ -252,3 +252,54 @@ def test_summarize_trials_keeps_the_first_seeds_of_every_method(tmp_path):
     s = json.loads((res / "summary.json").read_text())
     assert s["settings"]["trials"] == 2 and s["settings"]["units"] == 12
     assert s["cells"]["branin/gross"]["ROBUST-UCB"]["final"]["n"] == 2
+
+
+FAKE_RUN = ["run", "--trials", "1", "--rounds", "2", "--cells", "branin/clean", "--methods",
+            "STGP-LogEI", "--num-restarts", "4", "--raw-samples", "256"]
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--rounds", "0"), ("--trials", "0"), ("--workers", "-1"), ("--cells", "bogus/*"),
+    ("--methods", "bogus"), ("--raw-samples", "0"),
+])
+def test_bad_run_arguments_are_one_line_usage_errors(tmp_path, capsys, option, value):
+    with pytest.raises(SystemExit) as exit_:
+        rs.main([*FAKE_RUN, option, value, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: argument {option}:") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_refuses_an_out_of_other_restarts_or_raw_samples(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(rs, "run_unit", lambda u: {"unit": u, "record": _fake_record(u)})
+    out = str(tmp_path / "out")
+    with pytest.raises(SystemExit) as exit_:
+        rs.main([*FAKE_RUN, "--out", out])
+    assert exit_.value.code == 0
+    (unit,) = (tmp_path / "out").glob("*/*.json")
+    before = unit.read_bytes()
+    with pytest.raises(SystemExit) as exit_:
+        rs.main([*FAKE_RUN, "--num-restarts", "3", "--raw-samples", "64", "--out", out])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "num_restarts: 4 there, 3 here" in err and "raw_samples: 256 there, 64 here" in err
+    assert unit.read_bytes() == before
+    # a folder of units written before suite_settings.json existed: their records decide
+    (tmp_path / "out" / "suite_settings.json").unlink()
+    with pytest.raises(SystemExit) as exit_:
+        rs.main([*FAKE_RUN, "--raw-samples", "64", "--out", out])
+    assert exit_.value.code == 2 and "raw_samples 256, 64 here" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # the same settings: continued
+        rs.main([*FAKE_RUN, "--trials", "2", "--out", out])
+    assert exit_.value.code == 0 and "1 of 2 units to run (1 finished, kept)" in \
+        capsys.readouterr().out
+
+
+def test_summarize_without_units_writes_nothing(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        rs.main(["summarize", "--out", str(tmp_path / "missing"), "--results",
+                 str(tmp_path / "res")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith("error: No units with 30 rounds under")
+    assert not (tmp_path / "res").exists()

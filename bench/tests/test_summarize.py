@@ -115,6 +115,27 @@ def test_paired_comparison_by_hand(runs, capsys):
     assert f"MT-KB lower than IT-KB in {c['first_better']}/2 trials" in capsys.readouterr().out
 
 
+def test_unknown_algorithm_names_are_refused(runs, capsys):
+    root, _ = runs
+    assert main(["summarize", str(root / "ab"), "--algorithms", "MT-KB", "MT-KBB"]) == 2
+    err = capsys.readouterr().err
+    assert "error: argument --algorithms: MT-KBB not in the run(s)" in err and "IT-KB" in err
+    assert main(["summarize", str(root / "a"), str(root / "b"), "--paired", "MT-KB",
+                 "bogus"]) == 2
+    assert "error: argument --paired: bogus not in" in capsys.readouterr().err
+    # a column of another of the runs is not unknown
+    assert main(["summarize", str(root / "a"), str(root / "b"), "--algorithms", "IT-KB"]) == 0
+
+
+def test_table_of_a_run_without_finished_trials_is_well_formed(runs, tmp_path):
+    root, _ = runs
+    (tmp_path / "new").mkdir()
+    shutil.copy(root / "a" / "manifest.json", tmp_path / "new")
+    lines = format_results_table([load_run(tmp_path / "new")]).splitlines()
+    assert lines[0] == "| experiment | T | trials |"
+    assert [line.count("|") for line in lines] == [4, 4, 4]
+
+
 def test_split_trials_merge_into_the_whole_run(runs, tmp_path):
     root, both = runs
     for k in (0, 1):

@@ -4,7 +4,9 @@ Each unit is one (function, noise, honest, method, trial) BO run of
 :func:`mtucb_bench.robust_baselines.run_suite_trial` (common random numbers:
 trial k uses seed k for every method) written to
 ``benchmark-runs/ht_suite/<cell>/<method>_w<width>_t<k>.json`` (git-ignored);
-existing files are skipped, so a killed run continues. ``summarize`` writes
+existing files are skipped, so a killed run continues. ``--out`` holds units of one
+``--n-init``, ``--iterations``, ``--num-restarts`` and ``--raw-samples`` (recorded in its
+``suite_settings.json``): a run with others is refused. ``summarize`` writes
 ``docs/results/ht_suite/summary.json``, Markdown tables (``tables.md``) with paired
 comparisons against a reference method and one PNG per cell (mean simple regret vs round).
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from mtucb_bench.measure import sign_test_p as _sign_test_p
 from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
+from mtucb_bench.suites.common import check_at_least, claim_suite_folder, usage_error
 
 OUT = RUNS / "ht_suite"  # one JSON per unit (raw, git-ignored)
 SUMMARY = RESULTS / "ht_suite"  # summary.json, tables, plots (committed)
@@ -66,7 +69,37 @@ def _run_unit(args: tuple[dict, str]) -> str:
     return f"done {path.parent.name}/{path.name} {sum(rec['seconds']):.1f}s"
 
 
+def _check_run(ns: argparse.Namespace) -> None:
+    """Refuse bad ``run`` options (:func:`~.common.usage_error`) and an ``--out`` of other
+    settings, before any unit runs."""
+    check_at_least(ns, 1, "trials", "iterations", "num_restarts", "raw_samples")
+    check_at_least(ns, 2, "n_init")
+    check_at_least(ns, 0, "first_trial", "width", "workers")
+    from mtucb_bench.ht_suite_problems import SUITE_FUNCTIONS, ht_suite_problem
+    from mtucb_bench.robust_baselines import METHODS
+
+    for arg, given, known in (("methods", ns.methods, METHODS),
+                              ("functions", ns.functions, SUITE_FUNCTIONS)):
+        unknown = [x for x in given if x not in known]
+        if unknown:
+            usage_error(f"argument --{arg}: unknown {', '.join(unknown)}; known: "
+                        f"{', '.join(known)}.")
+    for n in ns.noises:
+        try:
+            ht_suite_problem(ns.functions[0], n)
+        except ValueError as err:
+            usage_error(f"argument --noises: {err}")
+    try:  # the unit file names carry cell, method, width and seed, not these
+        claim_suite_folder(ns.out, {"suite": "ht_suite", "n_init": ns.n_init,
+                                    "iterations": ns.iterations,
+                                    "num_restarts": ns.num_restarts,
+                                    "raw_samples": ns.raw_samples})
+    except ValueError as err:
+        usage_error(str(err))
+
+
 def run(ns: argparse.Namespace) -> None:
+    _check_run(ns)
     units = [
         {"function": f, "noise": n, "honest": not ns.dishonest, "method": m, "seed": k,
          "width": ns.width, "n_init": ns.n_init, "iterations": ns.iterations,
@@ -86,11 +119,15 @@ def run(ns: argparse.Namespace) -> None:
 
 
 def _load(out: Path) -> dict[str, dict[str, list[dict]]]:
+    """cell → method → unit records under ``out``; none (a typo, an empty or missing folder)
+    is a usage error, so the committed results are not overwritten with empty tables."""
     cells: dict[str, dict[str, list[dict]]] = {}
     for path in sorted(out.glob("*/*.json")):
         rec = json.loads(path.read_text())
         key = f"{rec['method']}" if rec["width"] == 1.0 else f"{rec['method']}(w={rec['width']:g})"
         cells.setdefault(path.parent.name, {}).setdefault(key, []).append(rec)
+    if not cells:
+        usage_error(f"No units under {out}: nothing written.")
     return cells
 
 
@@ -337,7 +374,7 @@ def target(ns: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
@@ -372,7 +409,7 @@ def main() -> None:
     g.add_argument("--baselines", nargs="+", default=["STGP-UCB", "RRP-UCB", "RRP-LogEI"])
     g.add_argument("--out", type=Path, default=OUT)
     g.add_argument("--results", type=Path, default=SUMMARY)
-    ns = p.parse_args()
+    ns = p.parse_args(argv)
     {"run": run, "summarize": summarize, "diagnose": diagnose, "target": target}[ns.cmd](ns)
 
 

@@ -64,6 +64,7 @@ from mtucb_bench.many_objective_problems import MANY_SUITE, make_many_problem
 from mtucb_bench.mo_suite_base import sobol_points
 from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
 from mtucb_bench.problems import InitialDesign
+from mtucb_bench.suites.common import check_at_least, usage_error
 from mtucb_bench.suites.mo_suite import _paired, _stats
 
 OUT = RUNS / "many_suite"  # the CLI's run folders and the probe (raw, git-ignored)
@@ -134,6 +135,8 @@ def probe(ns: argparse.Namespace) -> dict:
 
 # ------------------------------------------------------------------------------------- run
 def run(ns: argparse.Namespace) -> None:
+    check_at_least(ns, 1, "trials", "horizon")
+    check_at_least(ns, 0, "first_trial", "workers")
     probe_path = ns.out / PROBE_FILE
     probed = json.loads(probe_path.read_text()) if probe_path.is_file() else {}
     for i, prob in enumerate(ns.problems):
@@ -157,7 +160,10 @@ def run(ns: argparse.Namespace) -> None:
             cmd.append("--no-progress")
         print(f"[{i + 1}/{len(ns.problems)}] {prob}: " + " ".join(cmd), flush=True)
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=None if ns.verbose else subprocess.DEVNULL)
+        try:
+            subprocess.run(cmd, check=True, stdout=None if ns.verbose else subprocess.DEVNULL)
+        except subprocess.CalledProcessError as err:  # the CLI said why (on stderr)
+            raise SystemExit(err.returncode) from None
         print(f"[{i + 1}/{len(ns.problems)}] {prob} done in {time.perf_counter() - t0:.0f} s",
               flush=True)
 
@@ -299,6 +305,8 @@ def summarize(ns: argparse.Namespace) -> dict:
         cache = json.loads(ns.cache.read_text()) if ns.cache.is_file() else {}
     t0 = time.perf_counter()
     runs = load_runs(ns.out, ns.rounds, ns.samples, cache)
+    if not runs:
+        usage_error(f"No trial files under {ns.out}: nothing written.")
     print(f"read {sum(len(t) for a in runs.values() for t in a.values())} trials of "
           f"{len(runs)} problems in {time.perf_counter() - t0:.1f} s", flush=True)
     summary, lines = summarize_runs(runs, ns.rounds, ns.focus)

@@ -51,10 +51,12 @@ import torch
 
 from mtucb_bench.measure import sign_test_p
 from mtucb_bench.mo_suite_problems import (
+    MO_SUITE,
     hypervolume_percent_curve,
     make_suite_problem,
 )
 from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
+from mtucb_bench.suites.common import check_at_least, usage_error
 
 OUT = RUNS / "mo_suite"  # the CLI's run folders (raw, git-ignored)
 SUMMARY = RESULTS / "mo_suite"  # summary.json, tables.md, hv_<problem>.png (committed)
@@ -62,6 +64,8 @@ DT = torch.float64
 
 
 def run(ns: argparse.Namespace) -> None:
+    check_at_least(ns, 1, "trials", "horizon")
+    check_at_least(ns, 0, "first_trial", "workers")
     for prob in ns.problems:
         cmd = [sys.executable, "-m", "mtucb_bench", "run", f"mo-{prob}",
                "--trials", str(ns.trials), "--first-trial", str(ns.first_trial),
@@ -75,7 +79,10 @@ def run(ns: argparse.Namespace) -> None:
         if ns.noise_range:
             cmd += ["--noise", f"gaussian-range:{ns.noise_range:g}"]
         print(" ".join(cmd), flush=True)
-        subprocess.run(cmd, check=True)
+        try:
+            subprocess.run(cmd, check=True)
+        except subprocess.CalledProcessError as err:  # the CLI said why
+            raise SystemExit(err.returncode) from None
 
 
 def _stats(v: list[float]) -> tuple[float, float]:
@@ -188,7 +195,15 @@ def summarize(ns: argparse.Namespace) -> None:
     cache = None
     if ns.cache is not None:
         cache = json.loads(ns.cache.read_text()) if ns.cache.is_file() else {}
-    for name, (manifests, runs) in pooled_runs(ns.out, cache).items():
+    if not ns.out.is_dir():
+        usage_error(f"--out {ns.out} is not a folder of runs: nothing written.")
+    try:
+        pooled = pooled_runs(ns.out, cache)
+    except ValueError as err:
+        usage_error(str(err))
+    if not any(runs for _, runs in pooled.values()):
+        usage_error(f"No finished trials under {ns.out}: nothing written.")
+    for name, (manifests, runs) in pooled.items():
         if not runs:
             continue
         folder = ns.out / name
@@ -298,11 +313,12 @@ def _plot(path: Path, name: str, runs: dict[str, dict[int, dict]], order: list[s
     plt.close(fig)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--problems", nargs="+", default=["corr-rff", "corr-hartmann"])
+    r.add_argument("--problems", nargs="+", default=["corr-rff", "corr-hartmann"],
+                   choices=sorted(MO_SUITE))
     r.add_argument("--trials", type=int, default=10)
     r.add_argument("--first-trial", type=int, default=0,
                    help="index of the first trial (grow an algorithm's trials in a new folder)")
@@ -327,7 +343,7 @@ def main() -> None:
         p.add_argument("--out", type=Path, default=OUT, help="run folders (raw)")
     s.add_argument("--results", type=Path, default=SUMMARY,
                    help="folder of summary.json, tables.md and the plots")
-    ns = ap.parse_args()
+    ns = ap.parse_args(argv)
     run(ns) if ns.cmd == "run" else summarize(ns)
 
 

@@ -6,7 +6,9 @@ BO run of :func:`~mtucb_bench.robust_methods.run_robust_trial` (common random nu
 k uses seed k for every method), written once to
 ``benchmark-runs/robust_suite/<function>__<kind>/<method>_r<rounds>_t<seed>.json``
 (git-ignored). A finished unit is never rerun nor overwritten (files are created exclusively),
-so a killed run continues where it stopped.
+so a killed run continues where it stopped. ``--out`` holds units of one ``--num-restarts`` and
+``--raw-samples`` (recorded in its ``suite_settings.json``): a run with others is refused
+(:func:`~mtucb_bench.suites.common.claim_suite_folder`).
 
 ``summarize`` reads the units of one ``--rounds`` (with ``--trials N``: of trials ``0..N−1``
 only, the same seeds for every method) and writes ``docs/results/robust_suite/``:
@@ -42,6 +44,7 @@ from pathlib import Path
 from mtucb_bench.fileio import create_json, write_text
 from mtucb_bench.measure import sign_test_p
 from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
+from mtucb_bench.suites.common import check_at_least, claim_suite_folder, usage_error
 
 OUT = RUNS / "robust_suite"  # one JSON per unit (raw, git-ignored)
 SUMMARY = RESULTS / "robust_suite"  # summary.json, tables.md, plot (committed)
@@ -89,18 +92,29 @@ def run(ns: argparse.Namespace) -> int:
     from mtucb_bench.robust_methods import PRODUCT_METHODS, available_methods, split_replicate
     from mtucb_bench.robust_suite_problems import select_cells
 
+    check_at_least(ns, 1, "trials", "rounds", "num_restarts", "raw_samples")
+    check_at_least(ns, 0, "first_trial", "workers")
     try:
         bases = [split_replicate(m)[0] for m in ns.methods]
     except ValueError as err:
-        raise SystemExit(str(err)) from None
+        usage_error(f"argument --methods: {err}")
+    try:
+        cells = select_cells(ns.cells)
+    except ValueError as err:
+        usage_error(f"argument --cells: {err}")
     missing = [m for m, b in zip(ns.methods, bases, strict=True)
                if b in PRODUCT_METHODS and b not in available_methods()]
     if missing:
         raise SystemExit(f"{missing} need botorch_mtucb's robust_gp / robust_acquisition / "
                          "recommend, which this checkout does not export.")
     seeds = range(ns.first_trial, ns.first_trial + ns.trials)
-    units = plan_units(select_cells(ns.cells), list(ns.methods), seeds, ns.rounds,
-                       ns.num_restarts, ns.raw_samples)
+    units = plan_units(cells, list(ns.methods), seeds, ns.rounds, ns.num_restarts,
+                       ns.raw_samples)
+    try:  # the unit file names carry cell, method, rounds and seed, not these
+        claim_suite_folder(ns.out, {"suite": "robust_suite", "num_restarts": ns.num_restarts,
+                                    "raw_samples": ns.raw_samples})
+    except ValueError as err:
+        usage_error(str(err))
     todo = [u for u in units if not unit_path(ns.out, u).exists()]
     print(f"{len(todo)} of {len(units)} units to run ({len(units) - len(todo)} finished, kept)",
           flush=True)
@@ -351,7 +365,7 @@ def summarize(ns: argparse.Namespace) -> dict:
     records = [r for r in load_records(ns.out, ns.rounds)
                if ns.trials is None or r["seed"] < ns.trials]
     if not records:
-        raise SystemExit(f"No units with {ns.rounds} rounds under {ns.out}.")
+        usage_error(f"No units with {ns.rounds} rounds under {ns.out}: nothing written.")
     by_cell: dict[str, list[dict]] = {}
     for r in records:
         by_cell.setdefault(r["cell"], []).append(r)
