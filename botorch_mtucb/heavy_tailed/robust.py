@@ -16,7 +16,8 @@ The rule (:class:`RobustGP`), on the readings ``y``:
    ``b = v̂^{1/2} t^{1/4}``) would avoid that but clips the best clean readings too, and a
    kernel fitted on clipped peaks predicts them badly from their neighbours, so that the
    screening then flags the best clean readings. Missing a mild outlier costs less than
-   discarding the best point.
+   discarding the best point. For the same reason a large minority of gross same-sign
+   readings among few points (e.g. 3 of 15) can hide each other entirely.
 2. **Leave-one-out residuals.** With ``A = K + λI`` and ``r = y − c``, the leave-one-out
    predictive mean and variance of reading ``i`` (Rasmussen & Williams 2006, eq. 5.12;
    :func:`loo_moments`) are
