@@ -38,6 +38,10 @@ from typing import Any, Literal
 from ax.adapter.registry import Generators, MBM_X_trans
 from ax.adapter.torch import TorchAdapter
 from ax.adapter.transforms.base import Transform
+from ax.adapter.transforms.choice_encode import (
+    ChoiceToNumericChoice,
+    OrderedChoiceToIntegerRange,
+)
 from ax.adapter.transforms.derelativize import Derelativize
 from ax.adapter.transforms.int_to_float import IntToFloat
 from ax.adapter.transforms.log import Log
@@ -87,12 +91,19 @@ def _before_log(transforms: Sequence[type[Transform]], extra: type[Transform]) -
     return [*out[:index], extra, *out[index:]]
 
 
-#: Ax transforms of :func:`heavy_tailed_generation_strategy`: Ax's BoTorch input transforms,
-#: integer ranges as floats (``IntToFloat``, rounded back on the way out, so that ``UnitX``
-#: scales them too), inputs to the unit cube (``UnitX``), and no outcome rescaling (rewards
-#: stay in the units of v).
+#: Ax transforms of :func:`heavy_tailed_generation_strategy`: Ax's BoTorch input transforms
+#: with ordered choices as integer ranges of their indices (``OrderedChoiceToIntegerRange``,
+#: as in Ax's ``Cont_X_trans``, instead of ``ChoiceToNumericChoice``, whose numeric choices
+#: ``UnitX`` would leave unscaled), integer ranges as floats (``IntToFloat``, rounded back on
+#: the way out, so that ``UnitX`` scales them too), inputs to the unit cube (``UnitX``), and
+#: no outcome rescaling (rewards stay in the units of v).
 HEAVY_TAILED_TRANSFORMS: list[type[Transform]] = [
-    *_before_log(MBM_X_trans, IntToFloat), UnitX, Derelativize
+    *_before_log(
+        [OrderedChoiceToIntegerRange if t is ChoiceToNumericChoice else t for t in MBM_X_trans],
+        IntToFloat,
+    ),
+    UnitX,
+    Derelativize,
 ]
 
 #: The BoTorch acquisition class each kind of the robust acquisition builds.

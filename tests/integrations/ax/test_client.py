@@ -387,3 +387,34 @@ def test_heavy_tailed_strategy_takes_integer_and_log_integer_parameters(model: s
         fitted = client._generation_strategy.adapter.generator.surrogate.model
         X = fitted.train_inputs[0] if model == "robust" else fitted.train_X
     assert X.shape == (5, 3) and bool(((X >= 0) & (X <= 1)).all())  # the 6th trial's model
+
+
+@pytest.mark.parametrize("model", ["robust", "truncated"])
+def test_heavy_tailed_strategy_takes_ordered_choices(model: str) -> None:
+    """Ordered choices (numeric values outside [0, 1], and strings) reach the model as their
+    indices scaled to the unit cube (OrderedChoiceToIntegerRange before UnitX), and come back
+    as choice values."""
+    from ax.api.configs import ChoiceParameterConfig
+
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=[
+        RangeParameterConfig(name="z", parameter_type="float", bounds=(0.0, 1.0)),
+        ChoiceParameterConfig(name="k", parameter_type="int", values=[2, 4, 8, 16],
+                              is_ordered=True),
+        ChoiceParameterConfig(name="s", parameter_type="str", values=["lo", "mid", "hi"],
+                              is_ordered=True),
+    ])
+    client.configure_optimization(objective="y")
+    kw = {} if model == "robust" else {"model": model}
+    client.set_generation_strategy(heavy_tailed_generation_strategy(
+        seed=0, num_initial_trials=3, optimizer_options=FAST_OPT, **kw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(5):
+            for idx, p in client.get_next_trials(max_trials=1).items():
+                assert p["k"] in (2, 4, 8, 16) and p["s"] in ("lo", "mid", "hi")
+                y = -((p["z"] - 0.3) ** 2) - 0.1 * abs(p["k"] - 4) - 0.1 * (p["s"] != "mid")
+                client.complete_trial(idx, raw_data={"y": y})
+        fitted = client._generation_strategy.adapter.generator.surrogate.model
+        X = fitted.train_inputs[0] if model == "robust" else fitted.train_X
+    assert X.shape == (4, 3) and bool(((X >= 0) & (X <= 1)).all())  # the 5th trial's model
