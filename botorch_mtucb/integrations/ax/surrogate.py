@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from ax.generators.torch.botorch_modular.surrogate import Surrogate, SurrogateSpec
 from ax.generators.torch.botorch_modular.utils import ModelConfig, convert_to_block_design
+from ax.generators.utils import filter_constraints_and_fixed_features
 from torch import Tensor
 
 from botorch_mtucb.heavy_tailed.base import HeavyTailedModel
@@ -150,6 +151,9 @@ class JointSurrogate(Surrogate):
     ) -> tuple[Tensor, float]:
         """The evaluated point :func:`~botorch_mtucb.models.recommend` picks (class docstring).
 
+        Among the evaluated points within the search box, parameter constraints and fixed
+        features (those Ax's own best point considers; Ax's points satisfy them anyway).
+
         Returns:
             ``(x, value)``: ``d`` training input (Ax's transformed space, CPU) and its
             posterior mean in the objective's direction (``±μ``).
@@ -164,12 +168,17 @@ class JointSurrogate(Surrogate):
             and weights.numel() == 1
             and float(weights.reshape(-1)[0]) != 0.0
             and torch_opt_config.outcome_constraints is None
-            and torch_opt_config.linear_constraints is None
-            and not torch_opt_config.fixed_features
         ):
             return super().best_in_sample_point(search_space_digest, torch_opt_config, options)
         maximize = float(weights.reshape(-1)[0]) > 0
-        X = model.train_X
+        X = filter_constraints_and_fixed_features(
+            model.train_X,
+            search_space_digest.bounds,
+            torch_opt_config.linear_constraints,
+            torch_opt_config.fixed_features,
+        )
+        if len(X) == 0:
+            return super().best_in_sample_point(search_space_digest, torch_opt_config, options)
         index, mean = robust_best_index(model, X, maximize)
         value = float(mean) if maximize else -float(mean)
         return X[index].detach().to(dtype=self.dtype, device=torch.device("cpu")), value

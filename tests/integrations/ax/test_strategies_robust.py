@@ -475,3 +475,40 @@ def test_recommended_parameterization_refusals() -> None:
     client.configure_optimization(objective="y, z")
     with pytest.raises(ValueError, match="single-objective"):
         recommended_parameterization(client)
+
+
+@pytest.mark.parametrize("constraint", [None, "x0 + x1 <= 1.9"])
+def test_recommended_arm_skips_a_flagged_reading_with_parameter_constraints(constraint) -> None:
+    """A failure reading at the best input is flagged and never recommended, with or without
+    a parameter constraint (the constrained search space used to fall back to Ax's best
+    point, which does not know the flags)."""
+    client = Client(random_seed=0)
+    client.configure_experiment(
+        parameters=[RangeParameterConfig(name=f"x{i}", parameter_type="float", bounds=(0.0, 1.0))
+                    for i in range(2)],
+        parameter_constraints=None if constraint is None else [constraint],
+    )
+    client.configure_optimization(objective="y")
+    client.set_generation_strategy(heavy_tailed_generation_strategy(
+        num_initial_trials=1, seed=0, optimizer_options=FAST_OPT))
+    points = [(a, b) for a in (0.1, 0.5, 0.9) for b in (0.1, 0.5, 0.9)]
+    points += [(0.45, 0.5), (0.55, 0.5), (0.5, 0.45), (0.5, 0.55), (0.2, 0.8), (0.8, 0.3)]
+    failure = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for a, b in points:
+            index = client.attach_trial({"x0": a, "x1": b})
+            y = -50.0 if (a, b) == (0.5, 0.5) else -((a - 0.5) ** 2) - (b - 0.5) ** 2
+            failure = index if (a, b) == (0.5, 0.5) else failure
+            client.complete_trial(index, raw_data={"y": y})
+        for _ in range(2):  # the Sobol trial, then one BO trial
+            (index, p), = client.get_next_trials(max_trials=1).items()
+            client.complete_trial(index, raw_data={"y": -((p["x0"] - 0.5) ** 2)})
+        parameters, _, trial, _ = recommended_parameterization(client)
+    model = client._generation_strategy.adapter.generator.surrogate.model
+    assert bool(model.suspicious[failure])
+    assert trial != failure and (parameters["x0"], parameters["x1"]) != (0.5, 0.5)
+    X = model.train_X
+    expected = recommend(model, X)[0]
+    assert torch.allclose(torch.tensor([parameters["x0"], parameters["x1"]], dtype=X.dtype),
+                          expected)
