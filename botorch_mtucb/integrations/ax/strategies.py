@@ -6,8 +6,9 @@ Each helper returns a :class:`~botorch_mtucb.integrations.ax.DesignSizedGenerati
 refitted at every trial. The Sobol step has ``num_initial_trials`` trials, by default
 :func:`~botorch_mtucb.utils.initial_design_size` (d) = max(5, 2·d) with d the number of tunable
 parameters (sized when the experiment is attached); the BO step starts once half of them (at
-least one) have data. An experiment with outcome constraints is refused when the strategy
-meets it if the BO step's acquisition cannot take them.
+least one) have data. An optimization config that the BO step cannot serve (outcome
+constraints; for MT-UCB one objective, for the single-objective strategies several) is refused
+when the strategy meets the experiment.
 
 * :func:`~botorch_mtucb.integrations.ax.mtucb_generation_strategy` — MT-UCB (paper 000): one
   joint multi-task GP and :class:`~botorch_mtucb.acquisition.ScalarizedMultiTaskUCB`, for
@@ -134,10 +135,12 @@ class DesignSizedGenerationStrategy(GenerationStrategy):
     The size is recorded in :attr:`num_initial_trials` (``None`` until attached; a size given
     to the helper is kept).
 
-    Each time an experiment is assigned, an experiment with outcome constraints is refused
-    (``ValueError``) when the BO step's acquisition does not support them (the package's
-    :class:`UCBAcquisition` and :class:`RobustAcquisition`), so the user learns it before
-    spending the Sobol trials, not at the first BO trial.
+    Each time an experiment is assigned, an optimization config that the BO step cannot serve
+    is refused (``ValueError``), so the user learns it before spending the Sobol trials, not
+    at the first BO trial: outcome constraints with the package's acquisitions
+    (:class:`UCBAcquisition`, :class:`RobustAcquisition`), an objective over several metrics
+    (or several objectives) with the single-objective ones (``HeavyTailedUCB``, the robust
+    acquisition), and a single objective with MT-UCB (``ScalarizedMultiTaskUCB``).
 
     Example:
         >>> from ax.api.client import Client
@@ -163,7 +166,7 @@ class DesignSizedGenerationStrategy(GenerationStrategy):
     @_experiment.setter
     def _experiment(self, experiment: Experiment | None) -> None:
         if experiment is not None:
-            _refuse_outcome_constraints(self, experiment)
+            _refuse_unsupported_experiment(self, experiment)
         self.__dict__["_attached_experiment"] = experiment
         if experiment is not None and self.num_initial_trials is None:
             d = len(experiment.search_space.tunable_parameters)
@@ -175,24 +178,49 @@ class DesignSizedGenerationStrategy(GenerationStrategy):
 _UNCONSTRAINED_ACQUISITIONS = (UCBAcquisition, RobustAcquisition)
 
 
-def _refuse_outcome_constraints(strategy: GenerationStrategy, experiment: Experiment) -> None:
-    """``ValueError`` if ``experiment`` has outcome constraints and a step of ``strategy`` uses
-    an acquisition that refuses them (the BO step would fail after the Sobol trials)."""
+def _bo_acquisitions(strategy: GenerationStrategy) -> list[tuple[type | None, type | None]]:
+    """``(Ax acquisition class, BoTorch acquisition class)`` of every step of ``strategy``."""
+    return [
+        ((spec.generator_kwargs or {}).get("acquisition_class"),
+         (spec.generator_kwargs or {}).get("botorch_acqf_class"))
+        for node in strategy._nodes
+        for spec in node.generator_specs
+    ]
+
+
+def _refuse_unsupported_experiment(strategy: GenerationStrategy, experiment: Experiment) -> None:
+    """``ValueError`` if the BO step of ``strategy`` cannot serve ``experiment``'s optimization
+    config (it would fail after the Sobol trials): outcome constraints for the package's
+    acquisitions; an objective over several metrics for the single-objective ones
+    (``HeavyTailedUCB``, the robust acquisition); fewer than two objectives for MT-UCB."""
     config = experiment.optimization_config
-    if config is None or not config.outcome_constraints:
+    if config is None:
         return
-    for node in strategy._nodes:
-        for spec in node.generator_specs:
-            kwargs = spec.generator_kwargs or {}
-            if kwargs.get("acquisition_class") in _UNCONSTRAINED_ACQUISITIONS:
-                acqf = getattr(kwargs.get("botorch_acqf_class"), "__name__", "its acquisition")
-                names = [c.expression for c in config.outcome_constraints]
-                raise ValueError(
-                    f"The generation strategy {strategy.name!r} does not support outcome "
-                    f"constraints (its BO step uses {acqf}); the experiment constrains "
-                    f"{names}. Remove the outcome constraints from the optimization config, "
-                    "or use Ax's default generation strategy."
-                )
+    metrics = list(config.objective.metric_names)
+    for acquisition, acqf in _bo_acquisitions(strategy):
+        name = getattr(acqf, "__name__", "its acquisition")
+        if acquisition in _UNCONSTRAINED_ACQUISITIONS and config.outcome_constraints:
+            names = [c.expression for c in config.outcome_constraints]
+            raise ValueError(
+                f"The generation strategy {strategy.name!r} does not support outcome "
+                f"constraints (its BO step uses {name}); the experiment constrains {names}. "
+                "Remove the outcome constraints from the optimization config, or use Ax's "
+                "default generation strategy."
+            )
+        single = acquisition is RobustAcquisition or acqf is HeavyTailedUCB
+        if single and (config.is_moo_problem or len(metrics) != 1):
+            raise ValueError(
+                f"The generation strategy {strategy.name!r} optimises one objective on one "
+                f"metric (its BO step uses {name}); the experiment's objective is over "
+                f"{metrics}. Configure a single objective (e.g. objective=\"y\")."
+            )
+        if acqf is ScalarizedMultiTaskUCB and not config.is_moo_problem:
+            raise ValueError(
+                f"The generation strategy {strategy.name!r} needs a multi-objective "
+                f"experiment (objective=\"a, b\", two or more objectives); the experiment's "
+                f"objective is over {metrics}. For one objective use Ax's default or "
+                "heavy_tailed_generation_strategy."
+            )
 
 
 def _resize_first_step(strategy: GenerationStrategy, size: int) -> None:

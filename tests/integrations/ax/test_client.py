@@ -235,6 +235,28 @@ def test_client_outcome_constraints_refused_before_the_first_trial(order: str) -
     assert len(client.get_next_trials(max_trials=1)) == 1
 
 
+@pytest.mark.parametrize(
+    ("build", "objective", "match"),
+    [
+        (lambda: heavy_tailed_generation_strategy(seed=0), "-a, -b", "one objective on one"),
+        (lambda: heavy_tailed_generation_strategy(seed=0), "a + b", "one objective on one"),
+        (lambda: heavy_tailed_generation_strategy(1.0, 1.0, seed=0), "a, b", "one objective"),
+        (lambda: mtucb_generation_strategy(seed=0), "a", "needs a multi-objective"),
+    ],
+)
+def test_client_objectives_the_bo_step_cannot_serve_are_refused_at_once(
+    build, objective: str, match: str
+) -> None:
+    """A single-objective strategy on several objectives (or a scalarized one), or MT-UCB on
+    one objective, is refused when the strategy meets the experiment, not after its Sobol
+    trials."""
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=unit_box())
+    client.configure_optimization(objective=objective)
+    with pytest.raises(ValueError, match=match):
+        client.set_generation_strategy(build())
+
+
 def test_client_user_thresholds_are_the_chebyshev_reference_point() -> None:
     """Objective order ("-b, -a") differs from Ax's output order; thresholds land right."""
     problem = BraninCurrin()
