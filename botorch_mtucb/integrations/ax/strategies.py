@@ -32,8 +32,10 @@ may answer with the best raw reading instead (Ax's cross-validation gate, see
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
+from numbers import Real
 from typing import Any, Literal
 
 from ax.adapter.registry import Generators, MBM_X_trans
@@ -62,6 +64,7 @@ from botorch.acquisition.analytic import LogExpectedImprovement
 
 from botorch_mtucb.acquisition import BetaSchedule, HeavyTailedUCB, ScalarizedMultiTaskUCB
 from botorch_mtucb.acquisition import robust as robust_module
+from botorch_mtucb.acquisition.beta import check_width
 from botorch_mtucb.integrations.ax.acquisition import RobustAcquisition, UCBAcquisition
 from botorch_mtucb.integrations.ax.models import (
     AxAdaptiveTruncationGP,
@@ -71,7 +74,7 @@ from botorch_mtucb.integrations.ax.models import (
     AxTruncatedGP,
 )
 from botorch_mtucb.integrations.ax.surrogate import JointSurrogate, joint_surrogate
-from botorch_mtucb.theory.heavy_tailed import check_heavy_tailed_params
+from botorch_mtucb.theory.heavy_tailed import check_constants, check_heavy_tailed_params
 from botorch_mtucb.utils import initial_design_size
 from botorch_mtucb.utils.initial_design import MIN_INITIAL_DESIGN
 
@@ -254,6 +257,32 @@ def _check_common(
         raise ValueError(
             f"`optimizer_options` must be a dict or None, got {type(optimizer_options).__name__}."
         )
+    for key in ("num_restarts", "raw_samples"):
+        count = (optimizer_options or {}).get(key)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                  or count < 1):
+            raise ValueError(
+                f"`optimizer_options['{key}']` must be a positive integer, got {count!r}."
+            )
+
+
+def _check_model_options(options: dict[str, Any] | None, model_class: type) -> None:
+    """``ValueError`` for a key of ``options`` that ``model_class``'s constructor does not take
+    (it would fail at the first BO trial, after the Sobol trials)."""
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise ValueError(f"`model_options` must be a dict or None, got {type(options).__name__}.")
+    params = inspect.signature(model_class).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = sorted(set(options) - (set(params) - {"train_X", "train_Y"}))
+    if unknown:
+        taken = sorted(set(params) - {"train_X", "train_Y"})
+        raise ValueError(
+            f"`model_options` keys {unknown} are not arguments of {model_class.__name__} "
+            f"(it takes {taken})."
+        )
 
 
 def _two_step_strategy(
@@ -295,12 +324,8 @@ def _two_step_strategy(
 def _check_mtucb_options(
     beta: float | BetaSchedule | None, scalarization: str, bound: str, model: str, reference: str
 ) -> None:
-    if beta is not None and not isinstance(beta, BetaSchedule):
-        b = float(beta)
-        if not math.isfinite(b) or b < 0:
-            raise ValueError(
-                f"`beta` must be a finite number >= 0, a BetaSchedule or None, got {beta!r}."
-            )
+    if beta is not None:
+        check_width(beta)  # a number >= 0 or a BetaSchedule; the error names `beta`
     if scalarization not in ("chebyshev", "linear", "hypervolume"):
         raise ValueError(
             "`scalarization` must be 'chebyshev', 'linear' or 'hypervolume', got "
@@ -413,11 +438,12 @@ def mtucb_generation_strategy(
     """
     _check_common(num_initial_trials, seed, optimizer_options)
     _check_mtucb_options(beta, scalarization, bound, model, reference)
+    _check_model_options(model_options, _MULTITASK_MODELS[model])
     options: dict[str, Any] = {
         "scalarization": scalarization, "bound": bound, "seed": seed, "reference": reference,
     }
     if beta is not None:
-        options["beta"] = beta
+        options["beta"] = check_width(beta)  # a float, or the schedule
     generator_kwargs = {
         # one joint model, also when a trial reports a NaN or missing metric value
         "surrogate": joint_surrogate(
@@ -473,6 +499,7 @@ def multitask_gp_generation_strategy(
     _check_common(num_initial_trials, seed, optimizer_options)
     if model not in _MULTITASK_MODELS:
         raise ValueError(f"`model` must be 'practical' or 'paper', got {model!r}.")
+    _check_model_options(model_options, _MULTITASK_MODELS[model])
     kwargs = {
         "surrogate": joint_surrogate(
             model_options, model_class=_MULTITASK_MODELS[model], seed=seed
@@ -495,8 +522,8 @@ def _check_heavy_tailed_options(
         raise ValueError(
             f"`model` must be 'robust', 'truncated' or 'adaptive_truncation', got {model!r}."
         )
-    if beta is not None and (not math.isfinite(float(beta)) or float(beta) < 0):
-        raise ValueError(f"`beta` must be a finite number >= 0 or None, got {beta!r}.")
+    if beta is not None and isinstance(check_width(beta), BetaSchedule):
+        raise TypeError(f"`beta` must be a finite number >= 0 or None, got {beta!r}.")
     if model == "robust":
         _check_robust_options(alpha, v, beta, options, acquisition)
         return
@@ -511,6 +538,8 @@ def _check_heavy_tailed_options(
             "alpha=None. Pass both (declared mode) or neither (data-driven mode); `alpha` alone "
             "estimates v from the data for that order."
         )
+    if options.get("constants") not in (None, "practical"):
+        check_constants(options["constants"])  # "theory" or "authors", else ValueError
     check_heavy_tailed_params(
         1.0 if alpha is None else alpha,
         1.0 if v is None else v,
@@ -543,6 +572,17 @@ def _check_robust_options(
         raise ValueError(
             f"model='robust' takes the model options 'threshold' and 'bounds', got {unknown}."
         )
+    if "threshold" in options:
+        threshold = options["threshold"]
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, Real)
+            or not 0.0 < float(threshold) < math.inf
+        ):
+            raise ValueError(
+                "`model_options['threshold']` must be a positive finite number, got "
+                f"{threshold!r}."
+            )
     kind = robust_module.DEFAULT_ROBUST_ACQUISITION if acquisition is None else acquisition
     if kind not in robust_module.ROBUST_ACQUISITION_KINDS:
         raise ValueError(
@@ -685,15 +725,16 @@ def heavy_tailed_generation_strategy(
         kind = robust_module.DEFAULT_ROBUST_ACQUISITION if acquisition is None else acquisition
         acqf_options: dict[str, Any] = {"kind": kind, "seed": seed}
         if beta is not None:
-            acqf_options["beta"] = beta
+            acqf_options["beta"] = check_width(beta)
         model_class: type = AxRobustGP
         acqf_class, acquisition_class = _ROBUST_ACQF_CLASSES[kind], RobustAcquisition
         config_name, name = "RobustGP", "Sobol+RobustGP"
     else:
-        acqf_options = {"beta": beta, "seed": seed}
+        acqf_options = {"beta": None if beta is None else check_width(beta), "seed": seed}
         options = {**{k: x for k, x in (("alpha", alpha), ("v", v)) if x is not None},
                    **options}
         model_class = AxTruncatedGP if model == "truncated" else AxAdaptiveTruncationGP
+        _check_model_options(options, model_class)
         acqf_class, acquisition_class = HeavyTailedUCB, UCBAcquisition
         config_name = "TGP-UCB" if model == "truncated" else "ATA-GP-UCB"
         name = f"Sobol+{config_name}"

@@ -80,3 +80,31 @@ def test_strategies_refuse_bad_arguments() -> None:
         heavy_tailed_generation_strategy(alpha=1.5, v=1.0)
     with pytest.raises(ValueError, match="features"):
         heavy_tailed_generation_strategy(alpha=1.0, v=1.0, model="adaptive_truncation")
+
+
+def test_strategies_refuse_bad_model_and_optimizer_options_when_built() -> None:
+    """Options the BO step would refuse after the Sobol trials are refused at construction,
+    each error naming the option."""
+    cases = [
+        (lambda: heavy_tailed_generation_strategy(model="truncated", model_options={"foo": 1}),
+         ValueError, r"keys \['foo'\] are not arguments of AxTruncatedGP"),
+        (lambda: heavy_tailed_generation_strategy(1.0, 1.0, model_options={"constants": "x"}),
+         ValueError, "`constants`"),
+        (lambda: heavy_tailed_generation_strategy(model_options={"threshold": -1.0}),
+         ValueError, r"`model_options\['threshold'\]`"),
+        (lambda: heavy_tailed_generation_strategy(model_options={"threshold": "x"}),
+         ValueError, r"`model_options\['threshold'\]`"),
+        (lambda: mtucb_generation_strategy(model_options={"foo": 1}),
+         ValueError, "not arguments of AxPracticalMultiTaskGP"),
+        (lambda: multitask_gp_generation_strategy(model="paper", model_options={"independent": 1}),
+         ValueError, "not arguments of AxExactMultiTaskGP"),
+        (lambda: mtucb_generation_strategy(optimizer_options={"num_restarts": 0}),
+         ValueError, r"`optimizer_options\['num_restarts'\]`"),
+        (lambda: mtucb_generation_strategy(beta="x"), TypeError, "`beta`"),
+        (lambda: heavy_tailed_generation_strategy(beta="x"), TypeError, "`beta`"),
+    ]
+    for build, error, match in cases:
+        with pytest.raises(error, match=match):
+            build()
+    gs = mtucb_generation_strategy(model_options={"independent": True}, beta=2)
+    assert _bo_kwargs(gs)[1]["botorch_acqf_options"]["beta"] == 2.0
