@@ -58,7 +58,9 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
     once here: the theory's (or the authors') width β_{t+1} for the next round. A
     :class:`~botorch_mtucb.protocols.MarginalMomentsModel` is evaluated through
     ``mean_and_variance`` (no posterior object); any other model through its posterior. A
-    batch ``beta`` tensor broadcasts against a batched model's ``batch_shape``.
+    batch ``beta`` tensor (``b``, or a batched model's ``b x 1``) broadcasts against the
+    candidates' batch shape ``(b1 x … x bk)`` as in BoTorch (e.g. one β per member of a
+    batched model's ``batch_shape``).
 
     Example:
         >>> from botorch_mtucb.models import TruncatedGP
@@ -227,7 +229,11 @@ class HeavyTailedUCB(AnalyticAcquisitionFunction):
             mean = -mean
         if self._beta_float is not None:  # one fused op, no tensor for β
             return torch.add(mean, sigma, alpha=self._beta_float).squeeze(-1)
-        return (mean + self.beta.to(mean) * sigma).squeeze(-1)
+        beta = self.beta.to(mean)
+        if beta.dim() >= 2 and beta.shape[-1] == 1:  # a batched model's `b x 1` beta()
+            beta = beta.squeeze(-1)
+        # β broadcasts against the candidates' batch shape (BoTorch's convention), not q
+        return mean.squeeze(-1) + beta * sigma.squeeze(-1)
 
 
 def _bare_module_state() -> dict:

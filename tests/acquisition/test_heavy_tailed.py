@@ -146,3 +146,30 @@ def test_optimize_acqf_discrete_on_arms() -> None:
         vals = acq(cand.unsqueeze(-2))
         assert torch.equal(x[0], cand[vals.argmax()])
         torch.testing.assert_close(val.reshape(()), vals.max())
+
+
+def test_batch_beta_broadcasts_against_the_candidates_batch() -> None:
+    """A ``b``-element β pairs with the candidates' batch (BoTorch's convention): one β per
+    candidate of a ``b x 1 x d`` set, or one per member of a batched model; the batched
+    model's own ``b x 1`` β() gives the same values."""
+    from botorch_mtucb.models import TruncatedGP
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(10, 2, generator=g, dtype=torch.float64)
+    model = TruncatedGP(X, torch.sin(6 * X[:, :1]), alpha=1.0, v=2.0)
+    beta = torch.tensor([0.0, 1.0, 4.0], dtype=torch.float64)
+    T = torch.rand(3, 1, 2, generator=g, dtype=torch.float64)
+    mean, var = model.mean_and_variance(T)
+    expected = (mean + beta.unsqueeze(-1) * var.sqrt()).squeeze(-1)
+    torch.testing.assert_close(HeavyTailedUCB(model, beta=beta)(T), expected)
+    assert HeavyTailedUCB(model, beta=beta)(torch.rand(4, 3, 1, 2, dtype=torch.float64)).shape == (
+        4, 3)
+    Xb = torch.rand(3, 10, 2, generator=g, dtype=torch.float64)
+    batched = TruncatedGP(Xb, torch.sin(6 * Xb[..., :1]), alpha=1.0, v=2.0)
+    Tb = torch.rand(5, 1, 1, 2, generator=g, dtype=torch.float64)
+    out = HeavyTailedUCB(batched, beta=beta)(Tb)
+    assert out.shape == (5, 3)
+    own = HeavyTailedUCB(batched, beta=beta.unsqueeze(-1))(Tb)  # the b x 1 layout of beta()
+    torch.testing.assert_close(out, own)
+    single = HeavyTailedUCB(batched, beta=4.0)(Tb)
+    torch.testing.assert_close(out[:, 2], single[:, 2])
