@@ -236,8 +236,11 @@ def tgp_beta(
         >>> round(tgp_beta(16, 1.0, 4.0, 1.0, 0.1, 1.0, log_det=0.0, constants="authors"), 4)
         7.8357
     """
+    lam = _positive_finite(lam, "lam")
+    B = _non_negative(B, "B")
     if check_constants(constants) == "theory":
         delta = check_delta(delta)
+        log_det = _non_negative(log_det, "log_det")
         b_t = tgp_truncation_level(t, alpha, v)
         return B + 3.0 / math.sqrt(lam) * b_t * math.sqrt(log_det + 2.0 * math.log(1.0 / delta))
     b_next = tgp_truncation_level(t + 1, alpha, v)
@@ -291,6 +294,10 @@ def ata_truncation_level(t: int, alpha: float, v: float, log_term: float) -> flo
         >>> ata_truncation_level(16, alpha=1.0, v=4.0, log_term=4.0)  # (4/4)^{1/2} · 16^0
         1.0
     """
+    t, alpha, v = _non_negative(t, "t"), _alpha(alpha), _non_negative(v, "v")
+    log_term = _real(log_term, "log_term", "a real number")
+    if math.isnan(log_term):
+        raise ValueError(f"`log_term` must be a real number, got {log_term!r}.")
     if log_term <= 0:
         return math.inf
     return (v / log_term) ** (1.0 / (1.0 + alpha)) * float(t) ** _time_exponent(alpha)

@@ -99,3 +99,23 @@ def test_heavy_tailed_schedules_refuse_values_outside_their_domains() -> None:
         with pytest.raises(ValueError, match=match):
             call()
     assert theory.ata_log_term(0, 10, 0.1, "nystrom") > 0  # an empty dictionary: max(m, 1)
+
+
+def test_heavy_tailed_levels_and_widths_refuse_out_of_range_inputs() -> None:
+    """No complex numbers, ZeroDivisionError or 'math domain error': a ValueError naming the
+    argument, as tgp_truncation_level gives."""
+    from botorch_mtucb.theory.heavy_tailed import ata_truncation_level, tgp_beta
+
+    for kwargs, name in (({"t": -1}, "`t`"), ({"v": -4.0}, "`v`"), ({"alpha": 2.0}, "`alpha`"),
+                         ({"log_term": float("nan")}, "`log_term`"),
+                         ({"log_term": "x"}, "`log_term`")):
+        args = {"t": 3, "alpha": 0.5, "v": 4.0, "log_term": 2.0, **kwargs}
+        with pytest.raises(ValueError, match=name):
+            ata_truncation_level(**args)
+    for kwargs, name in (({"lam": 0.0}, "`lam`"), ({"lam": -1.0}, "`lam`"),
+                         ({"log_det": -5.0}, "`log_det`"), ({"B": -1.0}, "`B`")):
+        args = {"t": 3, "alpha": 1.0, "v": 4.0, "lam": 1.0, "delta": 0.1, "B": 1.0,
+                "log_det": 1.0, **kwargs}
+        with pytest.raises(ValueError, match=name):
+            tgp_beta(**args)
+    assert ata_truncation_level(16, 1.0, 4.0, 0.0) == float("inf")  # L <= 0: no truncation
