@@ -158,6 +158,11 @@ def test_empty_dictionary(dtype: torch.dtype) -> None:
         (dict(generator=1), "generator"),
         (dict(rtol=0.0), "rtol"),
         (dict(rtol=2.0), "rtol"),
+        (dict(q="a"), "`q`"),
+        (dict(q=[1.0]), "`q`"),
+        (dict(epsilon="a"), "`epsilon`"),
+        (dict(epsilon=None), "`epsilon`"),
+        (dict(rtol="a"), "`rtol`"),
     ],
 )
 def test_nystrom_bad_input(kwargs: dict, match: str) -> None:
