@@ -148,7 +148,7 @@ class ChebyshevScalarization(Scalarization):
             >>> s.ref_point  # the front's nadir (0, 0) minus 0.1 of the ranges (1, 10)
             tensor([-0.1000, -1.0000], dtype=torch.float64)
             >>> s.weights  # λ_i / r_i on the simplex
-            tensor([0.9091, 0.0909])
+            tensor([0.9091, 0.0909], dtype=torch.float64)
         """
         w = _as_vector(weights, "weights")
         signs, r, nadir, _ = _front_summary(Y, w.numel(), minimize, predicted, span)
