@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from usage_errors import assert_usage_error
 
 from mtucb_bench.suites import ht_suite
 
@@ -27,12 +28,7 @@ def _fake_unit(args: tuple[dict, str]) -> str:
     ("--iterations", "0"), ("--trials", "0"), ("--n-init", "1"), ("--workers", "-1"),
 ])
 def test_bad_run_arguments_are_one_line_usage_errors(tmp_path, capsys, option, value):
-    with pytest.raises(SystemExit) as exit_:
-        ht_suite.main([*RUN, option, value, "--out", str(tmp_path / "out")])
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: argument {option}:") and err.count("\n") == 1
-    assert not (tmp_path / "out").exists()
+    assert_usage_error(ht_suite.main, [*RUN, option, value], option, tmp_path / "out", capsys)
 
 
 def test_run_refuses_an_out_of_other_settings_and_continues_its_own(tmp_path, monkeypatch,

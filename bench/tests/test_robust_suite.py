@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from usage_errors import assert_usage_error
 
 from mtucb_bench.noise_models import GrossOutlierNoise
 from mtucb_bench.robust_methods import (
@@ -263,12 +264,7 @@ FAKE_RUN = ["run", "--trials", "1", "--rounds", "2", "--cells", "branin/clean", 
     ("--methods", "bogus"), ("--raw-samples", "0"),
 ])
 def test_bad_run_arguments_are_one_line_usage_errors(tmp_path, capsys, option, value):
-    with pytest.raises(SystemExit) as exit_:
-        rs.main([*FAKE_RUN, option, value, "--out", str(tmp_path / "out")])
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: argument {option}:") and err.count("\n") == 1
-    assert not (tmp_path / "out").exists()
+    assert_usage_error(rs.main, [*FAKE_RUN, option, value], option, tmp_path / "out", capsys)
 
 
 def test_run_refuses_an_out_of_other_restarts_or_raw_samples(tmp_path, monkeypatch, capsys):

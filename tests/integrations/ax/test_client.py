@@ -388,27 +388,37 @@ def test_example_script_runs(capsys) -> None:
 def test_heavy_tailed_strategy_takes_integer_and_log_integer_parameters(model: str) -> None:
     """Integer ranges (also on a log scale) reach the model in the unit cube (IntToFloat
     before UnitX) and come back as integers within their bounds."""
-    client = Client(random_seed=0)
-    client.configure_experiment(parameters=[
+    def reward(p: dict) -> float:
+        assert isinstance(p["k"], int) and 1 <= p["k"] <= 8
+        assert isinstance(p["w"], int) and 1 <= p["w"] <= 64
+        return -((p["z"] - 0.3) ** 2) - 0.1 * (p["k"] - 4) ** 2 - 0.01 * p["w"]
+
+    X = _heavy_tailed_run([
         RangeParameterConfig(name="z", parameter_type="float", bounds=(0.0, 1.0)),
         RangeParameterConfig(name="k", parameter_type="int", bounds=(1, 8)),
         RangeParameterConfig(name="w", parameter_type="int", bounds=(1, 64), scaling="log"),
-    ])
+    ], model, 4, 6, reward)
+    assert X.shape == (5, 3) and bool(((X >= 0) & (X <= 1)).all())  # the 6th trial's model
+
+
+def _heavy_tailed_run(
+    parameters: list, model: str, initial: int, trials: int, reward
+) -> torch.Tensor:
+    """``trials`` trials of the heavy-tailed strategy (``model``) on ``parameters`` with the
+    objective ``y = reward(parameters)``; the last trial's training inputs."""
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=parameters)
     client.configure_optimization(objective="y")
     kw = {} if model == "robust" else {"model": model}
     client.set_generation_strategy(heavy_tailed_generation_strategy(
-        seed=0, num_initial_trials=4, optimizer_options=FAST_OPT, **kw))
+        seed=0, num_initial_trials=initial, optimizer_options=FAST_OPT, **kw))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(6):
+        for _ in range(trials):
             for idx, p in client.get_next_trials(max_trials=1).items():
-                assert isinstance(p["k"], int) and 1 <= p["k"] <= 8
-                assert isinstance(p["w"], int) and 1 <= p["w"] <= 64
-                y = -((p["z"] - 0.3) ** 2) - 0.1 * (p["k"] - 4) ** 2 - 0.01 * p["w"]
-                client.complete_trial(idx, raw_data={"y": y})
+                client.complete_trial(idx, raw_data={"y": reward(p)})
         fitted = client._generation_strategy.adapter.generator.surrogate.model
-        X = fitted.train_inputs[0] if model == "robust" else fitted.train_X
-    assert X.shape == (5, 3) and bool(((X >= 0) & (X <= 1)).all())  # the 6th trial's model
+    return fitted.train_inputs[0] if model == "robust" else fitted.train_X
 
 
 @pytest.mark.parametrize("model", ["robust", "truncated"])
@@ -418,25 +428,15 @@ def test_heavy_tailed_strategy_takes_ordered_choices(model: str) -> None:
     as choice values."""
     from ax.api.configs import ChoiceParameterConfig
 
-    client = Client(random_seed=0)
-    client.configure_experiment(parameters=[
+    def reward(p: dict) -> float:
+        assert p["k"] in (2, 4, 8, 16) and p["s"] in ("lo", "mid", "hi")
+        return -((p["z"] - 0.3) ** 2) - 0.1 * abs(p["k"] - 4) - 0.1 * (p["s"] != "mid")
+
+    X = _heavy_tailed_run([
         RangeParameterConfig(name="z", parameter_type="float", bounds=(0.0, 1.0)),
         ChoiceParameterConfig(name="k", parameter_type="int", values=[2, 4, 8, 16],
                               is_ordered=True),
         ChoiceParameterConfig(name="s", parameter_type="str", values=["lo", "mid", "hi"],
                               is_ordered=True),
-    ])
-    client.configure_optimization(objective="y")
-    kw = {} if model == "robust" else {"model": model}
-    client.set_generation_strategy(heavy_tailed_generation_strategy(
-        seed=0, num_initial_trials=3, optimizer_options=FAST_OPT, **kw))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for _ in range(5):
-            for idx, p in client.get_next_trials(max_trials=1).items():
-                assert p["k"] in (2, 4, 8, 16) and p["s"] in ("lo", "mid", "hi")
-                y = -((p["z"] - 0.3) ** 2) - 0.1 * abs(p["k"] - 4) - 0.1 * (p["s"] != "mid")
-                client.complete_trial(idx, raw_data={"y": y})
-        fitted = client._generation_strategy.adapter.generator.surrogate.model
-        X = fitted.train_inputs[0] if model == "robust" else fitted.train_X
+    ], model, 3, 5, reward)
     assert X.shape == (4, 3) and bool(((X >= 0) & (X <= 1)).all())  # the 5th trial's model
