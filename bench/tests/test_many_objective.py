@@ -237,3 +237,24 @@ def test_suite_summarize_without_trials_writes_nothing(tmp_path, capsys):
         assert exit_.value.code == 2
         assert capsys.readouterr().err.startswith(f"error: No trial files under {out}")
     assert not (tmp_path / "res").exists()
+
+
+def test_suite_summarize_refuses_a_trial_found_twice(tmp_path, capsys, monkeypatch):
+    """The same trial of one algorithm in a problem's folder and its +tag folder: a usage
+    error naming it, nothing written (no traceback)."""
+    import json
+
+    from mtucb_bench.suites import many_suite
+
+    monkeypatch.setattr(many_suite, "trial_metrics", lambda rec, rounds, samples: {})
+    for folder in ("many-dtlz2-n5", "many-dtlz2-n5+rerun"):
+        (tmp_path / "out" / folder).mkdir(parents=True)
+        (tmp_path / "out" / folder / "trial0_MT-UCB.json").write_text(
+            json.dumps({"algorithm": "MT-UCB", "trial": 0}))
+    with pytest.raises(SystemExit) as exit_:
+        many_suite.main(["summarize", "--out", str(tmp_path / "out"), "--results",
+                         str(tmp_path / "res")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: many-dtlz2-n5: MT-UCB trial 0 appears twice")
+    assert not (tmp_path / "res").exists()

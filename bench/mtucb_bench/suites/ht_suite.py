@@ -22,10 +22,10 @@ import json
 import math
 import os
 import statistics
-from multiprocessing import get_context
 from pathlib import Path
 
 from mtucb_bench.measure import sign_test_p as _sign_test_p
+from mtucb_bench.parallel import execute
 from mtucb_bench.perf.provenance import RESULTS, RUNS, write_summary
 from mtucb_bench.suites.common import check_at_least, claim_suite_folder, usage_error
 
@@ -109,13 +109,12 @@ def run(ns: argparse.Namespace) -> None:
     ]
     todo = [(u, str(ns.out)) for u in units if not unit_path(ns.out, u).exists()]
     print(f"{len(todo)} of {len(units)} units to run", flush=True)
-    if ns.workers <= 1:
-        for a in todo:
-            print(_run_unit(a), flush=True)
-        return
-    with get_context("spawn").Pool(ns.workers) as pool:
-        for msg in pool.imap_unordered(_run_unit, todo):
-            print(msg, flush=True)
+    # the harness's pool: its workers leave when this process dies (parallel.execute)
+    execute(_run_unit, todo, _print, workers=ns.workers if ns.workers > 1 else 0)
+
+
+def _print(message: str) -> None:
+    print(message, flush=True)
 
 
 def _load(out: Path) -> dict[str, dict[str, list[dict]]]:

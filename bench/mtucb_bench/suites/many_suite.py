@@ -304,7 +304,10 @@ def summarize(ns: argparse.Namespace) -> dict:
     if ns.cache is not None:
         cache = json.loads(ns.cache.read_text()) if ns.cache.is_file() else {}
     t0 = time.perf_counter()
-    runs = load_runs(ns.out, ns.rounds, ns.samples, cache)
+    try:
+        runs = load_runs(ns.out, ns.rounds, ns.samples, cache)
+    except ValueError as err:  # a trial found twice: the folders mix two runs of it
+        usage_error(f"{err}: keep one of them (or summarize the folders apart).")
     if not runs:
         usage_error(f"No trial files under {ns.out}: nothing written.")
     print(f"read {sum(len(t) for a in runs.values() for t in a.values())} trials of "

@@ -105,8 +105,8 @@ def run(ns: argparse.Namespace) -> int:
     missing = [m for m, b in zip(ns.methods, bases, strict=True)
                if b in PRODUCT_METHODS and b not in available_methods()]
     if missing:
-        raise SystemExit(f"{missing} need botorch_mtucb's robust_gp / robust_acquisition / "
-                         "recommend, which this checkout does not export.")
+        usage_error(f"argument --methods: {missing} need botorch_mtucb's robust_gp / "
+                    "robust_acquisition / recommend, which this checkout does not export.")
     seeds = range(ns.first_trial, ns.first_trial + ns.trials)
     units = plan_units(cells, list(ns.methods), seeds, ns.rounds, ns.num_restarts,
                        ns.raw_samples)
