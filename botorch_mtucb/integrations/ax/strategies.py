@@ -426,7 +426,9 @@ def mtucb_generation_strategy(
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
 
     Raises:
-        ValueError: for an argument out of range or an unknown option value.
+        TypeError: for a ``beta`` that is not a number or a schedule.
+        ValueError: for an argument out of range, an unknown option value or a
+            ``model_options`` key the model does not take.
 
     Example:
         >>> from botorch_mtucb.integrations.ax import mtucb_generation_strategy
@@ -704,6 +706,7 @@ def heavy_tailed_generation_strategy(
         The ``GenerationStrategy`` (pass it to ``client.set_generation_strategy``).
 
     Raises:
+        TypeError: for a ``beta`` that is not a number.
         ValueError: for ``v`` without ``alpha``, ``alpha`` / ``v`` with ``model="robust"``,
             parameters out of range, an unknown option, or ATA-GP-UCB with a declared ``v``
             and no ``features``.
