@@ -23,7 +23,7 @@ from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_mtucb.linalg.nystrom import psd_pinv_sqrt_factor as _linalg_pinv_sqrt_factor
-from botorch_mtucb.utils.validation import check_finite
+from botorch_mtucb.utils.validation import as_real, check_finite
 
 __all__ = ["NystromFeatures", "psd_pinv_sqrt", "psd_pinv_sqrt_factor", "unique_rows"]
 
@@ -61,17 +61,6 @@ def psd_pinv_sqrt(matrix: Tensor, rtol: float | None = None) -> Tensor:
     """
     Q, s = psd_pinv_sqrt_factor(matrix, rtol)
     return (Q * s) @ Q.transpose(-1, -2)
-
-
-def _number(value: object, name: str, expected: str) -> float:
-    """``value`` as a float (a real number or a one-element tensor), else ``ValueError``
-    naming ``name``."""
-    if isinstance(value, str | bytes | bool) or value is None:
-        raise ValueError(f"`{name}` must be {expected}, got {value!r}.")
-    try:
-        return float(value)
-    except (TypeError, ValueError, RuntimeError):
-        raise ValueError(f"`{name}` must be {expected}, got {value!r}.") from None
 
 
 class NystromFeatures:
@@ -129,11 +118,11 @@ class NystromFeatures:
             raise ValueError(
                 f"`base_kernel` must be a gpytorch Kernel, got {type(base_kernel).__name__}."
             )
-        if q is not None and not 0.0 < _number(q, "q", "positive and finite (or None)") < math.inf:
+        if q is not None and not 0.0 < as_real(q, "q", "positive and finite (or None)") < math.inf:
             raise ValueError(f"`q` must be positive and finite (or None), got {q!r}.")
-        if not 0.0 < _number(epsilon, "epsilon", "a number in (0, 1)") < 1.0:
+        if not 0.0 < as_real(epsilon, "epsilon", "a number in (0, 1)") < 1.0:
             raise ValueError(f"`epsilon` must lie in (0, 1), got {epsilon!r}.")
-        if rtol is not None and not 0.0 < _number(rtol, "rtol", "a number in (0, 1)") < 1.0:
+        if rtol is not None and not 0.0 < as_real(rtol, "rtol", "a number in (0, 1)") < 1.0:
             raise ValueError(f"`rtol` must lie in (0, 1) (or be None), got {rtol!r}.")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise ValueError(
@@ -192,7 +181,7 @@ class NystromFeatures:
         Returns:
             A new :class:`NystromFeatures` with the sampled dictionary.
         """
-        q = self.q if q is None else _number(q, "q", "positive")
+        q = self.q if q is None else as_real(q, "q", "positive")
         if q is None or not q > 0:
             raise ValueError(f"`q` must be positive; got {q!r} (set it here or in __init__).")
         check_finite(variances, "variances")

@@ -57,6 +57,7 @@ from botorch_mtucb.acquisition.scalarization.sampling import ScalarizationSample
 from botorch_mtucb.multitask.practical import WarmStartPracticalFactory
 from botorch_mtucb.utils import training_data
 from botorch_mtucb.utils.initial_design import check_bounds, sobol_initial_design
+from botorch_mtucb.utils.validation import as_float_vector
 
 __all__ = [
     "DEFAULT_NUM_RESTARTS",
@@ -321,15 +322,7 @@ def _check_ref_point(ref_point: Sequence[float] | Tensor | None) -> Tensor | Non
     """
     if ref_point is None:
         return None
-    try:
-        z = torch.as_tensor(ref_point, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError) as err:
-        raise ValueError(f"`ref_point` must be a vector of numbers, got {ref_point!r}.") from err
-    if z.dim() != 1 or z.numel() == 0 or not bool(z.isfinite().all()):
-        raise ValueError(
-            f"`ref_point` must be a non-empty vector of finite numbers, got {ref_point!r}."
-        )
-    return z
+    return as_float_vector(ref_point, "ref_point").to(torch.float64)
 
 
 def _front_acquisition(

@@ -38,6 +38,7 @@ from typing import Literal
 from torch import Tensor
 
 from botorch_mtucb.theory.multi_task import check_delta, check_horizon, rho
+from botorch_mtucb.utils.validation import as_real as _real
 
 __all__ = [
     "Constants",
@@ -75,16 +76,6 @@ def _choice(value: str, name: str, options: tuple[str, ...]) -> str:
         allowed = " or ".join(repr(o) for o in options)
         raise ValueError(f"`{name}` must be {allowed}, got {value!r}.")
     return value
-
-
-def _real(value: float, name: str, expected: str) -> float:
-    """``value`` as a float; a string, ``bool`` or non-number is refused naming ``name``."""
-    if isinstance(value, str | bytes | bool):
-        raise ValueError(f"`{name}` must be {expected}, got {value!r}.")
-    try:
-        return float(value)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"`{name}` must be {expected}, got {value!r}.") from err
 
 
 def _positive_finite(value: float, name: str) -> float:

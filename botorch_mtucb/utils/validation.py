@@ -15,6 +15,7 @@ from torch import Tensor
 __all__ = [
     "as_flag_vector",
     "as_float_vector",
+    "as_real",
     "check_finite",
     "check_psd_matrix",
     "check_test_tensor",
@@ -97,6 +98,23 @@ def check_test_tensor(X: object, name: str = "X") -> Tensor:
         _CHECKED.insert(0, (weakref.ref(X), version))
         del _CHECKED[_CACHE_SIZE:]
     return X
+
+
+def as_real(value: object, name: str, expected: str) -> float:
+    """``value`` as a float: a real number (Python or NumPy) or a one-element tensor; a
+    string, ``bool``, ``None`` or anything ``float`` cannot read is a ``ValueError`` saying
+    ``name`` must be ``expected``.
+
+    Example:
+        >>> as_real(2, "q", "a positive number")
+        2.0
+    """
+    if isinstance(value, str | bytes | bool) or value is None:
+        raise ValueError(f"`{name}` must be {expected}, got {value!r}.")
+    try:
+        return float(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"`{name}` must be {expected}, got {value!r}.") from None
 
 
 def as_float_vector(value: object, name: str, n: int | None = None) -> Tensor:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from math import inf
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Literal
 
 import torch
@@ -27,7 +27,7 @@ from botorch_mtucb.acquisition.scalarization.chebyshev import (
 )
 from botorch_mtucb.acquisition.scalarization.hypervolume import HypervolumeScalarization
 from botorch_mtucb.acquisition.scalarization.linear import LinearScalarization
-from botorch_mtucb.utils.validation import as_flag_vector
+from botorch_mtucb.utils.validation import as_flag_vector, as_real
 
 __all__ = ["ScalarizationSampler", "sample_scalarization_weights"]
 
@@ -97,11 +97,10 @@ def sample_scalarization_weights(
 def _check_augmentation(value: object) -> float:
     """The Chebyshev augmentation ρ (a real number or a one-element tensor) as a finite
     float ≥ 0, else ``ValueError``."""
-    if torch.is_tensor(value) and value.numel() == 1 and value.is_floating_point():
-        value = float(value)
-    if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 <= float(value) < inf:
+    rho = as_real(value, "augmentation", "a finite number >= 0")
+    if not 0.0 <= rho < inf:
         raise ValueError(f"`augmentation` must be a finite number >= 0, got {value!r}.")
-    return float(value)
+    return rho
 
 
 class ScalarizationSampler:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Sequence
-from numbers import Real
 from typing import Any, Literal
 
 from ax.adapter.registry import Generators, MBM_X_trans
@@ -77,6 +76,7 @@ from botorch_mtucb.integrations.ax.surrogate import JointSurrogate, joint_surrog
 from botorch_mtucb.theory.heavy_tailed import check_constants, check_heavy_tailed_params
 from botorch_mtucb.utils import initial_design_size
 from botorch_mtucb.utils.initial_design import MIN_INITIAL_DESIGN
+from botorch_mtucb.utils.validation import as_real
 
 __all__ = [
     "HEAVY_TAILED_TRANSFORMS",
@@ -575,16 +575,10 @@ def _check_robust_options(
             f"model='robust' takes the model options 'threshold' and 'bounds', got {unknown}."
         )
     if "threshold" in options:
-        threshold = options["threshold"]
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, Real)
-            or not 0.0 < float(threshold) < math.inf
-        ):
-            raise ValueError(
-                "`model_options['threshold']` must be a positive finite number, got "
-                f"{threshold!r}."
-            )
+        expected = "a positive finite number"
+        name, threshold = "model_options['threshold']", options["threshold"]
+        if not 0.0 < as_real(threshold, name, expected) < math.inf:
+            raise ValueError(f"`{name}` must be {expected}, got {threshold!r}.")
     kind = robust_module.DEFAULT_ROBUST_ACQUISITION if acquisition is None else acquisition
     if kind not in robust_module.ROBUST_ACQUISITION_KINDS:
         raise ValueError(
