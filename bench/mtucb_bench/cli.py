@@ -191,8 +191,11 @@ def _summarize(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DerivedFileWarning)
         try:
-            if args.merge:
-                results = [merge_runs(args.runs, out_dir=args.merge)]
+            if args.merge:  # the names are checked before the merged folder is written
+                results = [merge_runs(args.runs)]
+                error = _unknown_algorithms(results, args)
+                if error is None:
+                    results = [merge_runs(args.runs, out_dir=args.merge)]
             else:
                 results = [load_run(p, repair=True) for p in args.runs]
         except (ValueError, FileNotFoundError) as err:
@@ -213,13 +216,15 @@ def _summarize(args: argparse.Namespace) -> int:
                 f"(trial, algorithm) pair(s) missing, e.g. trial {k} of {alg}; rerun its `run` "
                 f"command (or `run --resume --out DIR`) to finish it.", file=sys.stderr,
             )
+    status = 0
     if args.paired:
         a, b = args.paired
         for res in results:
             try:
                 c = paired_comparison(res, a, b)
-            except ValueError as err:
-                print(f"{res.experiment}: {err}")
+            except ValueError as err:  # a name that only some of the runs have
+                print(f"error: --paired: {res.experiment}: {err}", file=sys.stderr)
+                status = 2
                 continue
             print(
                 f"{res.experiment}: {a} lower than {b} in {c['first_better']}/{c['trials']} "
@@ -228,7 +233,7 @@ def _summarize(args: argparse.Namespace) -> int:
             )
     if args.merge:
         print(f"merged run in {args.merge}")
-    return 0
+    return status
 
 
 def _unknown_algorithms(results: Sequence[ExperimentResult], args: argparse.Namespace

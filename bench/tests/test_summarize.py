@@ -127,6 +127,24 @@ def test_unknown_algorithm_names_are_refused(runs, capsys):
     assert main(["summarize", str(root / "a"), str(root / "b"), "--algorithms", "IT-KB"]) == 0
 
 
+def test_unknown_names_leave_no_merged_folder(runs, tmp_path, capsys):
+    root, _ = runs
+    target = tmp_path / "merged"
+    assert main(["summarize", str(root / "a"), str(root / "b"), "--merge", str(target),
+                 "--algorithms", "MT-KB", "bogus"]) == 2
+    assert "error: argument --algorithms: bogus not in" in capsys.readouterr().err
+    assert not target.exists()
+
+
+def test_paired_name_missing_from_some_runs_exits_2(runs, capsys):
+    root, _ = runs  # IT-KB is in run b only: its comparison in run a cannot be made
+    assert main(["summarize", str(root / "a"), str(root / "ab"), "--paired", "MT-KB",
+                 "IT-KB"]) == 2
+    captured = capsys.readouterr()
+    assert "error: --paired: rkhs-n2: Algorithm 'IT-KB' is not in the run" in captured.err
+    assert "MT-KB lower than IT-KB in" in captured.out  # the run that has both is compared
+
+
 def test_table_of_a_run_without_finished_trials_is_well_formed(runs, tmp_path):
     root, _ = runs
     (tmp_path / "new").mkdir()
