@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from numbers import Integral
 from typing import Any, Literal
 
@@ -64,6 +65,10 @@ PRACTICAL_NOISE_INIT = math.exp(-5.0)
 #: ``"dim-scaled"`` (default) BoTorch's LogNormal(√2 + ½ log d, √3) (median e^{√2 + ½ log d},
 #: ≈ 10 at d = 6) and ``"gamma"`` Gamma(3, 6) (mode 1/3, mean 1/2).
 LENGTHSCALE_PRIORS = ("dim-scaled", "gamma")
+
+#: When :class:`WarmStartPracticalFactory` also fits a warm-started call cold:
+#: ``(t, N, N_cold) -> bool`` (calls so far, rows now, rows at the last cold fit).
+RestartRule = Callable[[int, int, int], bool]
 
 LengthscalePrior = Literal["dim-scaled", "gamma"]
 
@@ -318,6 +323,14 @@ class WarmStartPracticalFactory:
     optimum with a larger η far better. With the restart every fit is at least as good as
     the cold fit (and as the warm one), at the cost of a second fit per call.
 
+    **Restart schedule** (``restart`` a callable ``(t, N, N_cold) -> bool``, e.g. the loop's
+    ``RefitSchedule(every_round_until=0, growth=0.25)``): the cold repeat runs only on the
+    calls where ``restart(t, N, N_cold)`` is true, ``t`` the number of calls so far, ``N``
+    the rows fitted now and ``N_cold`` the rows of the last cold fit (the first call's, or the
+    last restart's); the other calls are warm fits only. A geometric schedule keeps a cold
+    fit each time the data have grown by a fixed fraction, so the restarts grow like
+    ``log N`` instead of ``N``, and a warm fit never keeps a basin for more than that growth.
+
     **Sparse mode** (``N > sparse_above``): a :class:`NystromMultiTaskGP` (paper 000, §3.2)
     with the practical model's structure (``Normalize`` on ``bounds``, ``Standardize``, ICM
     Matérn-5/2 with a learned B, constant mean, learned noise with its prior) and
@@ -359,7 +372,8 @@ class WarmStartPracticalFactory:
         independent: IT-UCB's independent tasks instead of the learned ICM B.
         lean: Fit through :func:`~botorch_mtucb.multitask.practical_fit.practical_mll_closure`.
         warm: Warm-start from the previous fit (``False``: every call is a cold fit).
-        restart: Also fit each warm-started call cold and keep the better fit.
+        restart: Also fit each warm-started call cold and keep the better fit (``True``),
+            never (``False``), or on the calls a schedule ``(t, N, N_cold) -> bool`` picks.
         sparse_above: Number of points above which the sparse model is returned (``None``:
             never).
         fit_subset_size: Size of the subset the sparse mode fits on.
@@ -397,7 +411,7 @@ class WarmStartPracticalFactory:
         fit_subset_size: int = FIT_SUBSET_SIZE,
         max_dictionary_size: int = MAX_DICTIONARY_SIZE,
         generator: torch.Generator | None = None,
-        restart: bool = True,
+        restart: bool | RestartRule = True,
         log_space_priors: bool = False,
         per_task: bool = False,
     ) -> None:
@@ -414,7 +428,9 @@ class WarmStartPracticalFactory:
             generator: ``torch.Generator`` of the subsets and dictionaries (``None``: torch's
                 global RNG).
             restart: Repeat each warm-started fit from the initial hyperparameters and keep
-                the fit with the higher penalised marginal likelihood.
+                the fit with the higher penalised marginal likelihood: ``True`` (every
+                call), ``False`` (never), or a callable ``(t, N, N_cold) -> bool`` that
+                picks the calls ("Restart schedule" above).
             log_space_priors: Priors as densities of the log-hyperparameters (see
                 :func:`practical_multitask_gp`).
             per_task: The ICM plus one scaled Matérn-5/2 per task (see
@@ -430,7 +446,12 @@ class WarmStartPracticalFactory:
         self.independent = bool(independent)
         self.lean = bool(lean)
         self.warm = bool(warm)
-        self.restart = bool(restart)
+        if not (isinstance(restart, bool) or callable(restart)):
+            raise ValueError(
+                "`restart` must be a bool or a callable (t, N, N_cold) -> bool, got "
+                f"{type(restart).__name__}."
+            )
+        self.restart = restart
         self.log_space_priors = bool(log_space_priors)
         self.per_task = bool(per_task)
         if sparse_above is not None:
@@ -448,6 +469,7 @@ class WarmStartPracticalFactory:
         self.num_fits = 0
         self.num_restarts_kept = 0
         self._previous: MultiTaskGPBase | None = None
+        self._cold_rows = 0  # rows of the last cold fit
 
     def __call__(self, X: Tensor, Y: Tensor) -> MultiTaskGPBase:
         """The practical model on ``X`` (``N x d``) and ``Y`` (``N x n``), fitted, eval mode:
@@ -469,14 +491,24 @@ class WarmStartPracticalFactory:
         with :attr:`restart` and a warm start, also fitted cold, the better of the two kept."""
         model = self._unfitted(X, Y)
         fit_practical_model(model, warm_start=start, lean=self.lean)
-        if start is None or not self.restart:
+        if start is None:
+            self._cold_rows = X.shape[-2]
             return model
+        if not self._restart_due(X.shape[-2]):
+            return model
+        self._cold_rows = X.shape[-2]
         cold = self._unfitted(X, Y)
         fit_practical_model(cold, lean=self.lean)
         if fit_objective_value(cold) > fit_objective_value(model):
             self.num_restarts_kept += 1
             return cold
         return model
+
+    def _restart_due(self, rows: int) -> bool:
+        """Whether a warm-started fit of ``rows`` rows is also fitted cold."""
+        if isinstance(self.restart, bool):
+            return self.restart
+        return bool(self.restart(self.num_fits, rows, self._cold_rows))
 
     def _unfitted(self, X: Tensor, Y: Tensor) -> ExactMultiTaskGP:
         """The practical model on ``(X, Y)`` with this factory's options, not fitted."""

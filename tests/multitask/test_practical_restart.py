@@ -50,3 +50,32 @@ def test_restart_is_never_worse_than_warm_or_cold(seed: int) -> None:
     assert best >= max(warm, cold) - 1e-9
     assert factory.num_restarts_kept >= 1 and plain.num_restarts_kept == 0
     assert factory._previous is not None and fit_objective_value(factory._previous) == best
+
+
+def test_restart_schedule_picks_the_cold_repeats() -> None:
+    X, Y = _noisy(5, 30)
+    calls = []
+
+    def every_other(t: int, N: int, N_cold: int) -> bool:
+        calls.append((t, N, N_cold))
+        return t % 2 == 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        factory = WarmStartPracticalFactory(BOUNDS, restart=every_other)
+        for N in (6, 8, 10, 12, 30):
+            model = factory(X[:N], Y[:N])
+        always = WarmStartPracticalFactory(BOUNDS)
+        for N in (6, 8, 10, 12, 30):
+            best = always(X[:N], Y[:N])
+    # asked once per warm-started call, with the rows of the last cold fit
+    assert calls == [(1, 8, 6), (2, 10, 6), (3, 12, 10), (4, 30, 10)]
+    # on the last call (t = 4) the schedule restarts: never worse than its cold fit
+    cold = fit_objective_value(practical_multitask_gp(X, Y, BOUNDS))
+    assert fit_objective_value(model) >= cold - 1e-9
+    assert fit_objective_value(best) >= cold - 1e-9
+
+
+def test_restart_must_be_a_bool_or_a_schedule() -> None:
+    with pytest.raises(ValueError, match="`restart` must be a bool or a callable"):
+        WarmStartPracticalFactory(BOUNDS, restart="sometimes")
