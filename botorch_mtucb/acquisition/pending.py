@@ -50,6 +50,9 @@ from typing import Literal
 import torch
 from botorch.models import ModelListGP
 from botorch.models.model import Model, ModelList
+from gpytorch.likelihoods import FixedNoiseGaussianLikelihood
+from gpytorch.likelihoods.gaussian_likelihood import _GaussianLikelihoodBase
+from gpytorch.likelihoods.noise_models import FixedGaussianNoise
 from gpytorch.models import ExactGP
 from torch import Tensor
 
@@ -67,6 +70,8 @@ __all__ = [
     "condition_model",
     "gp_bucb_inflation",
     "hallucinate_mean",
+    "has_known_noise",
+    "known_noise_of_new_rows",
     "resolve_inflation",
 ]
 
@@ -135,7 +140,61 @@ def condition_model(model: Model, X: Tensor, Y: Tensor) -> Model:
             subs.append(condition_model(sub, X, Y[..., i:j]))
             i = j
         return ModelListGP(*subs)
-    return model.condition_on_observations(X, Y)
+    noise = known_noise_of_new_rows(model, Y)
+    if noise is None:
+        return model.condition_on_observations(X, Y)
+    return model.condition_on_observations(X, Y, noise=noise)
+
+
+def has_known_noise(model: Model) -> bool:
+    """Whether ``model`` (or a sub-model of a ``ModelListGP``) was built with known noise
+    variances (``train_Yvar``), so that new rows need variances of their own.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(5, 1, dtype=torch.float64)
+        >>> has_known_noise(SingleTaskGP(X, X.sin(), train_Yvar=torch.full_like(X, 0.01)))
+        True
+    """
+    if isinstance(model, ModelListGP):
+        return any(has_known_noise(sub) for sub in model.models)
+    lik = model.likelihood if isinstance(model, ExactGP) else None
+    if not isinstance(lik, _GaussianLikelihoodBase):
+        return False
+    # BoTorch's FixedNoiseGaussianLikelihood and the multi-task models' known-noise likelihood
+    return isinstance(lik._modules.get("noise_covar"), FixedGaussianNoise)
+
+
+def known_noise_of_new_rows(model: Model, Y: Tensor) -> Tensor | None:
+    """Noise variances of new rows ``Y`` of a model with known noise (``train_Yvar``):
+    each output's average training variance, as BoTorch's ``fantasize`` gives fantasies.
+
+    In the model's outcome-transformed units (BoTorch's convention for ``noise`` in
+    ``condition_on_observations``); ``None`` for a model whose noise is learned or shared.
+
+    Args:
+        model: A GP (a multi-task GP of this package or a BoTorch ``SingleTaskGP``).
+        Y: ``[batch_shape x] m x n`` new observations.
+
+    Returns:
+        ``Y``-shaped variances, or ``None``.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(5, 1, dtype=torch.float64)
+        >>> model = SingleTaskGP(X, X.sin(), train_Yvar=torch.full_like(X, 0.01))
+        >>> known_noise_of_new_rows(model, torch.zeros(2, 1, dtype=torch.float64)).shape
+        torch.Size([2, 1])
+    """
+    if isinstance(model, ModelListGP) or not has_known_noise(model):
+        return None
+    noise = model.likelihood.noise
+    if isinstance(model.likelihood, FixedNoiseGaussianLikelihood):  # [batch x] [n x] N
+        mean = noise.mean(-1, keepdim=True)  # [batch x] [n x] 1
+        mean = mean.transpose(-1, -2) if model.num_outputs > 1 else mean.unsqueeze(-1)
+    else:  # a multi-task likelihood: [batch x] N x n
+        mean = noise.mean(-2, keepdim=True)
+    return mean.expand(Y.shape).to(Y)
 
 
 def posterior_mean(model: Model, X: Tensor) -> Tensor:

@@ -255,7 +255,7 @@ def default_kernel(X: Tensor, targets: Tensor | None = None) -> tuple[Kernel, fl
     if targets is not None and X.shape[0] >= 2:
         return fit_kernel_on_targets(X, targets)
     kernel = RBFKernel().to(X)
-    kernel.lengthscale = DEFAULT_LENGTHSCALE
+    kernel.lengthscale = torch.tensor(DEFAULT_LENGTHSCALE, dtype=X.dtype, device=X.device)
     return kernel, None
 
 

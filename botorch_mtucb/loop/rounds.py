@@ -25,7 +25,7 @@ from botorch.exceptions import UnsupportedError
 from botorch.models.model import Model, ModelList
 from torch import Tensor
 
-from botorch_mtucb.acquisition.pending import condition_model
+from botorch_mtucb.acquisition.pending import condition_model, has_known_noise
 from botorch_mtucb.acquisition.protocols import (
     ConfidenceWidthAcquisition,
     ModelAnchoredSampler,
@@ -274,7 +274,11 @@ class ModelUpdater:
             return
         state.X = torch.cat([state.X, X_new])
         state.Y = torch.cat([state.Y, Y_new.to(state.Y)])
-        if self.update == "refit" or refit_due(self.refit_every, t, state.X.shape[0], state.N_fit):
+        if (
+            self.update == "refit"
+            or refit_due(self.refit_every, t, state.X.shape[0], state.N_fit)
+            or (self.update == "condition" and has_known_noise(state.model))
+        ):  # known noise: only the factory knows the new rows' variances
             state.model = self.model_factory(state.X, state.Y)
             state.N_fit = state.X.shape[0]
         elif self.update == "condition":

@@ -184,9 +184,11 @@ def run_bo_loop(
             ``regret_X`` is polished by SLSQP on x ↦ s_λ(f(x)) within the box
             (``true_f`` must then be differentiable with torch autograd), so x*_{λ_t} is not
             limited to the grid's resolution.
-        update: ``"condition"`` (``condition_on_observations``), ``"refit"``
-            (``model_factory`` on all data), or ``(model, X_new, Y_new) -> Model`` (``k x d``,
-            ``k x n``: the round's observed points).
+        update: ``"condition"`` (``condition_on_observations``; a model with known noise
+            variances, ``train_Yvar``, is refitted instead, since only ``model_factory``
+            knows the new rows' variances), ``"refit"`` (``model_factory`` on all data), or
+            ``(model, X_new, Y_new) -> Model`` (``k x d``, ``k x n``: the round's observed
+            points).
         refit_every: When to call ``model_factory`` on all data instead of ``update``
             (condition cheaply, refit hyperparameters now and then): an int ``k > 0`` (after
             every k-th round), 0 (never), or ``(t, N, N_fit) -> bool`` such as

@@ -352,3 +352,64 @@ def test_pending_points_on_a_batch_of_nystrom_members():
                                   beta=1.0)
     acqf.set_X_pending(Xp)
     assert acqf(torch.rand(4, 3, 1, 2, generator=g, dtype=DT)).shape == (4, 3)
+
+
+def _known_noise_data(seed: int = 4):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(10, 2, generator=g, dtype=DT)
+    Y = torch.stack([torch.sin(5 * X[:, 0]), torch.cos(3 * X[:, 1])], -1)
+    Yvar = 0.01 + 0.05 * torch.rand(10, 2, generator=g, dtype=DT)
+    return X, Y, Yvar
+
+
+def test_pending_on_a_known_noise_model_uses_the_average_training_variance():
+    X, Y, Yvar = _known_noise_data()
+    Bn = B[:2, :2]
+    k = RBFKernel().to(DT)
+    k.lengthscale = torch.tensor(LS, dtype=DT)
+    model = ExactMultiTaskGP(X, Y, covar_module=ICMKernel(k, 2, task_covar=Bn), train_Yvar=Yvar)
+    Xp = torch.tensor([[0.3, 0.6], [0.8, 0.2]], dtype=DT)
+    Xq = torch.rand(5, 2, generator=torch.Generator().manual_seed(9), dtype=DT)
+    conditioned = hallucinate_mean(model.eval(), Xp)
+    # reference: the same GP built on X ∪ X_pending, the pending rows' variances each task's mean
+    Xa = torch.cat([X, Xp])
+    Na = torch.cat([Yvar, Yvar.mean(0).expand(2, 2)]).reshape(-1)
+    G = torch.kron(_rbf(Xa, Xa), Bn) + torch.diag(Na)
+    Gx = torch.kron(_rbf(Xq, Xa), Bn)
+    cov = torch.kron(_rbf(Xq, Xq), Bn) - Gx @ torch.linalg.solve(G, Gx.T)
+    var_ref = cov.diagonal().reshape(5, 2)
+    var = conditioned.posterior(Xq).variance
+    torch.testing.assert_close(var, var_ref, atol=1e-10, rtol=0)
+    torch.testing.assert_close(  # the mean does not move
+        conditioned.posterior(Xq).mean, model.posterior(Xq).mean, atol=1e-10, rtol=0
+    )
+    # the UCB takes pending points, one at a time as optimize_acqf(sequential=True) gives them
+    acqf = ScalarizedMultiTaskUCB(model, LinearScalarization(torch.tensor([0.5, 0.5], dtype=DT)))
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT)
+    batch, _ = optimize_acqf(acqf, bounds, q=3, num_restarts=2, raw_samples=16, sequential=True)
+    assert batch.shape == (3, 2)
+
+
+def test_pending_on_a_known_noise_singletaskgp():
+    from botorch.models import SingleTaskGP
+
+    X, Y, Yvar = _known_noise_data()
+    Xp = torch.tensor([[0.3, 0.6]], dtype=DT)
+    for cols in ([0], [0, 1]):  # one output, and two outputs (batched over the outputs)
+        model = SingleTaskGP(X, Y[:, cols], train_Yvar=Yvar[:, cols]).eval()
+        conditioned = hallucinate_mean(model, Xp)
+        ref = SingleTaskGP(  # same hyperparameters, the pending row's variance the mean's
+            torch.cat([X, Xp]), torch.cat([Y[:, cols], model.posterior(Xp).mean.detach()]),
+            train_Yvar=torch.cat([Yvar[:, cols], Yvar[:, cols].mean(0, keepdim=True)]),
+            outcome_transform=None,
+        )
+        ref.outcome_transform = model.outcome_transform  # the real data's statistics
+        ref.load_state_dict(model.state_dict(), strict=False)
+        ref.likelihood.noise = torch.cat(  # transformed units, as the model holds them
+            [model.likelihood.noise, model.likelihood.noise.mean(-1, keepdim=True)], dim=-1
+        )
+        Xq = torch.rand(4, 2, generator=torch.Generator().manual_seed(2), dtype=DT)
+        torch.testing.assert_close(
+            conditioned.posterior(Xq).variance, ref.eval().posterior(Xq).variance,
+            atol=1e-10, rtol=0,
+        )

@@ -218,6 +218,28 @@ def test_single_objective_run_without_scalarization():
     assert h.rounds[-1].regret < 0.05  # GP-UCB finds the peak of sin(6x) on the grid
 
 
+def test_known_noise_model_is_refitted_instead_of_conditioned():
+    grid = torch.linspace(0, 1, 21, dtype=DT).unsqueeze(-1)
+    calls = []
+
+    def model_factory(X, Y):  # the known variances are the factory's: 0.01 per reading
+        calls.append(X.shape[0])
+        m = SingleTaskGP(X, Y, train_Yvar=torch.full_like(Y, 0.01), outcome_transform=None)
+        m.covar_module.lengthscale = 0.2
+        return m
+
+    h = run_bo_loop(
+        observe=lambda X: torch.sin(6 * X),
+        initial_X=grid[:2],
+        num_rounds=3,
+        model_factory=model_factory,
+        acquisition_factory=lambda model, s: UpperConfidenceBound(model, beta=4.0),
+        optimizer=FiniteArmOptimizer(grid),
+    )
+    assert calls == [2, 3, 4, 5]  # update="condition" refits: only the factory knows Yvar
+    torch.testing.assert_close(h.model.likelihood.noise, torch.full((5,), 0.01, dtype=DT))
+
+
 def test_continuous_regret_is_polished_beyond_the_grid():
     c = 0.3137
 
