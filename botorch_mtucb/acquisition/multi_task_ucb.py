@@ -22,7 +22,8 @@ Two upper confidence bounds on s_λ(f(x)), both from the same confidence radius 
   - Linear s_λ: take w = λ: s_λ(f) ≤ λᵀμ + β √(λᵀΓλ)   (≤ ‖λ‖₂ β ‖Γ‖^{1/2}).
   - Chebyshev s_λ: take w = e_i for each i: f_i ≤ μ_i + β σ_i, σ_i² = Γ_ii; s_λ is monotone,
     so s_λ(f) ≤ min_i λ_i (μ_i + β σ_i − z_i)   (≤ s_λ(μ) + max_i λ_i β ‖Γ‖^{1/2}, since
-    min_i(a_i + c_i) ≤ min_i a_i + max_i c_i and σ_i² ≤ ‖Γ‖).
+    min_i(a_i + c_i) ≤ min_i a_i + max_i c_i and σ_i² ≤ ‖Γ‖). Augmented (ρ > 0): the term
+    ρ λᵀ(f − z) also takes w = λ: ρ (λᵀ(μ − z) + β √(λᵀΓλ))   (≤ ρ ‖λ‖₂ β ‖Γ‖^{1/2}).
   - Hypervolume s_λ (:class:`~botorch_mtucb.acquisition.HypervolumeScalarization`, Zhang &
     Golovin, 2020): the same axes w = e_i; s_λ is monotone, so
     s_λ(f) ≤ min_i max(0, (μ̃_i + β σ_i − z̃_i)/a_i)ⁿ, a = r∘λ, tildes: sign-corrected. The

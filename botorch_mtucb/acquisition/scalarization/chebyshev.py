@@ -14,6 +14,10 @@ estimates that front's extreme points from the model.
 
 The directional upper confidence bound takes the n task axes as directions (σ_i² = Γ_ii):
 s_λ(f(x)) ≤ min_i λ_i (μ̃_i(x) + β σ_i(x) − z̃_i) (paper 000, App. B.1; tildes: sign-corrected).
+With augmentation the linear term ρ λᵀ(f̃ − z̃) is bounded along its own direction λ̃ (λ with
+the signs of minimised objectives): ρ (λᵀ(μ̃ − z̃) + β √(λ̃ᵀΓλ̃)). Since √(λ̃ᵀΓλ̃) ≤ Σ_i λ_i σ_i
+(|Γ_ij| ≤ σ_i σ_j) and ≤ ‖λ‖₂ ‖Γ‖^{1/2}, this is tighter than bounding each axis and never
+looser than the spectral bound s_λ(μ) + L_λ β ‖Γ‖^{1/2}.
 """
 
 from __future__ import annotations
@@ -178,23 +182,45 @@ class ChebyshevScalarization(Scalarization):
 
     def _extra_constants(self, like: Tensor, signs: Tensor) -> dict[str, Tensor]:
         w, z = self.weights.to(like), self.ref_point.to(like) * signs
-        return {"signed_ref": z, "signed_weights": w * signs, "neg_weighted_ref": -(w * z)}
+        n = w.numel()
+        axes_and_weights = torch.cat(
+            [torch.eye(n, dtype=like.dtype, device=like.device), (w * signs).unsqueeze(-1)], -1
+        )
+        return {"signed_ref": z, "signed_weights": w * signs, "neg_weighted_ref": -(w * z),
+                "directions": axes_and_weights}
 
-    def directions(self, like: Tensor) -> None:
-        """``None``: the marginal variances Γ_ii (one direction e_i per objective)."""
-        return None
+    def directions(self, like: Tensor) -> Tensor | None:
+        """``None``: the marginal variances Γ_ii (one direction e_i per objective); with
+        augmentation ``n x (n + 1)``: the n task axes and λ̃ (the signed weights), whose
+        variance bounds the augmentation term."""
+        if not self.augmentation:
+            return None
+        return self._constants(like)["directions"]
 
     def directional_ucb_from_variances(
         self, mean: Tensor, var: Tensor, beta: Tensor | float
     ) -> Tensor:
-        """min_i λ_i (μ̃_i + β σ_i − z̃_i), σ_i² = Γ_ii (``var``: ``batch x n``), tildes:
-        sign-corrected; written as (λ∘s)μ + (λβ)σ − λ∘z̃ (two fused multiply-adds)."""
+        """min_i λ_i (μ̃_i + β σ_i − z̃_i), σ_i² = Γ_ii, tildes: sign-corrected; written as
+        (λ∘s)μ + (λβ)σ − λ∘z̃ (two fused multiply-adds). With augmentation ρ, plus
+        ρ (λᵀ(μ̃ − z̃) + β √(λ̃ᵀΓλ̃)) (module docstring).
+
+        Args:
+            mean: ``batch x n`` posterior mean μ(x) (original units).
+            var: ``batch x n`` marginal variances Γ_ii; with augmentation ``batch x (n + 1)``,
+                the last column λ̃ᵀΓλ̃ (the variances along :meth:`directions`).
+            beta: Confidence radius β (0-dim tensor, or a number).
+
+        Returns:
+            ``batch`` upper bounds.
+        """
         c = self._constants(mean)
+        n = c["weights"].shape[-1]
         wb = c["weights"] * beta if torch.is_tensor(beta) else _scaled(c, "weights", beta)
-        pieces = torch.addcmul(torch.addcmul(c["neg_weighted_ref"], c["signed_weights"], mean),
-                               wb, _safe_sqrt(var))
-        if self.augmentation:  # still monotone in every u_i = μ̃_i + βσ_i: a valid bound
-            return pieces.min(dim=-1).values + self.augmentation * pieces.sum(dim=-1)
+        gaps = torch.addcmul(c["neg_weighted_ref"], c["signed_weights"], mean)  # λ_i(μ̃_i − z̃_i)
+        pieces = torch.addcmul(gaps, wb, _safe_sqrt(var[..., :n]))
+        if self.augmentation:  # the linear term along its own direction λ̃
+            width = _safe_sqrt(var[..., n]) * beta
+            return pieces.min(dim=-1).values + self.augmentation * (gaps.sum(dim=-1) + width)
         return pieces.min(dim=-1).values
 
     def __repr__(self) -> str:

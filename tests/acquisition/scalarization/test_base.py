@@ -200,19 +200,39 @@ def test_augmented_lipschitz_is_valid():
 
 
 def test_augmented_directional_ucb_is_brute_force_upper_bound():
-    """The bound equals s(μ + βσ) (monotone s) and dominates s(y) for y in the box."""
+    """The bound dominates s(y) on the confidence ellipsoid {μ + β Γ^{1/2} u : ‖u‖ ≤ 1}, is
+    attained there when Γ is diagonal with one σ_i, and is never looser than the spectral
+    bound or than bounding the augmentation term axis by axis."""
     s = ChebyshevScalarization(_t([0.3, 0.7]), _t([-1.0, 0.5]), minimize=[False, True],
                                augmentation=0.05)
     g = _gen(1)
-    mean, var = torch.randn(6, 2, generator=g, dtype=DT), torch.rand(6, 2, generator=g, dtype=DT)
+    mean = torch.randn(6, 2, generator=g, dtype=DT)
+    A = torch.randn(6, 2, 2, generator=g, dtype=DT)
+    cov = A @ A.transpose(-1, -2) + 0.01 * torch.eye(2, dtype=DT)
     beta = 1.5
-    ucb = s.directional_ucb_from_variances(mean, var, beta)
-    signs = _t([1.0, -1.0])
-    torch.testing.assert_close(ucb, s(mean + beta * signs * var.sqrt()))
-    U = torch.rand(500, 6, 2, generator=g, dtype=DT) * 2 - 1  # points of the box
-    Y = mean + beta * var.sqrt() * U
+    ucb = s.directional_ucb(mean, cov, _t(beta))
+    signs, lam, z = _t([1.0, -1.0]), _t([0.3, 0.7]), _t([-1.0, 0.5])
+    w = lam * signs
+    sd = cov.diagonal(dim1=-2, dim2=-1).sqrt()
+    gaps = lam * (mean * signs - z * signs)
+    lin_sd = torch.einsum("i,bij,j->b", w, cov, w).sqrt()
+    ref = (gaps + beta * lam * sd).min(-1).values + 0.05 * (gaps.sum(-1) + beta * lin_sd)
+    torch.testing.assert_close(ucb, ref)
+    L = torch.linalg.cholesky(cov)
+    U = torch.randn(4000, 6, 2, generator=g, dtype=DT)
+    U = U / U.norm(dim=-1, keepdim=True) * torch.rand(4000, 6, 1, generator=g, dtype=DT)
+    Y = mean + beta * (L @ U.unsqueeze(-1)).squeeze(-1)
     assert bool((s(Y) <= ucb + 1e-12).all())
-    assert s.directional_ucb(mean, torch.diag_embed(var), _t(beta)).allclose(ucb)
+    per_axis = (gaps + beta * lam * sd).min(-1).values + 0.05 * (gaps + beta * lam * sd).sum(-1)
+    spectral = s(mean) + s.lipschitz * beta * torch.linalg.eigvalsh(cov)[..., -1].sqrt()
+    assert bool((ucb <= per_axis + 1e-12).all()) and bool((ucb <= spectral + 1e-12).all())
+    # Γ = I: the augmentation width is β‖λ‖₂ along λ̃, against β Σ λ_i axis by axis
+    eye = torch.eye(2, dtype=DT).expand(6, 2, 2)
+    gaps_eye = gaps + beta * lam
+    torch.testing.assert_close(
+        s.directional_ucb(mean, eye, _t(beta)),
+        gaps_eye.min(-1).values + 0.05 * (gaps.sum(-1) + beta * lam.norm()),
+    )
 
 
 def test_augmentation_makes_the_maximiser_pareto_optimal():

@@ -32,10 +32,17 @@ def test_value_and_directional_bound_by_hand():
     sign = torch.tensor([1.0, -1.0, 1.0], dtype=DT)
     pieces = lam * (Y * sign - z * sign)
     torch.testing.assert_close(s(Y), pieces.min(-1).values + 0.05 * pieces.sum(-1))
-    var = torch.rand(6, 3, generator=g, dtype=DT)
-    upper = lam * (Y * sign + 2.0 * var.sqrt() - z * sign)
-    torch.testing.assert_close(s.directional_ucb_from_variances(Y, var, 2.0),
-                               upper.min(-1).values + 0.05 * upper.sum(-1))
+    var = torch.rand(6, 4, generator=g, dtype=DT)  # Γ_ii and, last, λ̃ᵀΓλ̃
+    gaps = lam * (Y * sign - z * sign)
+    upper = gaps + 2.0 * lam * var[:, :3].sqrt()
+    augmented = upper.min(-1).values + 0.05 * (gaps.sum(-1) + 2.0 * var[:, 3].sqrt())
+    torch.testing.assert_close(s.directional_ucb_from_variances(Y, var, 2.0), augmented)
+    torch.testing.assert_close(s.directions(Y), torch.cat([torch.eye(3, dtype=DT),
+                                                           (lam * sign).unsqueeze(-1)], -1))
+    plain = ChebyshevScalarization(lam, z, minimize=[False, True, False])
+    assert plain.directions(Y) is None
+    torch.testing.assert_close(plain.directional_ucb_from_variances(Y, var[:, :3], 2.0),
+                               upper.min(-1).values)
 
 
 def _nondominated_by_loops(Y):
