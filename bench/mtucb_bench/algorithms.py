@@ -238,8 +238,7 @@ def _practical(independent: bool, every_round: bool = False,
                trust_region: bool = False, thompson: bool = False,
                hypervolume: bool = False, improvement: bool = False,
                expected: bool = False, known_ref: bool = False,
-               per_task: bool = False, log_space_priors: bool = False,
-               log_restarts: bool = False) -> _Builder:
+               per_task: bool = False, log_space_priors: bool = False) -> _Builder:
     """MT-UCB / IT-UCB: scale-free augmented Chebyshev, β = 1; warm-started refits on the
     loop's :class:`RefitSchedule` (``every_round``: a cold refit after every round, the
     entries' behaviour before the schedule, ``MT-UCB-refit`` / ``IT-UCB-refit``;
@@ -256,9 +255,7 @@ def _practical(independent: bool, every_round: bool = False,
     term, ``practical_multitask_gp(..., per_task=True)``, ``LMC-LogEHVI-z``, ``LMC-UCB`` and,
     with ``improvement``, ``LMC-UCB-HVI``; ``log_space_priors``: the practical model's priors as
     densities of log θ, ``practical_multitask_gp(..., log_space_priors=True)``, with
-    ``improvement`` ``MT-UCB-HVI-logprior``; ``log_restarts``: the warm-started refits' cold
-    repeat only when the data have grown by a quarter since the last cold fit,
-    ``WarmStartPracticalFactory(restart=RefitSchedule(0, 0.25))``, ``LMC-LogEHVI-z-logr``)."""
+    ``improvement`` ``MT-UCB-HVI-logprior``)."""
 
     def build(problem: MultiTaskProblem, cfg: RunConfig) -> AlgorithmSetup:
         bounds = problem.bounds
@@ -268,10 +265,8 @@ def _practical(independent: bool, every_round: bool = False,
                 return practical_multitask_gp(X, Y, bounds, independent, per_task=per_task,
                                               log_space_priors=log_space_priors)
         else:
-            model_factory = WarmStartPracticalFactory(
-                bounds, independent, per_task=per_task, log_space_priors=log_space_priors,
-                restart=RefitSchedule(every_round_until=0, growth=0.25) if log_restarts else True,
-            )
+            model_factory = WarmStartPracticalFactory(bounds, independent, per_task=per_task,
+                                                      log_space_priors=log_space_priors)
 
         def acq(model: Model, scal: Scalarization | None) -> AcquisitionFunction:
             if ref_point is None:  # with the problem's z the acquisition ignores λ and z
@@ -380,11 +375,6 @@ MT_ALGORITHMS: list[AlgorithmSpec] = [
                   "model of coregionalisation, practical_multitask_gp(per_task=True))",
                   _practical(False, expected=True, known_ref=True, per_task=True),
                   practical=True),
-    AlgorithmSpec("LMC-LogEHVI-z-logr", "multi_task",
-                  "LMC-LogEHVI-z with the cold repeat of a refit only when the data have grown "
-                  "by a quarter since the last cold fit (restarts grow like log N)",
-                  _practical(False, expected=True, known_ref=True, per_task=True,
-                             log_restarts=True), practical=True),
     AlgorithmSpec("LMC-UCB-HVI", "multi_task",
                   "MT-UCB-HVI (the loop's default for n <= 4) on the ICM plus one scaled "
                   "Matern-5/2 per objective (practical_multitask_gp(per_task=True))",
