@@ -336,6 +336,10 @@ class MultiTaskGPBase(
         Returns:
             ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
             ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
+
+        The joint covariance of the ``q`` points is formed densely, O((q·n)²) memory: to
+        predict at many points independently pass them as ``Q x 1 x d`` (or call
+        :meth:`task_posterior`), which forms only the ``n x n`` block of each point.
         """
         X = self._check_X(X)
         if X.shape[:-2].numel() == 0:  # GPyTorch's multitask distributions need a batch
