@@ -135,12 +135,12 @@ def practical_multitask_gp(
     kernel, and Appendix C.4 instantiates its information gain for such sums); it is no longer
     separable, so the model takes its dense path, slower than the ICM's Kronecker one.
 
-    **Cost.** The ICM fit works in B's eigenbasis: n problems of size N. The ``per_task`` and
-    ``independent`` fits factorise the dense ``Nn x Nn`` covariance at every likelihood
-    evaluation, O((Nn)³) (``independent`` does not yet exploit its block-diagonal
-    structure), so from a few hundred rows times tasks they cost many times the ICM's fit
-    and BoTorch's batched ``SingleTaskGP``; :class:`WarmStartPracticalFactory`'s sparse mode
-    fits them on its subset of ``fit_subset_size`` rows, still densely.
+    **Cost.** The ICM fit works in B's eigenbasis: n problems of size N, and so does the
+    ``independent`` fit (n blocks of N x N). The ``per_task`` fit factorises the dense
+    ``Nn x Nn`` covariance at every likelihood evaluation, O((Nn)³), so from a few hundred
+    rows times tasks it costs many times the ICM's fit and BoTorch's batched
+    ``SingleTaskGP``; :class:`WarmStartPracticalFactory`'s sparse mode fits it on its subset
+    of ``fit_subset_size`` rows, still densely.
 
     Args:
         train_X: ``N x d`` training inputs (not modified).

@@ -221,3 +221,39 @@ def test_objective_on_cuda_equals_cpu() -> None:
         values.append(objective(objective.x0))
     assert abs(values[0][0] - values[1][0]) < 1e-10
     np.testing.assert_allclose(values[0][1], values[1][1], atol=1e-9, rtol=1e-8)
+
+
+def _independent_zero_mean(X, Y, b):
+    """Zero mean, one scaled Matérn per task (no learned or fixed B: a block-diagonal Σ)."""
+    d, n = X.shape[-1], Y.shape[-1]
+    kernel = IndependentTasksKernel(
+        [ScaleKernel(MaternKernel(nu=2.5, ard_num_dims=d)) for _ in range(n)]
+    )
+    return ExactMultiTaskGP(X, Y, covar_module=kernel, learn_noise=True, noise=0.05).to(DT)
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+@pytest.mark.parametrize("profile", [False, True])
+def test_block_diagonal_route_equals_the_dense_one(route: str, profile: bool, monkeypatch):
+    """Independent tasks take n Choleskys of N x N blocks; the value, gradient and profiled
+    constants equal those of the dense Nn x Nn route and of GPyTorch's likelihood."""
+    monkeypatch.setattr(fit_closure_lmc, "LMC_NUMPY_MAX_SIZE", ROUTES[route])
+    X, Y, bounds = _data(5, 11, 3, 3)
+    for build in (MODELS["independent"], _independent_zero_mean):
+        model = build(X, Y, bounds)
+        _perturb(model, 5)
+        mll = ExactMarginalLogLikelihood(model.likelihood, model).train()
+        objective = lmc_fit_objective(mll, profile_mean=profile)
+        assert objective._block_diagonal
+        value, grad = objective(objective.x0)
+        c_blocks = objective._last[1].copy()
+        objective._block_diagonal = False
+        dense_value, dense_grad = objective(objective.x0)
+        assert abs(value - dense_value) < 1e-11 * max(1.0, abs(dense_value))
+        np.testing.assert_allclose(grad, dense_grad, atol=1e-10, rtol=1e-9)
+        np.testing.assert_allclose(c_blocks, objective._last[1], atol=1e-10, rtol=1e-9)
+        if not profile:
+            ref_value, ref_grad, _ = _reference(mll)
+            assert abs(value - ref_value) < 1e-10 * max(1.0, abs(ref_value))
+            np.testing.assert_allclose(grad, ref_grad, atol=1e-9, rtol=1e-8)
+    assert not _objective("per_task", 5)[0]._block_diagonal
