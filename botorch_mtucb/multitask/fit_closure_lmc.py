@@ -356,7 +356,7 @@ class LMCFitObjective(FlatFitObjective):
         self._kernel_grads(xp, v, mats, W4, Wb, grads)
         return head, grads, c
 
-    def _constants(self, xp: Any, v: dict[str, Any], A: Any, b: Any) -> Any:
+    def _mean_constants(self, xp: Any, v: dict[str, Any], A: Any, b: Any) -> Any:
         """The constants: zero, profiled (``A c = b``; ``A`` a matrix, or a vector for a
         diagonal system) or the model's."""
         if self._zero_mean:
@@ -377,7 +377,7 @@ class LMCFitObjective(FlatFitObjective):
         if self.profiled and not self._zero_mean:
             A = Sinv.reshape(N, n, N, n).sum(2).sum(0)
             b = (Sinv @ Y.reshape(-1)).reshape(N, n).sum(0)
-        c = self._constants(xp, v, A, b)
+        c = self._mean_constants(xp, v, A, b)
         r = (Y - c).reshape(-1)
         alpha = Sinv @ r
         head = xp.stack([r @ alpha, 2.0 * xp.log(xp.diagonal(L)).sum()])
@@ -400,7 +400,7 @@ class LMCFitObjective(FlatFitObjective):
         A = b = None
         if self.profiled and not self._zero_mean:
             A, b = Sinv.sum((-2, -1)), (Sinv @ Yb[..., None]).sum((-2, -1))
-        c = self._constants(xp, v, A, b)
+        c = self._mean_constants(xp, v, A, b)
         R = Yb - c[:, None]
         alpha = (Sinv @ R[..., None])[..., 0]
         logdet = 2.0 * xp.log(xp.einsum("...ii->...i", L)).sum()
