@@ -144,6 +144,12 @@ class _Modules:
         items.append(module)
         return len(items) - 1
 
+    @property
+    def block_diagonal(self) -> bool:
+        """Whether every term sits on one task's unit matrix (independent tasks): Σ is then
+        block-diagonal, ``n`` blocks of ``N x N``."""
+        return all(t.task[0] == "unit" for t in self.terms)
+
     def add(self, kernel: Kernel, d: int, task: tuple[str, Any]) -> bool:
         found = _scaled_matern(kernel, d)
         if found is None:
@@ -227,8 +233,7 @@ class LMCFitObjective(FlatFitObjective):
         self._xc, self._Y = (xc.numpy(), Y.numpy()) if self._xp is np else (xc, Y)
         self._zero_mean = bool(model._zero_mean)
         self._terms = modules.terms
-        #: Σ is block-diagonal over the tasks (every term on one task's unit matrix).
-        self._block_diagonal = all(t.task[0] == "unit" for t in modules.terms)
+        self._block_diagonal = modules.block_diagonal  # n blocks of N x N
         self._nus = [float(k.nu) for k in modules.materns]
         raw: dict[str, Tensor] = {"noise": mll.likelihood.raw_noise}
         maps: dict[str, _Positive | None] = {
@@ -492,8 +497,7 @@ def lmc_fit_objective(
     modules = _collect(model.covar_module, d)
     if modules is None:
         return None
-    block_diagonal = all(t.task[0] == "unit" for t in modules.terms)  # n blocks of N x N
-    if (N if block_diagonal else N * n) > LMC_CLOSED_FORM_MAX_SIZE:
+    if (N if modules.block_diagonal else N * n) > LMC_CLOSED_FORM_MAX_SIZE:
         return None
     objective = LMCFitObjective(mll, modules, profile_mean=profile_mean)
     return objective if objective.supported else None
