@@ -33,9 +33,11 @@ Files written to ``out_dir`` (one folder per configuration, every file written a
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,45 @@ __all__ = [
 
 BAYES_SAMPLES = 256
 _LOCK = threading.Lock()
+_LOCK_OPTIMA = threading.Lock()
+_OPTIMA: OrderedDict[str, torch.Tensor] = OrderedDict()  # fingerprint -> max_x s_λ(f(x))
+_OPTIMA_SIZE = 32
+
+
+def _optima_key(*parts: object) -> str:
+    """A fingerprint of everything the polished optima depend on: tensors by their bytes."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, torch.Tensor):
+            t = part.detach().to("cpu", torch.float64).contiguous()
+            h.update(repr(tuple(t.shape)).encode())
+            h.update(t.numpy().tobytes())
+        else:
+            h.update(repr(part).encode())
+        h.update(b"|")
+    return h.hexdigest()
+
+
+def _cached_optima(problem: MultiTaskProblem, F_ref: torch.Tensor, W: torch.Tensor,
+                   scalarization: str) -> torch.Tensor:
+    """:func:`scalarized_optima` of the trial's Monte-Carlo λ, computed once per process for
+    all the algorithms of a trial: the optima depend on the problem instance and the λ's, not
+    on the algorithm, and the polish is most of a short trial's metric time."""
+    polish = getattr(problem, "polish_regret", True)
+    bounds = problem.bounds if polish else None
+    key = _optima_key(type(problem).__qualname__, problem.name, problem.regret_X, F_ref, W,
+                      scalarization, problem.ref_point, bounds)
+    with _LOCK_OPTIMA:
+        if key in _OPTIMA:
+            _OPTIMA.move_to_end(key)
+            return _OPTIMA[key].clone()
+    optima = scalarized_optima(problem.f, problem.regret_X, W, scalarization, problem.ref_point,
+                               bounds)
+    with _LOCK_OPTIMA:
+        _OPTIMA[key] = optima.clone()
+        while len(_OPTIMA) > _OPTIMA_SIZE:
+            _OPTIMA.popitem(last=False)
+    return optima
 
 
 def _design(problem: MultiTaskProblem, design: str | None) -> InitialDesign:
@@ -191,9 +232,7 @@ def run_trial(
         optima = None
         if not problem.is_finite:  # grid maximiser of each Monte-Carlo λ, polished where
             # f is cheap and differentiable (not a simulator: SuiteProblem.polish_regret)
-            polish = getattr(problem, "polish_regret", True)
-            optima = scalarized_optima(true_f, regret_X, W, scalarization, problem.ref_point,
-                                       problem.bounds if polish else None)
+            optima = _cached_optima(problem, F_ref, W, scalarization)
         bayes = bayes_regret(F_ref, F_q, W, scalarization, problem.ref_point, optima)[n0:]
         if problem.num_objectives <= MAX_HYPERVOLUME_OBJECTIVES:
             hv = hypervolume_curve(F_q, problem.ref_point)[n0:]

@@ -9,6 +9,7 @@ import shutil
 import stat
 
 import pytest
+import torch
 
 from mtucb_bench import runner
 from mtucb_bench.cli import main
@@ -305,6 +306,7 @@ def test_bayes_regret_polishes_only_where_the_problem_allows(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(runner, "scalarized_optima", spy)
+    monkeypatch.setattr(runner, "_OPTIMA", type(runner._OPTIMA)())  # nothing remembered
     loop_bounds = []
     real_loop = runner.run_bo_loop
 
@@ -321,3 +323,36 @@ def test_bayes_regret_polishes_only_where_the_problem_allows(monkeypatch):
     assert seen[0] is not None and seen[1] is None
     # and the per-round regret r_t is polished (regret_bounds) only where allowed too
     assert loop_bounds[0] is not None and loop_bounds[1] is None
+
+
+def test_bayes_regret_optima_computed_once_per_trial_instance(monkeypatch):
+    """The polished optima max_x s_λ(f(x)) depend on the problem instance and the trial's λ's,
+    not on the algorithm: a second algorithm of the same trial reuses them (same Bayes
+    regret as a fresh computation), another trial seed or another instance computes anew."""
+    import dataclasses
+
+    from mtucb_bench.mo_suite_problems import make_suite_problem
+
+    calls = []
+    real = runner.scalarized_optima
+
+    def spy(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(runner, "scalarized_optima", spy)
+    monkeypatch.setattr(runner, "_OPTIMA", type(runner._OPTIMA)())
+    problem = make_suite_problem("zdt1", seed=0)
+    kw = dict(horizon=2, initial_design="sobol:5")
+    first = runner.run_trial(problem, "Sobol", seed=0, **kw)
+    second = runner.run_trial(problem, "MT-UCB", seed=0, **kw)
+    assert len(calls) == 1
+    monkeypatch.setattr(runner, "_OPTIMA", type(runner._OPTIMA)())
+    fresh = runner.run_trial(problem, "MT-UCB", seed=0, **kw)
+    assert len(calls) == 2 and torch.equal(second.bayes, fresh.bayes)
+    assert first.bayes.isfinite().all()
+    runner.run_trial(problem, "Sobol", seed=1, **kw)  # other λ's
+    assert len(calls) == 3
+    shifted = dataclasses.replace(problem, ref_point=problem.ref_point - 1.0)
+    runner.run_trial(shifted, "Sobol", seed=0, **kw)  # another reference point
+    assert len(calls) == 4
