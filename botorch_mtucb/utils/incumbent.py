@@ -40,7 +40,8 @@ def robust_incumbent(
     """The evaluated point with the best posterior mean among those with a trusted reading.
 
     A row ``x`` of ``X`` is excluded iff the model has readings at ``x`` (training inputs
-    equal to ``x``) and all of them are flagged; the incumbent is
+    equal to ``x``, compared in the coarser float type when ``X``'s and the model's differ)
+    and all of them are flagged; the incumbent is
     ``argmax_{x not excluded} μ(x)``.
 
     Args:
@@ -95,5 +96,9 @@ def _excluded(model: Model, X: Tensor, suspicious: Tensor) -> Tensor:
             f"{tuple(suspicious.shape) if torch.is_tensor(suspicious) else suspicious!r}."
         )
     flags = suspicious.to(device=X.device, dtype=torch.bool)
-    same = (X.unsqueeze(-2) == T.to(X).unsqueeze(-3)).all(dim=-1)  # t_X x t: readings at x
+    # compared in the coarser of the two float types: a point rounded to float32 on one side
+    # is still the point of its reading on the other
+    coarse = X.dtype if torch.finfo(X.dtype).eps >= torch.finfo(T.dtype).eps else T.dtype
+    Xc, Tc = X.to(coarse), T.to(device=X.device, dtype=coarse)
+    same = (Xc.unsqueeze(-2) == Tc.unsqueeze(-3)).all(dim=-1)  # t_X x t: readings at x
     return same.any(dim=-1) & ~(same & ~flags).any(dim=-1)
