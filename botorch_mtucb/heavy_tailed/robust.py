@@ -296,7 +296,8 @@ class RobustGP(TruncatedGP):
     ) -> None:
         """
         Args:
-            train_X: ``t x d`` inputs (any box; ``t ≥ 2``).
+            train_X: ``t x d`` inputs (any box; ``t ≥ 1``; fewer than
+                :data:`MIN_SCREENED` readings are not screened).
             train_Y: ``t x 1`` raw rewards (maximisation).
             bounds: ``2 x d`` box (lower; upper) normalised to the unit cube for the kernel
                 fit (its lengthscale prior assumes the unit cube). ``None``: the data's own
@@ -308,12 +309,12 @@ class RobustGP(TruncatedGP):
 
         Raises:
             TypeError: if ``train_X`` / ``train_Y`` are not float tensors.
-            ValueError: for wrong shapes, non-finite values, ``t < 2``, bad ``bounds``,
+            ValueError: for wrong shapes, non-finite values, ``t = 0``, bad ``bounds``,
                 ``threshold`` or ``spread_threshold``.
         """
         X, y = check_training_data(train_X, train_Y)
-        if X.shape[0] < 2:
-            raise ValueError(f"`train_X` must hold at least 2 observations, got {X.shape[0]}.")
+        if X.shape[0] < 1:
+            raise ValueError("`train_X` must hold at least 1 observation, got 0.")
         threshold, spread_threshold = float(threshold), float(spread_threshold)
         if not threshold > 0.0 or threshold == float("inf"):
             raise ValueError(f"`threshold` must be a positive finite number, got {threshold!r}.")
@@ -379,7 +380,7 @@ def robust_gp(train_X: Tensor, train_Y: Tensor, bounds: Tensor | None = None) ->
     are fitted here; rebuild the model each round.
 
     Args:
-        train_X: ``t x d`` inputs in any box (``t ≥ 2``; float32 or float64, the model follows
+        train_X: ``t x d`` inputs in any box (``t ≥ 1``; float32 or float64, the model follows
             their dtype and device).
         train_Y: ``t x 1`` raw rewards (maximisation), same dtype.
         bounds: ``2 x d`` box of the search space, mapped to the unit cube for the kernel fit;
@@ -391,7 +392,7 @@ def robust_gp(train_X: Tensor, train_Y: Tensor, bounds: Tensor | None = None) ->
 
     Raises:
         TypeError: if ``train_X`` / ``train_Y`` are not float tensors.
-        ValueError: for batched or wrongly shaped data, non-finite values, ``t < 2`` or bad
+        ValueError: for batched or wrongly shaped data, non-finite values, ``t = 0`` or bad
             ``bounds``.
 
     Warns:

@@ -380,7 +380,7 @@ class AxRobustGP(RobustGP):
         """Model inputs from an Ax/BoTorch dataset.
 
         Args:
-            training_data: ``SupervisedDataset`` with ``X: t x d`` (``t ≥ 2``) and ``Y: t x 1``.
+            training_data: ``SupervisedDataset`` with ``X: t x d`` (``t ≥ 1``) and ``Y: t x 1``.
             **kwargs: Options of :class:`~botorch_mtucb.models.RobustGP`: ``threshold`` (``c``
                 of the flag rule) and ``bounds`` (``2 x d`` box mapped to the unit cube for
                 the kernel fit; default the unit cube, Ax's ``UnitX`` space; ``None``: the

@@ -124,6 +124,30 @@ def test_robust_strategy_refuses_options_it_does_not_take() -> None:
             heavy_tailed_generation_strategy(beta=2.0)
 
 
+def test_robust_strategy_with_one_sobol_trial() -> None:
+    """``num_initial_trials=1`` (documented ≥ 1): the first BO trial fits the robust model on
+    the one reading there is (SingleTaskGP's fit: nothing is screened below
+    ``MIN_SCREENED`` readings), not an error."""
+    client = Client(random_seed=0)
+    client.configure_experiment(parameters=[
+        RangeParameterConfig(name=n, parameter_type="float", bounds=(0.0, 1.0))
+        for n in ("x0", "x1")])
+    client.configure_optimization(objective="y")
+    client.set_generation_strategy(heavy_tailed_generation_strategy(
+        num_initial_trials=1, seed=0, optimizer_options=FAST_OPT))
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            for idx, p in client.get_next_trials(max_trials=1).items():
+                client.complete_trial(idx, raw_data={"y": _f(p)})
+            surrogate = getattr(client._generation_strategy.adapter.generator, "surrogate", None)
+            seen.append(None if surrogate is None else surrogate.model.train_X.shape[0])
+    nodes = client.summarize()["generation_node"].tolist()
+    assert "Sobol" in nodes[0] and all("BoTorch" in g for g in nodes[1:])
+    assert seen[1:] == [1, 2]
+
+
 # --------------------------------------------------------------------------- model
 
 
