@@ -281,7 +281,8 @@ def fit_gp_on_targets(X: Tensor, targets: Tensor) -> FittedTargetGP:
     lengthscales, the noise and the constant; converted from standardised units (outcome
     mean ``ȳ``, std ``s``): ``ScaleKernel`` with outputscale ``s²``, ``λ = η s²`` and
     ``c = ȳ + s c̃``. A zero-mean GP with this kernel and ``λ`` on ``targets − c`` has
-    ``SingleTaskGP``'s posterior (plus ``c``). Hyperparameters are returned frozen.
+    ``SingleTaskGP``'s posterior (plus ``c``). Hyperparameters are returned frozen. The fit
+    runs in float64 whatever the data's dtype; the results follow the data's dtype and device.
 
     Args:
         X: ``t x d`` inputs (the kernel's lengthscale prior assumes the unit cube).
@@ -296,18 +297,24 @@ def fit_gp_on_targets(X: Tensor, targets: Tensor) -> FittedTargetGP:
         >>> fit.kernel.outputscale.shape, fit.lam > 0, fit.mean.shape
         (torch.Size([]), True, torch.Size([]))
     """
+    # fitted in float64 whatever the data's dtype (a float32 marginal-likelihood fit can land
+    # on other hyperparameters); the results are returned in the data's dtype
+    fit_dtype = torch.promote_types(X.dtype, torch.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant (all-truncated) targets are legitimate
-        gp = SingleTaskGP(X, targets.unsqueeze(-1), outcome_transform=Standardize(m=1))
+        gp = SingleTaskGP(X.to(fit_dtype), targets.to(fit_dtype).unsqueeze(-1),
+                          outcome_transform=Standardize(m=1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
     transform = gp.outcome_transform
     s = transform.stdvs.squeeze().detach()
-    kernel = ScaleKernel(copy.deepcopy(gp.covar_module)).to(X)
+    kernel = ScaleKernel(copy.deepcopy(gp.covar_module))
     kernel.outputscale = s.square()
+    kernel = kernel.to(X)
     for p in kernel.parameters():
         p.requires_grad_(False)
     mean = transform.means.squeeze().detach() + s * gp.mean_module.constant.squeeze().detach()
-    return FittedTargetGP(kernel, float(gp.likelihood.noise.squeeze().detach() * s.square()), mean)
+    lam = float(gp.likelihood.noise.squeeze().detach() * s.square())
+    return FittedTargetGP(kernel, lam, mean.to(X.dtype))
 
 
 def fit_kernel_on_targets(X: Tensor, targets: Tensor) -> tuple[Kernel, float]:
