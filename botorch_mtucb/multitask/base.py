@@ -337,9 +337,12 @@ class MultiTaskGPBase(
             ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
             ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
 
-        The joint covariance of the ``q`` points is formed densely, O((q·n)²) memory: to
-        predict at many points independently pass them as ``Q x 1 x d`` (or call
-        :meth:`task_posterior`), which forms only the ``n x n`` block of each point.
+        The joint covariance of the ``q`` points is formed densely, O((q·n)²) memory, except
+        on the exact ICM posterior (the default kernel, complete data) with ``q·n`` above
+        :data:`~botorch_mtucb.multitask.solver_cache.LAZY_JOINT_SIZE`: there it stays a lazy
+        ``K_qq ⊗ B − R Rᵀ`` whose mean and variances cost O(q·n·t) (a sample still factors
+        it densely). To predict at many points independently, pass them as ``Q x 1 x d`` (or
+        call :meth:`task_posterior`), which forms only the ``n x n`` block of each point.
         """
         X = self._check_X(X)
         if X.shape[:-2].numel() == 0:  # GPyTorch's multitask distributions need a batch
@@ -348,7 +351,7 @@ class MultiTaskGPBase(
                 "one batch element (an empty `q` is fine, and `task_posterior` accepts both)."
             )
         X = self.transform_inputs(X)
-        mean, cov = self._predict(X, full_cov=True)
+        mean, cov = self._predict_joint(X)
         mean = self._prior_mean(X, mean)
         observation_noise = self._observation_noise(mean, observation_noise)
         mvn = joint_task_mvn(mean, cov, self.noise, observation_noise, output_indices)

@@ -49,8 +49,13 @@ from torch import Tensor
 from torch.nn.modules import module as module_hooks
 
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, ProjectedPredictor
+from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
-__all__ = ["SolverCacheMixin"]
+__all__ = ["LAZY_JOINT_SIZE", "SolverCacheMixin"]
+
+#: ``q·n`` above which ``posterior`` keeps an exact ICM posterior's joint covariance lazy
+#: (``K_qq ⊗ B − R Rᵀ``): mean and variances then cost O(q n r) memory, not O((q n)²).
+LAZY_JOINT_SIZE = 1024
 
 #: Bumped whenever any module (re)assigns a parameter, buffer or submodule: the models' list of
 #: state tensors (for the solver cache key) is then collected again, and otherwise reused
@@ -174,6 +179,17 @@ class SolverCacheMixin:
         solver = self.solver()
         mean, cov = solver.predict(X.to(solver.dtype), full_cov=full_cov)
         return mean.to(X.dtype), cov.to(X.dtype)
+
+    def _predict_joint(self, X: Tensor) -> tuple[Tensor, Tensor | KroneckerLowRankCovariance]:
+        """:meth:`_predict` with ``full_cov``, the covariance kept lazy for ``q > 1`` points
+        and ``q·n >`` :data:`LAZY_JOINT_SIZE` where the solver allows it."""
+        q = X.shape[-2]
+        if q > 1 and q * self.num_tasks > LAZY_JOINT_SIZE and X.shape[:-1].numel() > 0:
+            solver = self.solver()
+            lazy = solver.predict_lazy_joint(X.to(solver.dtype))
+            if lazy is not None:
+                return lazy[0].to(X.dtype), lazy[1].to(X.dtype)
+        return self._predict(X, full_cov=True)
 
     def _empty_prediction(self, X: Tensor, full_cov: bool) -> tuple[Tensor, Tensor]:
         """The (empty) prediction at an ``X`` without points: shapes as in :meth:`_predict`."""

@@ -8,16 +8,28 @@ The posterior over ``q`` points and ``n`` tasks is one Gaussian with mean ``μ_t
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from botorch.exceptions.errors import BotorchTensorDimensionError, InputDataError
 from gpytorch.distributions import MultitaskMultivariateNormal, MultivariateNormal
 from gpytorch.means import Mean
-from linear_operator.operators import to_linear_operator
+from linear_operator.operators import (
+    KroneckerProductLinearOperator,
+    LinearOperator,
+    MatmulLinearOperator,
+    to_linear_operator,
+)
 from torch import Tensor
 
 from botorch_mtucb.utils.validation import check_finite
 
-__all__ = ["ZeroMultitaskMean", "joint_task_mvn", "validate_train_data"]
+__all__ = [
+    "KroneckerLowRankCovariance",
+    "ZeroMultitaskMean",
+    "joint_task_mvn",
+    "validate_train_data",
+]
 
 #: The dtypes the models compute in (bfloat16 and float16 lack the range and precision).
 _DTYPES = (torch.float32, torch.float64)
@@ -41,9 +53,60 @@ class ZeroMultitaskMean(Mean):
         return x.new_zeros(*x.shape[:-1], self.num_tasks)
 
 
+class KroneckerLowRankCovariance(NamedTuple):
+    r"""A joint ICM posterior covariance kept lazy: ``Σ = K_qq ⊗ B − R Rᵀ`` (interleaved).
+
+    With ``B = Σ_i ξ_i u_i u_iᵀ`` the ICM posterior covariance of ``q`` points is
+    ``Σ_i S_i ⊗ u_i u_iᵀ`` with ``S_i = ξ_i K_qq − A_i A_iᵀ`` (paper 000, §3.3), i.e.
+    ``K_qq ⊗ B − R Rᵀ`` with the columns of ``R`` the blocks ``A_i ⊗ u_i``. Its diagonal costs
+    O(q n r), against O((q n)²) memory for the dense matrix; a sample still factors it densely.
+
+    Attributes:
+        data_covar: ``batch x q x q`` ``K_qq`` (a lazily evaluated kernel).
+        task_covar: ``batch x n x n`` ``B`` (eigenvalues clamped at 0).
+        root: ``batch x (q·n) x r`` ``R``.
+    """
+
+    data_covar: LinearOperator
+    task_covar: Tensor
+    root: Tensor
+
+    @classmethod
+    def from_directions(
+        cls, data_covar: LinearOperator, U: Tensor, xi: Tensor, A: Tensor
+    ) -> KroneckerLowRankCovariance:
+        """From ``B``'s eigenvectors ``U`` (``[batch x] n x n``, columns ``u_i``), eigenvalues
+        ``ξ`` (``[batch x] n``) and the direction roots ``A`` (``batch x n x q x r``)."""
+        B = (U * xi.unsqueeze(-2)) @ U.transpose(-1, -2)
+        n, q, r = A.shape[-3], A.shape[-2], A.shape[-1]
+        u = U.transpose(-1, -2).unsqueeze(-2).unsqueeze(-1)  # [batch x] i x 1 x a x 1
+        root = (A.unsqueeze(-2) * u).movedim(-4, -2)  # batch x q x a x i x r
+        root = root.reshape(*root.shape[:-4], q * n, n * r)
+        batch = torch.broadcast_shapes(data_covar.shape[:-2], B.shape[:-2], root.shape[:-2])
+        return cls(data_covar.expand(*batch, q, q), B.expand(*batch, n, n),
+                   root.expand(*batch, q * n, n * r))
+
+    def to(self, dtype: torch.dtype) -> KroneckerLowRankCovariance:
+        """The same covariance in ``dtype``."""
+        return KroneckerLowRankCovariance(self.data_covar.to(dtype), self.task_covar.to(dtype),
+                                          self.root.to(dtype))
+
+    def subset(self, tasks: Tensor) -> KroneckerLowRankCovariance:
+        """The covariance of the kept ``tasks`` (a LongTensor of task indices)."""
+        n, q = self.task_covar.shape[-1], self.data_covar.shape[-1]
+        flat = (torch.arange(q, device=tasks.device)[:, None] * n + tasks[None, :]).reshape(-1)
+        B = self.task_covar[..., tasks, :][..., :, tasks]
+        return KroneckerLowRankCovariance(self.data_covar, B, self.root[..., flat, :])
+
+    def operator(self) -> LinearOperator:
+        """``K_qq ⊗ B − R Rᵀ`` as a ``LinearOperator``."""
+        kron = KroneckerProductLinearOperator(self.data_covar, to_linear_operator(self.task_covar))
+        return kron + MatmulLinearOperator(-self.root, self.root.transpose(-1, -2))
+
+
 def joint_task_mvn(
     mean: Tensor,
-    cov: Tensor,
+    cov: Tensor | KroneckerLowRankCovariance,
     noise: Tensor,
     observation_noise: bool | Tensor = False,
     output_indices: list[int] | None = None,
@@ -52,7 +115,8 @@ def joint_task_mvn(
 
     Args:
         mean: ``batch_shape x q x n`` posterior mean.
-        cov: ``batch_shape x (q·n) x (q·n)`` interleaved posterior covariance.
+        cov: ``batch_shape x (q·n) x (q·n)`` interleaved posterior covariance, or a
+            :class:`KroneckerLowRankCovariance` (kept lazy: no dense ``(q·n)²`` matrix).
         noise: The homoscedastic noise η (added for ``observation_noise=True``): 0-dim, or
             ``batch_shape x 1 x 1`` (one η per member of batched training data).
         observation_noise: ``True`` adds η to the diagonal; a ``batch_shape x q x n`` tensor
@@ -73,39 +137,59 @@ def joint_task_mvn(
         >>> mvn = joint_task_mvn(mean, cov, torch.tensor(0.1), observation_noise=True)
         >>> mvn.mean.shape  # 4 x 2 x 3
     """
-    cov = 0.5 * (cov + cov.transpose(-1, -2))
-    n = mean.shape[-1]
-    if observation_noise is True:
-        cov = cov + noise * torch.eye(cov.shape[-1], dtype=cov.dtype, device=cov.device)
-    elif torch.is_tensor(observation_noise):
-        shape = tuple(observation_noise.shape)
-        try:
-            fits = len(shape) >= 2 and shape[-1] == n and (
-                torch.broadcast_shapes(shape, mean.shape) == mean.shape
-            )
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise BotorchTensorDimensionError(
-                f"`observation_noise` must have shape `batch_shape x q x n` = "
-                f"{tuple(mean.shape)} (or broadcast to it, with a last dimension of size {n}), "
-                f"got {shape}."
-            )
-        noise = observation_noise.expand(mean.shape).reshape(*mean.shape[:-2], -1)
-        cov = cov + torch.diag_embed(noise)
+    n, q = mean.shape[-1], mean.shape[-2]
+    extra = _observation_variances(mean, noise, observation_noise)  # batch x (q·n) or None
+    lazy = isinstance(cov, KroneckerLowRankCovariance)
+    if not lazy:
+        cov = 0.5 * (cov + cov.transpose(-1, -2))
+        if extra is not None:
+            cov = cov + torch.diag_embed(extra)
     if output_indices is not None:
         idx = torch.as_tensor(output_indices, dtype=torch.long, device=mean.device)
         if idx.numel() == 0 or idx.min() < 0 or idx.max() >= n:
             raise ValueError(f"`output_indices` must be task indices in [0, {n - 1}].")
-        q = mean.shape[-2]
         flat = (torch.arange(q, device=mean.device)[:, None] * n + idx[None, :]).reshape(-1)
         mean = mean[..., idx]
-        cov = cov[..., flat[:, None], flat[None, :]]
+        if lazy:
+            cov = cov.subset(idx)
+            extra = None if extra is None else extra[..., flat]
+        else:
+            cov = cov[..., flat[:, None], flat[None, :]]
+    if lazy:  # K ⊗ B − R Rᵀ (+ noise): the diagonal without the dense (q·n)² matrix
+        op = cov.operator()
+        cov = op if extra is None else op.add_diagonal(extra.expand(op.shape[:-1]))
     if mean.shape[-1] == 1:
         mvn = MultivariateNormal(mean.squeeze(-1), to_linear_operator(cov))
     else:  # a LinearOperator covariance: no Cholesky until something samples
         mvn = MultitaskMultivariateNormal(mean, to_linear_operator(cov), interleaved=True)
     return mvn
+
+
+def _observation_variances(
+    mean: Tensor, noise: Tensor, observation_noise: bool | Tensor
+) -> Tensor | None:
+    """The noise variances ``joint_task_mvn`` adds to the diagonal: ``batch x (q·n)`` (or
+    broadcastable to it), or ``None`` for ``observation_noise=False``."""
+    n = mean.shape[-1]
+    if observation_noise is True:
+        eta = noise.reshape(*noise.shape[:-2], 1) if noise.dim() >= 2 else noise.reshape(1)
+        return eta.expand(*eta.shape[:-1], mean.shape[-2] * n)
+    if not torch.is_tensor(observation_noise):
+        return None
+    shape = tuple(observation_noise.shape)
+    try:
+        fits = len(shape) >= 2 and shape[-1] == n and (
+            torch.broadcast_shapes(shape, mean.shape) == mean.shape
+        )
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise BotorchTensorDimensionError(
+            f"`observation_noise` must have shape `batch_shape x q x n` = "
+            f"{tuple(mean.shape)} (or broadcast to it, with a last dimension of size {n}), "
+            f"got {shape}."
+        )
+    return observation_noise.expand(mean.shape).reshape(*mean.shape[:-2], -1)
 
 
 def validate_train_data(

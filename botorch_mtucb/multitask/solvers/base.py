@@ -28,6 +28,7 @@ from torch import Tensor
 
 from botorch_mtucb.linalg.icm import Affine, ProjectedICMPredictor
 from botorch_mtucb.linalg.separable import ProjectedSeparablePredictor
+from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
 __all__ = ["MultiTaskSolver", "ProjectedPredictor", "cross_kernel", "dense"]
 
@@ -91,6 +92,12 @@ class MultiTaskSolver(ABC):
             full_cov: Joint interleaved ``batch x (q·n) x (q·n)`` covariance if ``True``,
                 else the per-point blocks ``batch x q x n x n``.
         """
+
+    def predict_lazy_joint(self, X: Tensor) -> tuple[Tensor, KroneckerLowRankCovariance] | None:
+        """Mean (``batch x q x n``) and the joint covariance kept lazy (``K_qq ⊗ B − R Rᵀ``),
+        where the solver has that structure (the exact ICM solvers); ``None`` otherwise (the
+        default: :meth:`predict` forms it densely)."""
+        return None
 
     @abstractmethod
     def information_gain(self) -> Tensor:

@@ -54,6 +54,7 @@ from botorch_mtucb.linalg.icm_cholesky import icm_likelihood_method
 from botorch_mtucb.linalg.separable import ProjectedSeparablePredictor
 from botorch_mtucb.linalg.stationary import FrozenStationaryCross
 from botorch_mtucb.multitask.solvers.base import MultiTaskSolver, cross_kernel, dense
+from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
 __all__ = [
     "POSTERIOR_EIGH_MAX_POINTS",
@@ -326,6 +327,24 @@ class ICMSolver(MultiTaskSolver):
         blocks = rot.blocks(cov)
         return mean, (blocks.squeeze(-3) if full_cov else blocks)
 
+    def predict_lazy_joint(self, X: Tensor) -> tuple[Tensor, KroneckerLowRankCovariance]:
+        """Mean and ``K_qq ⊗ B − R Rᵀ``: ``S_i = ξ_i K_qq − A_i A_iᵀ`` with
+        ``A_i = F diag(√w_i)`` and, after :meth:`extend`, the block's ``V_iᵀ`` beside it."""
+        rot = self.rotation
+        F = self._features(X)
+        mean = rot.rotated_mean(F)
+        A = F.unsqueeze(-3) * rot.weights.transpose(-1, -2).sqrt().unsqueeze(-2)  # b x n x q x r
+        if self.block_factor is not None:
+            C = self._block_cross(X, F)  # batch x n x q x m
+            mean = mean + (C @ self.block_coef.unsqueeze(-1)).squeeze(-1).transpose(-1, -2)
+            Vt = _solve_blocks(self.block_factor, C, shared=False).transpose(-1, -2)
+            rows = torch.broadcast_shapes(A.shape[:-1], Vt.shape[:-1])  # batch x n x q
+            A = torch.cat([A.expand(*rows, A.shape[-1]), Vt.expand(*rows, Vt.shape[-1])], -1)
+        cov = KroneckerLowRankCovariance.from_directions(
+            self.data_kernel(X, X), rot.U, rot.xi, A
+        )
+        return rot.to_tasks(mean), cov
+
     def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
         """``Σ_i s_i(x) (u_iᵀ w_j)²``: no ``n x n`` blocks (see the base class)."""
         rot = self.rotation
@@ -487,6 +506,16 @@ class ICMCholeskySolver(MultiTaskSolver):
             return mean, interleave_blocks(torch.einsum("...ipr,ai,bi->...parb", cov, U, U))
         blocks = (U * cov.unsqueeze(-2)) @ U.transpose(-1, -2)
         return mean, (blocks.squeeze(-3) if full_cov else blocks)
+
+    def predict_lazy_joint(self, X: Tensor) -> tuple[Tensor, KroneckerLowRankCovariance]:
+        """Mean and ``K_qq ⊗ B − R Rᵀ``: ``S_i = ξ_i K_qq − A_i A_iᵀ``, ``A_i = ξ_i V_iᵀ``."""
+        kx = self._cross(X)
+        mean = kx @ self.coef.transpose(-1, -2)
+        V = _solve_blocks(self.factor, kx, shared=True)  # batch x n x t x q
+        A = self.xi[..., :, None, None] * V.transpose(-1, -2)  # batch x n x q x t
+        cov = KroneckerLowRankCovariance.from_directions(self.data_kernel(X, X), self.U,
+                                                         self.xi, A)
+        return mean @ self.U.transpose(-1, -2), cov
 
     def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
         """``Σ_i s_i(x) (u_iᵀ w_j)²``: no ``n x n`` blocks (see the base class)."""
