@@ -333,10 +333,12 @@ class WarmStartPracticalFactory:
     **Restart schedule** (``restart`` a callable ``(t, N, N_cold) -> bool``, e.g. the loop's
     ``RefitSchedule(every_round_until=0, growth=0.25)``): the cold repeat runs only on the
     calls where ``restart(t, N, N_cold)`` is true, ``t`` the number of calls so far, ``N``
-    the rows fitted now and ``N_cold`` the rows of the last cold fit (the first call's, or the
-    last restart's); the other calls are warm fits only. A geometric schedule keeps a cold
-    fit each time the data have grown by a fixed fraction, so the restarts grow like
-    ``log N`` instead of ``N``, and a warm fit never keeps a basin for more than that growth.
+    the data's rows now and ``N_cold`` the data's rows at the last cold fit (the first
+    call's, or the last restart's); the other calls are warm fits only. In sparse mode these
+    are the rows of all the data, not of the subset the hyperparameters are fitted on. A
+    geometric schedule keeps a cold fit each time the data have grown by a fixed fraction, so
+    the restarts grow like ``log N`` instead of ``N``, and a warm fit never keeps a basin for
+    more than that growth.
 
     **Sparse mode** (``N > sparse_above``): a :class:`NystromMultiTaskGP` (paper 000, §3.2)
     with the practical model's structure (``Normalize`` on ``bounds``, ``Standardize``, ICM
@@ -483,27 +485,31 @@ class WarmStartPracticalFactory:
         an :class:`ExactMultiTaskGP`, or a :class:`NystromMultiTaskGP` when
         ``N > sparse_above``."""
         start = self._previous if self.warm else None
-        if self.sparse_above is not None and X.shape[-2] > self.sparse_above:
-            idx = self.fit_subset(X.shape[-2]).to(X.device)
-            fitted = self._fit(X[idx], Y[idx], start)
+        rows = X.shape[-2]  # the data's rows: what a restart schedule measures growth in
+        if self.sparse_above is not None and rows > self.sparse_above:
+            idx = self.fit_subset(rows).to(X.device)
+            fitted = self._fit(X[idx], Y[idx], start, rows)
             model = self._sparse_model(X, Y, fitted)
         else:
-            model = fitted = self._fit(X, Y, start)
+            model = fitted = self._fit(X, Y, start, rows)
         self._previous = fitted
         self.num_fits += 1
         return model
 
-    def _fit(self, X: Tensor, Y: Tensor, start: MultiTaskGPBase | None) -> ExactMultiTaskGP:
+    def _fit(
+        self, X: Tensor, Y: Tensor, start: MultiTaskGPBase | None, rows: int
+    ) -> ExactMultiTaskGP:
         """The exact practical model on ``(X, Y)`` fitted from ``start`` (cold when ``None``);
-        with :attr:`restart` and a warm start, also fitted cold, the better of the two kept."""
+        with :attr:`restart` and a warm start, also fitted cold, the better of the two kept.
+        ``rows``: the data's rows (more than ``X``'s in sparse mode, which fits a subset)."""
         model = self._unfitted(X, Y)
         fit_practical_model(model, warm_start=start, lean=self.lean)
         if start is None:
-            self._cold_rows = X.shape[-2]
+            self._cold_rows = rows
             return model
-        if not self._restart_due(X.shape[-2]):
+        if not self._restart_due(rows):
             return model
-        self._cold_rows = X.shape[-2]
+        self._cold_rows = rows
         cold = self._unfitted(X, Y)
         fit_practical_model(cold, lean=self.lean)
         if fit_objective_value(cold) > fit_objective_value(model):

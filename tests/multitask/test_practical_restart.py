@@ -76,6 +76,27 @@ def test_restart_schedule_picks_the_cold_repeats() -> None:
     assert fit_objective_value(best) >= cold - 1e-9
 
 
+def test_restart_schedule_sees_the_data_rows_in_sparse_mode() -> None:
+    """Above ``sparse_above`` the hyperparameters are fitted on a subset of fixed size; the
+    schedule still measures the data's growth (all rows), so a geometric schedule keeps
+    restarting as the data grow instead of seeing the subset's constant size."""
+    X, Y = _noisy(6, 120)
+    calls = []
+
+    def grows_by_half(t: int, N: int, N_cold: int) -> bool:
+        calls.append((t, N, N_cold))
+        return N >= 1.5 * N_cold
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        factory = WarmStartPracticalFactory(BOUNDS, restart=grows_by_half, sparse_above=10,
+                                            fit_subset_size=10,
+                                            generator=torch.Generator().manual_seed(0))
+        for N in (8, 20, 40, 60, 120):
+            factory(X[:N], Y[:N])
+    assert calls == [(1, 20, 8), (2, 40, 20), (3, 60, 40), (4, 120, 60)]
+
+
 def test_restart_must_be_a_bool_or_a_schedule() -> None:
     with pytest.raises(ValueError, match="`restart` must be a bool or a callable"):
         WarmStartPracticalFactory(BOUNDS, restart="sometimes")
