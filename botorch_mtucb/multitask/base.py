@@ -338,10 +338,10 @@ class MultiTaskGPBase(
             ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
 
         The joint covariance of the ``q`` points is formed densely, O((q·n)²) memory, except
-        on the exact ICM posterior (the default kernel, complete data) with ``q·n`` above
-        :data:`~botorch_mtucb.multitask.solver_cache.LAZY_JOINT_SIZE`: there it stays a lazy
-        ``K_qq ⊗ B − R Rᵀ`` whose mean and variances cost O(q·n·t) (a sample still factors
-        it densely). To predict at many points independently, pass them as ``Q x 1 x d`` (or
+        on an ICM posterior (the default kernel, complete data; exact or MT-BKB) with ``q·n``
+        above :data:`~botorch_mtucb.multitask.solver_cache.LAZY_JOINT_SIZE`: there it stays a
+        lazy ``K_qq ⊗ B − R Rᵀ`` whose mean and variances cost O(q·n·t) (a sample still
+        factors it densely). To predict at many points independently, pass them as ``Q x 1 x d`` (or
         call :meth:`task_posterior`), which forms only the ``n x n`` block of each point.
         """
         X = self._check_X(X)

@@ -53,7 +53,7 @@ from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
 __all__ = ["LAZY_JOINT_SIZE", "SolverCacheMixin"]
 
-#: ``q·n`` above which ``posterior`` keeps an exact ICM posterior's joint covariance lazy
+#: ``q·n`` above which ``posterior`` keeps an ICM posterior's joint covariance lazy
 #: (``K_qq ⊗ B − R Rᵀ``): mean and variances then cost O(q n r) memory, not O((q n)²).
 LAZY_JOINT_SIZE = 1024
 

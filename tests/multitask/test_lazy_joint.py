@@ -1,4 +1,4 @@
-"""The lazy joint covariance ``K_qq ⊗ B − R Rᵀ`` of an exact ICM posterior at large ``q·n``.
+"""The lazy joint covariance ``K_qq ⊗ B − R Rᵀ`` of an ICM posterior at large ``q·n``.
 
 Reference: the same model's dense joint covariance (``LAZY_JOINT_SIZE`` raised above ``q·n``),
 itself tested against brute force in ``test_exact.py``; for a ``q`` too large to form densely,
@@ -15,8 +15,9 @@ from linear_operator.operators import DenseLinearOperator
 
 import botorch_mtucb.multitask.solver_cache as solver_cache
 import botorch_mtucb.multitask.solvers.exact as exact_solvers
-from botorch_mtucb.models import ExactMultiTaskGP, practical_multitask_gp
+from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP, practical_multitask_gp
 from botorch_mtucb.multitask.solvers.exact import ICMCholeskySolver, ICMSolver
+from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
 DT = torch.float64
@@ -43,6 +44,8 @@ def _model(kind: str):
         model.posterior(torch.rand(1, 2, dtype=DT))  # the solver exists before conditioning
         Xn, Yn = _data(t=3, seed=5)
         return model.condition_on_observations(Xn, Yn)
+    if kind == "nystrom":  # MT-BKB: the same structure with the Nyström embedding
+        return NystromMultiTaskGP(*_data(t=20), generator=0, outcome_transform=Standardize(m=3))
     return ExactMultiTaskGP(*_data(n=2), outcome_transform=Standardize(m=2))
 
 
@@ -60,7 +63,8 @@ def _both(model, X, monkeypatch, **kwargs):
     return dense, lazy
 
 
-@pytest.mark.parametrize("kind", ["practical", "batched", "conditioned", "cholesky"])
+@pytest.mark.parametrize("kind", ["practical", "batched", "conditioned", "cholesky",
+                                  "nystrom"])
 @pytest.mark.parametrize("options", [
     {},
     {"output_indices": [1]},
@@ -74,7 +78,7 @@ def test_lazy_joint_equals_the_dense_joint(kind, options, monkeypatch):
     model = _model(kind)
     X = torch.rand(2, 5, 2, generator=torch.Generator().manual_seed(3), dtype=DT)
     dense, lazy = _both(model, X, monkeypatch, **options)
-    expected = ICMCholeskySolver if kind == "cholesky" else ICMSolver
+    expected = {"cholesky": ICMCholeskySolver, "nystrom": ICMNystromSolver}.get(kind, ICMSolver)
     assert type(model.solver()) is expected
     if kind == "conditioned":
         assert model.solver().block_size == 3

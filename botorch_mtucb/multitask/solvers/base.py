@@ -95,7 +95,7 @@ class MultiTaskSolver(ABC):
 
     def predict_lazy_joint(self, X: Tensor) -> tuple[Tensor, KroneckerLowRankCovariance] | None:
         """Mean (``batch x q x n``) and the joint covariance kept lazy (``K_qq ⊗ B − R Rᵀ``),
-        where the solver has that structure (the exact ICM solvers); ``None`` otherwise (the
+        where the solver has that structure (the ICM solvers, exact and Nyström); ``None`` (the
         default: :meth:`predict` forms it densely)."""
         return None
 

@@ -24,6 +24,7 @@ from botorch_mtucb.multitask.solvers.nystrom import (
     lower_inverse,
     resolve_method,
 )
+from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
 __all__ = ["ICMNystromSolver"]
 
@@ -154,6 +155,16 @@ class ICMNystromSolver(NystromSolverBase):
             return mean, rot.blocks(self.eigen_variances(X, Z=Z))
         Kqq = dense(self.data_kernel.forward(X, X))
         return mean, rot.joint_from_directions(rot.direction_covariances(Z, Kqq))
+
+    def predict_lazy_joint(self, X: Tensor) -> tuple[Tensor, KroneckerLowRankCovariance]:
+        """Mean and ``K_qq ⊗ B − R Rᵀ``: ``S_i = ξ_i K_qq − A_i A_iᵀ``, ``A_i = Z diag(√w_i)``
+        (the rotation's variance weights ``w_i ≥ 0``)."""
+        rot = self.rotation
+        Z = self._Z(X)
+        A = Z.unsqueeze(-3) * rot.weights.transpose(-1, -2).sqrt().unsqueeze(-2)  # b x n x q x r
+        cov = KroneckerLowRankCovariance.from_directions(self.data_kernel(X, X), rot.U, rot.xi,
+                                                         A)
+        return rot.to_tasks(rot.rotated_mean(Z)), cov
 
     def projected_variances(self, X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
         """``Σ_i s_i(x) (u_iᵀ w_j)²``: no ``n x n`` blocks."""
