@@ -337,12 +337,14 @@ class MultiTaskGPBase(
             ``GPyTorchPosterior`` with mean ``batch_shape x q x n'`` and an interleaved
             ``batch_shape x (q·n') x (q·n')`` covariance (``n'`` = number of kept tasks).
 
-        The joint covariance of the ``q`` points is formed densely, O((q·n)²) memory, except
-        on an ICM posterior (the default kernel, complete data; exact or MT-BKB) with ``q·n``
-        above :data:`~botorch_mtucb.multitask.solver_cache.LAZY_JOINT_SIZE`: there it stays a
-        lazy ``K_qq ⊗ B − R Rᵀ`` whose mean and variances cost O(q·n·t) (a sample still
-        factors it densely). To predict at many points independently, pass them as ``Q x 1 x d`` (or
-        call :meth:`task_posterior`), which forms only the ``n x n`` block of each point.
+        Above ``q·n =`` :data:`~botorch_mtucb.multitask.solver_cache.LAZY_JOINT_SIZE` the
+        joint covariance of the ``q`` points stays lazy, ``Σ_j K_j ⊗ B_j − R Rᵀ`` (the
+        prior's Kronecker terms minus a low rank ``t·n`` term), whose mean and variances cost
+        O(q·n·t·n) memory (a sample still factors it densely): on the exact posterior and on
+        MT-BKB's ICM one. Elsewhere (batched fantasies or conditioning, MT-BKB with another
+        kernel, a batch of task matrices) and below the threshold it is formed densely. To
+        predict at many points independently, pass them as ``Q x 1 x d`` (or call
+        :meth:`task_posterior`), which forms only the ``n x n`` block of each point.
         """
         X = self._check_X(X)
         if X.shape[:-2].numel() == 0:  # GPyTorch's multitask distributions need a batch

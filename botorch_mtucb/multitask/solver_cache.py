@@ -53,8 +53,8 @@ from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
 __all__ = ["LAZY_JOINT_SIZE", "SolverCacheMixin"]
 
-#: ``q·n`` above which ``posterior`` keeps an ICM posterior's joint covariance lazy
-#: (``K_qq ⊗ B − R Rᵀ``): mean and variances then cost O(q n r) memory, not O((q n)²).
+#: ``q·n`` above which ``posterior`` keeps the joint covariance lazy where the solver can
+#: (``Σ_j K_j ⊗ B_j − R Rᵀ``): mean and variances then cost O(q n r), not O((q n)²) memory.
 LAZY_JOINT_SIZE = 1024
 
 #: Bumped whenever any module (re)assigns a parameter, buffer or submodule: the models' list of

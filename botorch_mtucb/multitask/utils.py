@@ -54,54 +54,69 @@ class ZeroMultitaskMean(Mean):
 
 
 class KroneckerLowRankCovariance(NamedTuple):
-    r"""A joint ICM posterior covariance kept lazy: ``Σ = K_qq ⊗ B − R Rᵀ`` (interleaved).
+    r"""A joint multi-task posterior covariance kept lazy: ``Σ = Σ_j K_j ⊗ B_j − R Rᵀ``.
 
-    With ``B = Σ_i ξ_i u_i u_iᵀ`` the ICM posterior covariance of ``q`` points is
-    ``Σ_i S_i ⊗ u_i u_iᵀ`` with ``S_i = ξ_i K_qq − A_i A_iᵀ`` (paper 000, §3.3), i.e.
-    ``K_qq ⊗ B − R Rᵀ`` with the columns of ``R`` the blocks ``A_i ⊗ u_i``. Its diagonal costs
-    O(q n r), against O((q n)²) memory for the dense matrix; a sample still factors it densely.
+    The prior covariance of ``q`` points under a separable kernel ``Γ = Σ_j k_j B_j`` is
+    ``Σ_j K_j ⊗ B_j`` (``K_j = k_j(X_q, X_q)``, interleaved order), and the posterior
+    subtracts a low-rank term ``R Rᵀ`` (paper 000, eq. (1)). For the ICM ``Γ = k B`` with
+    ``B = Σ_i ξ_i u_i u_iᵀ`` the posterior is ``Σ_i S_i ⊗ u_i u_iᵀ``, ``S_i = ξ_i K_qq −
+    A_i A_iᵀ`` (§3.3), i.e. ``K_qq ⊗ B − R Rᵀ`` with the columns of ``R`` the blocks
+    ``A_i ⊗ u_i`` (:meth:`from_directions`). Its diagonal costs O(q n r) against O((q n)²)
+    memory for the dense matrix; a sample still factors it densely.
 
     Attributes:
-        data_covar: ``batch x q x q`` ``K_qq`` (a lazily evaluated kernel).
-        task_covar: ``batch x n x n`` ``B`` (eigenvalues clamped at 0).
+        terms: The pairs ``(K_j, B_j)``: ``batch x q x q`` lazily evaluated kernels and
+            ``batch x n x n`` task matrices.
         root: ``batch x (q·n) x r`` ``R``.
     """
 
-    data_covar: LinearOperator
-    task_covar: Tensor
+    terms: tuple[tuple[LinearOperator, Tensor], ...]
     root: Tensor
 
     @classmethod
     def from_directions(
         cls, data_covar: LinearOperator, U: Tensor, xi: Tensor, A: Tensor
     ) -> KroneckerLowRankCovariance:
-        """From ``B``'s eigenvectors ``U`` (``[batch x] n x n``, columns ``u_i``), eigenvalues
-        ``ξ`` (``[batch x] n``) and the direction roots ``A`` (``batch x n x q x r``)."""
-        B = (U * xi.unsqueeze(-2)) @ U.transpose(-1, -2)
+        """The ICM posterior from ``B``'s eigenvectors ``U`` (``[batch x] n x n``, columns
+        ``u_i``), eigenvalues ``ξ`` (``[batch x] n``, clamped at 0) and the direction roots
+        ``A`` (``batch x n x q x r``)."""
         n, q, r = A.shape[-3], A.shape[-2], A.shape[-1]
         u = U.transpose(-1, -2).unsqueeze(-2).unsqueeze(-1)  # [batch x] i x 1 x a x 1
         root = (A.unsqueeze(-2) * u).movedim(-4, -2)  # batch x q x a x i x r
-        root = root.reshape(*root.shape[:-4], q * n, n * r)
-        batch = torch.broadcast_shapes(data_covar.shape[:-2], B.shape[:-2], root.shape[:-2])
-        return cls(data_covar.expand(*batch, q, q), B.expand(*batch, n, n),
-                   root.expand(*batch, q * n, n * r))
+        B = (U * xi.unsqueeze(-2)) @ U.transpose(-1, -2)
+        return cls.build([(data_covar, B)], root.reshape(*root.shape[:-4], q * n, n * r))
+
+    @classmethod
+    def build(
+        cls, terms: list[tuple[LinearOperator, Tensor]], root: Tensor
+    ) -> KroneckerLowRankCovariance:
+        """``Σ_j K_j ⊗ B_j − R Rᵀ`` with every part expanded to one batch shape."""
+        batch = torch.broadcast_shapes(
+            root.shape[:-2], *(K.shape[:-2] for K, _ in terms), *(B.shape[:-2] for _, B in terms)
+        )
+        terms = tuple((K.expand(*batch, *K.shape[-2:]), B.expand(*batch, *B.shape[-2:]))
+                      for K, B in terms)
+        return cls(terms, root.expand(*batch, *root.shape[-2:]))
 
     def to(self, dtype: torch.dtype) -> KroneckerLowRankCovariance:
         """The same covariance in ``dtype``."""
-        return KroneckerLowRankCovariance(self.data_covar.to(dtype), self.task_covar.to(dtype),
-                                          self.root.to(dtype))
+        terms = tuple((K.to(dtype), B.to(dtype)) for K, B in self.terms)
+        return KroneckerLowRankCovariance(terms, self.root.to(dtype))
 
     def subset(self, tasks: Tensor) -> KroneckerLowRankCovariance:
         """The covariance of the kept ``tasks`` (a LongTensor of task indices)."""
-        n, q = self.task_covar.shape[-1], self.data_covar.shape[-1]
+        K0, B0 = self.terms[0]
+        n, q = B0.shape[-1], K0.shape[-1]
         flat = (torch.arange(q, device=tasks.device)[:, None] * n + tasks[None, :]).reshape(-1)
-        B = self.task_covar[..., tasks, :][..., :, tasks]
-        return KroneckerLowRankCovariance(self.data_covar, B, self.root[..., flat, :])
+        terms = tuple((K, B[..., tasks, :][..., :, tasks]) for K, B in self.terms)
+        return KroneckerLowRankCovariance(terms, self.root[..., flat, :])
 
     def operator(self) -> LinearOperator:
-        """``K_qq ⊗ B − R Rᵀ`` as a ``LinearOperator``."""
-        kron = KroneckerProductLinearOperator(self.data_covar, to_linear_operator(self.task_covar))
-        return kron + MatmulLinearOperator(-self.root, self.root.transpose(-1, -2))
+        """``Σ_j K_j ⊗ B_j − R Rᵀ`` as a ``LinearOperator``."""
+        op = MatmulLinearOperator(-self.root, self.root.transpose(-1, -2))
+        for K, B in self.terms:
+            op = op + KroneckerProductLinearOperator(K, to_linear_operator(B))
+        return op
 
 
 def joint_task_mvn(

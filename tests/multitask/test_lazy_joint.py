@@ -16,7 +16,7 @@ from linear_operator.operators import DenseLinearOperator
 import botorch_mtucb.multitask.solver_cache as solver_cache
 import botorch_mtucb.multitask.solvers.exact as exact_solvers
 from botorch_mtucb.models import ExactMultiTaskGP, NystromMultiTaskGP, practical_multitask_gp
-from botorch_mtucb.multitask.solvers.exact import ICMCholeskySolver, ICMSolver
+from botorch_mtucb.multitask.solvers.exact import DenseSolver, ICMCholeskySolver, ICMSolver
 from botorch_mtucb.multitask.solvers.nystrom_icm import ICMNystromSolver
 from botorch_mtucb.multitask.utils import KroneckerLowRankCovariance
 
@@ -44,6 +44,14 @@ def _model(kind: str):
         model.posterior(torch.rand(1, 2, dtype=DT))  # the solver exists before conditioning
         Xn, Yn = _data(t=3, seed=5)
         return model.condition_on_observations(Xn, Yn)
+    if kind in ("independent", "per_task"):  # several separable terms: the dense solver
+        X, Y = _data()
+        return practical_multitask_gp(X, Y, BOUNDS, independent=kind == "independent",
+                                      per_task=kind == "per_task", fit=False)
+    if kind == "known_noise":
+        X, Y = _data()
+        return ExactMultiTaskGP(X, Y, train_Yvar=torch.full_like(Y, 0.04),
+                                outcome_transform=Standardize(m=3))
     if kind == "nystrom":  # MT-BKB: the same structure with the Nyström embedding
         return NystromMultiTaskGP(*_data(t=20), generator=0, outcome_transform=Standardize(m=3))
     return ExactMultiTaskGP(*_data(n=2), outcome_transform=Standardize(m=2))
@@ -64,7 +72,7 @@ def _both(model, X, monkeypatch, **kwargs):
 
 
 @pytest.mark.parametrize("kind", ["practical", "batched", "conditioned", "cholesky",
-                                  "nystrom"])
+                                  "nystrom", "independent", "per_task", "known_noise"])
 @pytest.mark.parametrize("options", [
     {},
     {"output_indices": [1]},
@@ -78,7 +86,9 @@ def test_lazy_joint_equals_the_dense_joint(kind, options, monkeypatch):
     model = _model(kind)
     X = torch.rand(2, 5, 2, generator=torch.Generator().manual_seed(3), dtype=DT)
     dense, lazy = _both(model, X, monkeypatch, **options)
-    expected = {"cholesky": ICMCholeskySolver, "nystrom": ICMNystromSolver}.get(kind, ICMSolver)
+    expected = {"cholesky": ICMCholeskySolver, "nystrom": ICMNystromSolver,
+                "independent": DenseSolver, "per_task": DenseSolver,
+                "known_noise": DenseSolver}.get(kind, ICMSolver)
     assert type(model.solver()) is expected
     if kind == "conditioned":
         assert model.solver().block_size == 3

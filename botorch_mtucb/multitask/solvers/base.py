@@ -94,9 +94,9 @@ class MultiTaskSolver(ABC):
         """
 
     def predict_lazy_joint(self, X: Tensor) -> tuple[Tensor, KroneckerLowRankCovariance] | None:
-        """Mean (``batch x q x n``) and the joint covariance kept lazy (``K_qq ⊗ B − R Rᵀ``),
-        where the solver has that structure (the ICM solvers, exact and Nyström); ``None`` (the
-        default: :meth:`predict` forms it densely)."""
+        """Mean (``batch x q x n``) and the joint covariance kept lazy
+        (``Σ_j K_j ⊗ B_j − R Rᵀ``), where the solver has that structure (the exact solvers and
+        the Nyström ICM one); ``None`` (the default: :meth:`predict` forms it densely)."""
         return None
 
     @abstractmethod

@@ -144,6 +144,17 @@ class DenseSolver(MultiTaskSolver):
         v = self._solve(cross)
         return mean, prior - v.transpose(-1, -2) @ v
 
+    def predict_lazy_joint(self, X: Tensor) -> tuple[Tensor, KroneckerLowRankCovariance] | None:
+        """Mean and ``Σ_j K_j ⊗ B_j − R Rᵀ`` with ``R = (L⁻¹ G_t(X))ᵀ`` (``q·n x t·n``), for a
+        kernel whose task matrices are plain ``n x n``; ``None`` otherwise."""
+        components = self.kernel.separable_components()
+        if any(B.dim() != 2 for _, B in components):
+            return None
+        cross = cross_kernel(self.kernel, X, self.train_X)  # batch x (q·n) x (t·n)
+        mean = (cross @ self.alpha).reshape(*cross.shape[:-2], X.shape[-2], self.num_tasks)
+        terms = [(k(X, X), B.to(X)) for k, B in components]
+        return mean, KroneckerLowRankCovariance.build(terms, self._solve(cross).transpose(-1, -2))
+
     def projected_predictor(
         self, directions: Tensor, out_scale: Tensor, out_shift: Tensor, in_affine: Affine
     ) -> ProjectedSeparablePredictor | None:
