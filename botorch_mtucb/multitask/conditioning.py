@@ -188,7 +188,12 @@ class MultiTaskConditioningMixin:
         resid = Yt if self._zero_mean else Yt - self.mean_module(Xt)
         if noise is None:
             noise = self._observation_noise(Yt, True) if self.known_noise else self.noise
-        with torch.no_grad() if gpt_settings.detach_test_caches.on() else nullcontext():
+        # detached like the other caches, except from appended points that carry a graph: a
+        # fantasy at a candidate (qKnowledgeGradient, qNIPV) must pass its gradient on
+        detach = gpt_settings.detach_test_caches.on() and not (
+            Xt.requires_grad or Yt.requires_grad
+        )
+        with torch.no_grad() if detach else nullcontext():
             return ConditionedSolver(solver, Xt.to(cdt), resid.to(cdt), noise.to(cdt))
 
     def _check_new_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None) -> None:

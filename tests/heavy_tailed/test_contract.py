@@ -180,6 +180,12 @@ def test_non_differentiable_conditioning_refuses_gradients() -> None:
     X = torch.rand(2, 3, 1, dtype=DT, requires_grad=True)
     with pytest.raises(NotImplementedError, match="torch.no_grad"):
         kg(X)
+    # the documented way round: a maximiser that asks for no gradient
+    torch.manual_seed(0)
+    bounds = torch.tensor([[0.0], [1.0]], dtype=DT)
+    x, v = optimize_acqf(kg, bounds, q=1, num_restarts=2, raw_samples=16,
+                         options={"with_grad": False, "maxiter": 10})
+    assert x.shape == (1, 1) and torch.isfinite(v)
 
 
 @pytest.mark.parametrize("kind", ["tgp", "tgp-arms", "ata-qff", "ata-nystrom"])

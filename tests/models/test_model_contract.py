@@ -95,6 +95,33 @@ def test_fantasize_and_knowledge_gradient(cls):
 
 
 @pytest.mark.parametrize("cls", [ExactMultiTaskGP, NystromMultiTaskGP])
+def test_knowledge_gradient_gradient_is_its_finite_difference(cls):
+    """qKG's gradient in the candidate point (what ``optimize_acqf`` follows) equals the
+    central finite difference of its value: the fantasy model keeps the graph from the
+    fantasised points although the model's other caches are detached."""
+    from botorch.acquisition.active_learning import qNegIntegratedPosteriorVariance
+
+    X, Y, g = _data()
+    model = _model(cls, X, Y)
+    tf = ScalarizedPosteriorTransform(weights=torch.tensor([1.0, 1.0], dtype=DT))
+    Xq = torch.rand(2, 4, 2, generator=g, dtype=DT)  # the candidate and 3 fantasy points
+    move = torch.zeros_like(Xq)
+    move[:, 0, :] = 1.0  # the candidate only
+    mc_points = torch.rand(16, 2, generator=g, dtype=DT)
+    for acqf, Xin, dirn in (
+        (qKnowledgeGradient(model, num_fantasies=3, posterior_transform=tf), Xq, move),
+        (qNegIntegratedPosteriorVariance(model, mc_points, posterior_transform=tf), Xq[:, :1],
+         move[:, :1]),
+    ):
+        x = Xin.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(acqf(x).sum(), x)
+        eps = 1e-5
+        with torch.no_grad():
+            fd = (acqf(Xin + eps * dirn).sum() - acqf(Xin - eps * dirn).sum()) / (2 * eps)
+        assert float((grad * dirn).sum()) == pytest.approx(float(fd), rel=1e-4, abs=1e-7)
+
+
+@pytest.mark.parametrize("cls", [ExactMultiTaskGP, NystromMultiTaskGP])
 def test_a_fantasy_model_conditions_and_fantasizes_again(cls):
     """Fantasies carry the posterior's autograd graph (a non-leaf tensor cannot be
     deep-copied): conditioning a fantasy model again equals the Gaussian update of its
