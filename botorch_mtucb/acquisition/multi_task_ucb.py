@@ -36,8 +36,12 @@ Two upper confidence bounds on s_λ(f(x)), both from the same confidence radius 
   holds unchanged and so does Theorem 2's regret bound.
 
   The directional bound is the default: it is never looser and keeps Theorem 2.
-  ``bound="spectral"`` reproduces the paper's eq. (2) exactly. For ``ModelListGP`` (diagonal Γ)
-  the two Chebyshev forms differ as well: max_i λ_i · max_i σ_i versus the per-task λ_i σ_i.
+  ``bound="spectral"`` reproduces the paper's eq. (2) exactly. Only the directional bound
+  inherits the units-invariance of a scale-free s_λ (``from_data``): its width is taken along
+  each objective, while ‖Γ(x, x)‖ is the largest posterior variance in the raw units, so under
+  the spectral bound the objective with the largest units sets the width. For
+  ``ModelListGP`` (diagonal Γ) the two Chebyshev forms differ as well: max_i λ_i · max_i σ_i
+  versus the per-task λ_i σ_i.
 
 What is maximised: all objectives are maximised unless the scalarization lists them in
 ``minimize`` (then they are negated first, see :mod:`botorch_mtucb.acquisition.scalarization.base`);

@@ -120,9 +120,10 @@ class ChebyshevScalarization(Scalarization):
         i.e. weights λ_i / r_i renormalised to the simplex (dividing by c > 0 changes neither
         the maximisers nor the UCB's argmax). Rescaling an objective's units leaves it the same
         function up to that positive factor, so no objective decides the round through its
-        units alone. The reference point sits just below the nadir of the non-dominated points
-        (not below the worst of all data), so the rays z + t/λ meet the front, and ρ > 0 makes
-        every maximiser Pareto optimal.
+        units alone (with the directional UCB, the default; the spectral one's width
+        ‖Γ(x, x)‖ stays in raw units). The reference point sits just below the nadir of the
+        non-dominated points (not below the worst of all data), so the rays z + t/λ meet the
+        front, and ρ > 0 makes every maximiser Pareto optimal.
 
         Args:
             weights: ``n`` weights λ on the simplex (e.g. from

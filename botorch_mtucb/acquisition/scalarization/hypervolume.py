@@ -165,7 +165,8 @@ class HypervolumeScalarization(Scalarization):
             s_λ(y) = min_i max(0, (ỹ_i − z̃_i) / (r_i λ_i))ⁿ,   z̃ = ñ − margin · r,
 
         with ``upper`` ŭ = ĩ + margin · r. Rescaling an objective's units rescales r_i, z_i and
-        ŭ_i with it and leaves s_λ unchanged, and z sits just below the nadir of the
+        ŭ_i with it and leaves s_λ unchanged (and the directional UCB on it; the spectral
+        UCB's width ‖Γ(x, x)‖ stays in raw units), and z sits just below the nadir of the
         non-dominated points, so the rays z + t r∘λ meet the front.
 
         Regret. In the normalised outcomes ŷ = (ỹ − z̃)/r:
