@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 
 from botorch_mtucb.multitask import fit_closure_lmc
 from botorch_mtucb.multitask.practical import practical_multitask_gp
-from mtucb_bench.perf.provenance import write_summary
+from mtucb_bench.perf.provenance import rows_summary
 from mtucb_bench.perf.small_n_floor import cpu_time
 
 DT = torch.float64
@@ -99,11 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
             rows.append(row)
             print({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()},
                   flush=True)
-    result = {"command": "python -m mtucb_bench.perf.independent_fit " + " ".join(
-        argv if argv is not None else []), "rows": rows}
-    if args.out:
-        write_summary(args.out, result)
-    return result
+    return rows_summary("mtucb_bench.perf.independent_fit", argv, rows, args.out)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 
 import botorch_mtucb.multitask.solver_cache as solver_cache
 from mtucb_bench.perf.exact_posterior import kronecker, make_problem, ours
-from mtucb_bench.perf.provenance import write_summary
+from mtucb_bench.perf.provenance import rows_summary
 from mtucb_bench.perf.small_n_floor import cpu_time
 
 
@@ -88,11 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
             rows.append(row)
             print({k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()},
                   flush=True)
-    result = {"command": "python -m mtucb_bench.perf.joint_posterior " + " ".join(
-        argv if argv is not None else []), "rows": rows}
-    if args.out:
-        write_summary(args.out, result)
-    return result
+    return rows_summary("mtucb_bench.perf.joint_posterior", argv, rows, args.out)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ RUNS = REPO / "benchmark-runs"
 #: Committed summaries shown on the results page.
 RESULTS = REPO / "docs" / "results"
 
-__all__ = ["REPO", "RESULTS", "RUNS", "provenance", "write_summary"]
+__all__ = ["REPO", "RESULTS", "RUNS", "provenance", "rows_summary", "write_summary"]
 
 
 def _git(*args: str) -> str:
@@ -85,3 +85,13 @@ def write_summary(path: str | Path, obj: dict[str, Any], indent: int | None = 1)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {k: v for k, v in obj.items() if k != "provenance"}
     return write_json(path, {"provenance": provenance(), **body}, indent=indent)
+
+
+def rows_summary(module: str, argv: list[str] | None, rows: list[dict],
+                 out: str | Path | None) -> dict[str, Any]:
+    """``{"command", "rows"}`` of a timing script run as ``python -m <module> <argv>``, written
+    with its provenance to ``out`` when given (:func:`write_summary`)."""
+    result = {"command": f"python -m {module} " + " ".join(argv or []), "rows": rows}
+    if out:
+        write_summary(out, result)
+    return result
