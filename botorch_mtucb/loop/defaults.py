@@ -35,8 +35,10 @@ refits).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from numbers import Real
 from typing import Literal
 
 import torch
@@ -115,15 +117,21 @@ class RefitSchedule:
     growth: float = 0.1
 
     def __post_init__(self) -> None:
-        if isinstance(self.every_round_until, bool) or not isinstance(
-            self.every_round_until, int
-        ) or self.every_round_until < 0:
+        until, growth = self.every_round_until, self.growth
+        try:
+            count = None if isinstance(until, bool) else operator.index(until)
+        except TypeError:
+            count = None
+        if count is None or count < 0:
             raise ValueError(
-                "`every_round_until` must be a non-negative integer, got "
-                f"{self.every_round_until!r}."
+                f"`every_round_until` must be a non-negative integer, got {until!r}."
             )
-        if not isinstance(self.growth, (int, float)) or not self.growth > 0:
-            raise ValueError(f"`growth` must be a positive number, got {self.growth!r}.")
+        if isinstance(growth, bool) or not isinstance(growth, Real) or not (
+            0 < growth < math.inf
+        ):
+            raise ValueError(f"`growth` must be a positive finite number, got {growth!r}.")
+        object.__setattr__(self, "every_round_until", int(count))
+        object.__setattr__(self, "growth", float(growth))
 
     def __call__(self, t: int, N: int, N_fit: int) -> bool:
         """Whether round ``t`` refits.
@@ -451,6 +459,11 @@ def resolve_box(
     trust region's); checked against each other."""
     box = optimizer.bounds if isinstance(optimizer, BoxOptimizer) else None  # or a subclass's
     d = None if initial_X is None else initial_X.shape[-1]
+    if box is not None and d is not None and box.shape[-1] != d:
+        raise ValueError(
+            f"`initial_X` has d = {d} columns but the {type(optimizer).__name__}'s box has "
+            f"d = {box.shape[-1]} (bounds {tuple(box.shape)})."
+        )
     if bounds is None:
         return box
     check_bounds(bounds, d)

@@ -100,6 +100,9 @@ class RoundRecord:
         out = dict(self.__dict__)
         for key in ("x", "y", "weights"):
             out[key] = _to_list(out[key])
+        for key in ("regret", "beta", "wall_time"):
+            if out[key] is not None:
+                out[key] = _finite_or_none(float(out[key]))
         return out
 
     @classmethod
@@ -221,8 +224,13 @@ class LoopHistory:
     @property
     def regrets(self) -> Tensor:
         """``T`` instantaneous regrets (float64); raises if f was not known."""
-        if any(r.regret is None for r in self.rounds):
-            raise ValueError("Regret was not recorded (pass `true_f` to run_bo_loop).")
+        missing = [r.t for r in self.rounds if r.regret is None]
+        if missing:
+            raise ValueError(
+                f"Regret was not recorded for evaluations t = {missing[:10]}"
+                f"{' …' if len(missing) > 10 else ''} (pass `true_f` to run_bo_loop; a saved "
+                "regret that was not finite is loaded as None)."
+            )
         return torch.tensor([r.regret for r in self.rounds], dtype=torch.float64)
 
     def cumulative_regret(self) -> Tensor:

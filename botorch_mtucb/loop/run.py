@@ -52,6 +52,7 @@ ascent of the true objective inside ``regret_bounds``
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 import time
 from collections.abc import Callable, Sequence
@@ -212,7 +213,7 @@ def run_bo_loop(
             (taken from a :class:`BoxOptimizer` when not given; both must then agree).
         callbacks: ``callback(record)`` for each new
             :class:`~botorch_mtucb.loop.history.RoundRecord`, in order, once per evaluation,
-            failed evaluations included.
+            failed evaluations included (a sequence of callables, or one callable).
         minimize: Indices of the objectives to minimise (``observe``'s outputs as they are,
             the same proposals as negating them): passed to the default
             scalarization sampler, hence to every s_λ_t, the payoff tables and the regret. A
@@ -239,6 +240,9 @@ def run_bo_loop(
 
     Raises:
         LoopInterrupted: An evaluation failed with ``on_failure="raise"``.
+        TypeError: For ``callbacks`` that are not callables or a ``generator`` that is not a
+            ``torch.Generator`` (before anything is evaluated).
+        ValueError: For other invalid arguments (before anything is evaluated).
 
     Example:
         >>> from botorch.test_functions.multi_objective import BraninCurrin
@@ -255,6 +259,7 @@ def run_bo_loop(
         torch.Size([3, 2])
     """
     check_failure_policy(on_failure)
+    callbacks = _check_callbacks(callbacks)
     minimize = _continue_minimize(_check_minimize(minimize), history)
     generator = _continue_generator(generator, history, initial_X)
     rng_seed = _rng_seed(generator, history)
@@ -271,7 +276,7 @@ def run_bo_loop(
         bar = ProgressBar(t0 + num_rounds) if progress else None
         for record in out.rounds if bar is not None else ():
             bar(record)
-        notify = tuple(callbacks) if bar is None else (*callbacks, bar)
+        notify = callbacks if bar is None else (*callbacks, bar)
         try:
             for t in range(t0 + 1, t0 + num_rounds + 1):
                 seed_phase(t)
@@ -357,6 +362,11 @@ def _continue_generator(
     generator: torch.Generator | None, history: LoopHistory | None, initial_X: Tensor | None
 ) -> torch.Generator | None:
     """The run's generator: ``generator``, set to ``history``'s saved state when it has one."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"`generator` must be a torch.Generator or None, got {type(generator).__name__} "
+            "(e.g. torch.Generator().manual_seed(0))."
+        )
     if history is None:
         return generator
     if not isinstance(history, LoopHistory):
@@ -378,6 +388,22 @@ def _continue_generator(
             f"device?): {err}"
         ) from err
     return generator
+
+
+def _check_callbacks(callbacks: object) -> tuple[LoopCallback, ...]:
+    """``callbacks`` as a tuple of callables (one callable is taken as one callback)."""
+    if callable(callbacks):
+        return (callbacks,)
+    try:
+        out = tuple(callbacks)
+    except TypeError:
+        out = None
+    if out is None or not all(callable(c) for c in out):
+        raise TypeError(
+            "`callbacks` must be a sequence of callables `(record) -> None` (or one callable), "
+            f"got {callbacks!r}."
+        )
+    return out
 
 
 def _rng_seed(generator: torch.Generator | None, history: LoopHistory | None) -> int | None:
@@ -492,6 +518,11 @@ def _resolve_regret(
                 "`regret_X` (a dense set of points to approximate max_x s_λ(f(x))) is needed to "
                 "record regret with a continuous optimizer."
             )
+    if regret_X is not None and (
+        not torch.is_tensor(regret_X) or regret_X.dim() != 2 or regret_X.shape[-1] != d
+    ):
+        shape = tuple(regret_X.shape) if torch.is_tensor(regret_X) else type(regret_X).__name__
+        raise ValueError(f"`regret_X` must be an M x d = M x {d} tensor, got {shape}.")
     if regret_bounds is not None:
         if true_f is None:
             raise ValueError("`regret_bounds` needs `true_f` (the objective to polish x*_λ on).")
@@ -634,10 +665,14 @@ class _Rounds:
         """Append round t's records (every point, observed or failed) to the history."""
         first_t = len(self.history.rounds) + 1
         records = round_records(proposals, evaluation.Y, update_time, model, t, first_t,
-                                self.regret, evaluation.ok, evaluation.error)
-        self.history.rounds.extend(records)
+                                None, evaluation.ok, evaluation.error)
+        self.history.rounds.extend(records)  # before the metric: an evaluation is never lost
         if self.generator is not None:
             self.history.generator_state = self.generator.get_state()
+        if self.regret is not None:  # NaN until computed (a metric interrupted leaves NaN)
+            for record, proposal in zip(records, proposals, strict=True):
+                record.regret = math.nan
+                record.regret = self.regret(proposal.scalarization, proposal.x)
         return records
 
     def _stop(self, t: int, evaluation: RoundEvaluation) -> None:

@@ -428,3 +428,20 @@ def test_predicted_front_anchors_once_per_round_and_needs_a_box(problem):
                     scalarization_sampler=Spy())
     h = run_bo_loop(problem, X0, 1, mf, optimizer=FiniteArmOptimizer(arms))  # observed front
     assert h.X.shape == (1, 2)
+
+
+def test_refit_schedule_growth_must_be_finite_and_counts_may_be_numpy():
+    """``growth=inf`` would overflow at the first round past ``every_round_until``: refused
+    up front, as a bool; NumPy integers are counts (as ``num_rounds`` takes them)."""
+    import numpy as np
+
+    from botorch_mtucb.loop import RefitSchedule
+
+    for growth in (float("inf"), float("nan"), True, 0.0, "0.1"):
+        with pytest.raises(ValueError, match="`growth` must be a positive finite number"):
+            RefitSchedule(growth=growth)
+    schedule = RefitSchedule(every_round_until=np.int64(5), growth=np.float64(0.5))
+    assert schedule.every_round_until == 5 and type(schedule.every_round_until) is int
+    assert schedule(t=1, N=7, N_fit=4) and not schedule(t=1, N=7, N_fit=5)
+    with pytest.raises(ValueError, match="`every_round_until` must be a non-negative integer"):
+        RefitSchedule(every_round_until=True)

@@ -440,3 +440,82 @@ def test_minimize_errors(problem, rkhs):
 def test_numpy_integers_are_counts(rkhs):
     h = _rkhs_loop(rkhs, rkhs.f, np.int64(2), q=np.int64(1))
     assert h.X.shape == (2, 1)
+
+
+def test_an_interrupted_regret_metric_loses_no_evaluation(rkhs):
+    """The regret metric runs after the round's records are in the history: a metric that
+    raises (here ``true_f`` interrupted in round 2) leaves round 2's evaluation recorded,
+    its regret NaN (not computed)."""
+    calls = {"n": 0}
+
+    def true_f(X):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the metric of round 2 (after the reference set's call)
+            raise KeyboardInterrupt
+        return rkhs.f(X)
+
+    evaluated = []
+
+    def observe(X):
+        evaluated.append(X)
+        return rkhs.f(X)
+
+    with pytest.raises(KeyboardInterrupt) as info:
+        run_bo_loop(
+            observe=observe, num_rounds=4, initial_X=rkhs.grid[[10, 50, 90]],
+            model_factory=lambda X, Y: icm_grid_model(rkhs, X, Y),
+            acquisition_factory=scalarized_ucb_factory(1.0),
+            optimizer=FiniteArmOptimizer(rkhs.grid),
+            scalarization_sampler=ScalarizationSampler(2, ref_point="data", front="observed"),
+            true_f=true_f,
+        )
+    h = info.value.history
+    assert len(h.rounds) == len(evaluated) - 1 == 2
+    torch.testing.assert_close(h.X, torch.cat(evaluated[1:]))
+    assert h.observed_X.shape[0] == 5
+    assert h.rounds[0].regret is not None and not np.isnan(h.rounds[0].regret)
+    assert np.isnan(h.rounds[1].regret)
+
+
+def test_history_json_is_strict_with_non_finite_regret_and_beta(rkhs, tmp_path):
+    """A regret or β that is not finite is saved as ``null`` (strict JSON), and loads as
+    ``None``; ``regrets`` then names the evaluations without one."""
+    h = _rkhs_loop(rkhs, rkhs.f, 2)
+    h.rounds[0].regret = float("nan")
+    h.rounds[1].beta = float("inf")
+    path = tmp_path / "h.json"
+    h.save(path)
+    blob = json.loads(path.read_text())  # strict: no NaN / Infinity tokens
+    assert "NaN" not in path.read_text() and "Infinity" not in path.read_text()
+    assert blob["rounds"][0]["regret"] is None and blob["rounds"][1]["beta"] is None
+    loaded = LoopHistory.load(path)
+    with pytest.raises(ValueError, match=r"t = \[1\]"):
+        _ = loaded.regrets
+
+
+def test_arguments_checked_before_any_evaluation(rkhs):
+    """Arguments that would fail later are refused before ``observe`` runs: callbacks that
+    are not callables, a generator that is not a torch.Generator, a ``regret_X`` of another
+    dimension, an optimizer box of another dimension; one callable is one callback."""
+    calls = []
+
+    def observe(X):
+        calls.append(X)
+        return rkhs.f(X)
+
+    with pytest.raises(TypeError, match="`callbacks` must be a sequence of callables"):
+        _rkhs_loop(rkhs, observe, 1, callbacks=[1])
+    with pytest.raises(TypeError, match="`generator` must be a torch.Generator"):
+        _rkhs_loop(rkhs, observe, 1, generator=0)
+    with pytest.raises(ValueError, match="`regret_X` must be an M x d = M x 1"):
+        _rkhs_loop(rkhs, observe, 1, regret_X=torch.rand(30, 5, dtype=DT))
+    from botorch_mtucb.loop import BoxOptimizer
+
+    box3 = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=DT)
+    with pytest.raises(ValueError, match="`initial_X` has d = 1 columns but the BoxOptimizer"):
+        run_bo_loop(observe, num_rounds=1, initial_X=rkhs.grid[[10, 50, 90]],
+                    optimizer=BoxOptimizer(box3, 1, 8, seed=0))
+    assert calls == []
+    seen = []
+    h = _rkhs_loop(rkhs, rkhs.f, 2, callbacks=seen.append)
+    assert [r.t for r in seen] == [1, 2] and len(h.rounds) == 2
