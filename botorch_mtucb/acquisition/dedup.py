@@ -75,6 +75,7 @@ class DedupOptimizer(BoxOptimizer):
     duplicates the result is :class:`~botorch_mtucb.acquisition.optimizers.BoxOptimizer`'s
     with the same ``num_restarts``, ``raw_samples``, ``seed`` and ``options`` (up to
     L-BFGS-B's tolerance). Each call records where its point came from in ``sources``.
+    Inputs given to :meth:`avoid` (the loop's failed inputs) count as evaluated.
 
     Example:
         >>> from botorch.acquisition import PosteriorMean
@@ -115,20 +116,35 @@ class DedupOptimizer(BoxOptimizer):
         if isinstance(tol, bool) or not (isinstance(tol, Real) and tol >= 0):
             raise ValueError(f"`tol` must be a number >= 0, got {tol!r}.")
         self.tol, self.evaluated = float(tol), evaluated
+        self._avoided: Tensor | None = None
         #: Per call: ``"best"`` (the optimum was new), ``"restart"``, ``"raw"`` or
         #: ``"duplicate"`` (nothing new within ``tol``: the best restart, with a warning).
         self.sources: list[str] = []
 
-    def _evaluated(self, acqf: AcquisitionFunction) -> Tensor:
-        """The ``N x d`` evaluated points: ``evaluated``, or the model's training inputs."""
-        if self.evaluated is None:
-            return evaluated_inputs(acqf.model)
-        E = self.evaluated() if callable(self.evaluated) else self.evaluated
+    def avoid(self, X: Tensor | None) -> None:
+        """Inputs the next calls treat as evaluated too (``F x d``; ``None``: none): the
+        loop's failed inputs (:class:`~botorch_mtucb.acquisition.protocols.AvoidingOptimizer`).
+        """
         d = self.bounds.shape[-1]
-        if not torch.is_tensor(E) or E.dim() != 2 or E.shape[-1] != d:
-            shape = tuple(E.shape) if torch.is_tensor(E) else type(E).__name__
-            raise ValueError(f"`evaluated` must be an N x d = N x {d} tensor, got {shape}.")
-        return E
+        if X is not None and (not torch.is_tensor(X) or X.dim() != 2 or X.shape[-1] != d):
+            shape = tuple(X.shape) if torch.is_tensor(X) else type(X).__name__
+            raise ValueError(f"`X` must be an F x d = F x {d} tensor or None, got {shape}.")
+        self._avoided = None if X is None else X.detach().clone()
+
+    def _evaluated(self, acqf: AcquisitionFunction) -> Tensor:
+        """The ``N x d`` evaluated points (``evaluated``, or the model's training inputs),
+        with the inputs to :meth:`avoid`."""
+        if self.evaluated is None:
+            E = evaluated_inputs(acqf.model)
+        else:
+            E = self.evaluated() if callable(self.evaluated) else self.evaluated
+            d = self.bounds.shape[-1]
+            if not torch.is_tensor(E) or E.dim() != 2 or E.shape[-1] != d:
+                shape = tuple(E.shape) if torch.is_tensor(E) else type(E).__name__
+                raise ValueError(f"`evaluated` must be an N x d = N x {d} tensor, got {shape}.")
+        if self._avoided is None:
+            return E
+        return torch.cat([E.reshape(-1, self.bounds.shape[-1]), self._avoided.to(E)])
 
     def is_new(self, X: Tensor, evaluated: Tensor) -> Tensor:
         """``M`` booleans: row m of ``X`` (``M x d``) is farther than ``tol`` from every row of

@@ -15,6 +15,9 @@ attributes qualifies, whether or not it comes from this package.
   the payoff table once per round; implemented by ScalarizationSampler (``front="predicted"``).
 * :class:`RoundAwareOptimizer` — a per-round maximiser with state across rounds that the loop
   tells when a round starts (``new_round``); implemented by the trust region.
+* :class:`AvoidingOptimizer` — a maximiser told which inputs it must not return besides the
+  evaluated ones (``avoid``: the loop's failed inputs); implemented by DedupOptimizer, the
+  loop's default.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from torch import Tensor
 from botorch_mtucb.acquisition.scalarization import Scalarization
 
 __all__ = [
+    "AvoidingOptimizer",
     "ConfidenceWidthAcquisition",
     "ModelAnchoredSampler",
     "RoundAwareOptimizer",
@@ -120,4 +124,24 @@ class RoundAwareOptimizer(Protocol):
 
     def new_round(self) -> None:
         """The next call is the first point of a new round."""
+        ...
+
+
+@runtime_checkable
+class AvoidingOptimizer(Protocol):
+    """A maximiser that can be told inputs it must not return (besides the evaluated ones).
+
+    :func:`~botorch_mtucb.loop.run_bo_loop` calls ``avoid(failed_X)`` before each proposal
+    (``None`` while nothing has failed), so that an input whose evaluation failed is not
+    proposed again.
+
+    Example:
+        >>> from botorch_mtucb.acquisition.dedup import DedupOptimizer
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> isinstance(DedupOptimizer(bounds), AvoidingOptimizer)
+        True
+    """
+
+    def avoid(self, X: Tensor | None) -> None:
+        """The ``F x d`` inputs the next calls must not return (``None``: none)."""
         ...

@@ -6,8 +6,11 @@ whole round fails) or returns a non-finite value (the rows holding one fail). A 
 recorded in the history (``RoundRecord.failed``, its error, its ``y`` as returned or NaN;
 :attr:`~botorch_mtucb.loop.history.LoopHistory.failed_X` lists the inputs) and never given to
 the model; every later proposal sees the failed inputs as pending points (GP-BUCB: the
-acquisition on the model conditioned on its means there), so a point that failed is not
-proposed again. The ``on_failure`` policy then says what the loop does next:
+acquisition on the model conditioned on its means there), and an optimizer with ``avoid``
+(:class:`~botorch_mtucb.acquisition.protocols.AvoidingOptimizer`: the default
+``DedupOptimizer``) never returns them, so a point that failed is not proposed again (with
+another optimizer it may be, and the loop warns once). The ``on_failure`` policy then says
+what the loop does next:
 
 * ``"raise"`` (default): stop after recording the round and raise :class:`LoopInterrupted`,
   whose ``history`` holds every completed evaluation (resume with ``history=``);

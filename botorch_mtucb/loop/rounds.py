@@ -27,6 +27,7 @@ from torch import Tensor
 
 from botorch_mtucb.acquisition.pending import condition_model, has_known_noise
 from botorch_mtucb.acquisition.protocols import (
+    AvoidingOptimizer,
     ConfidenceWidthAcquisition,
     ModelAnchoredSampler,
     RoundAwareOptimizer,
@@ -110,8 +111,8 @@ class LoopState:
         model: The current model.
         N_fit: Number of observations at the last ``model_factory`` fit.
         failed_X: ``F x d`` inputs whose evaluation failed (``None``: none); every later
-            proposal sees them as pending points, so that a point that failed is not
-            proposed again.
+            proposal sees them as pending points, and an optimizer with ``avoid`` (the
+            default) never returns them.
     """
 
     X: Tensor
@@ -150,6 +151,7 @@ class Proposer:
     seed: int
     anchored: bool = field(init=False)
     _warned_failed: bool = field(default=False, init=False, repr=False)
+    _warned_repeat: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.anchored = isinstance(self.sampler, ModelAnchoredSampler) and bool(
@@ -209,7 +211,11 @@ class Proposer:
             _set_pending(acqf, torch.cat(failed + [p.x for p in pending]))
         elif state.failed_X is not None:
             self._avoid_failed(acqf, state.failed_X)
+        if isinstance(self.optimizer, AvoidingOptimizer):
+            self.optimizer.avoid(state.failed_X)
         x = self.optimizer(acqf).reshape(1, -1).to(state.X)
+        if state.failed_X is not None and not self._warned_repeat:
+            self._warn_failed_repeat(x, state.failed_X.to(x))
         repeat = pending and any(torch.equal(x, p.x) for p in pending)
         if repeat and not self._arms_exhausted(state.X, pending):
             warnings.warn(
@@ -219,6 +225,21 @@ class Proposer:
                 stacklevel=5,  # the caller of run_bo_loop
             )
         return x, scal, acqf
+
+    def _warn_failed_repeat(self, x: Tensor, X_failed: Tensor) -> None:
+        """Warn (once per run) when the optimizer returns an input that failed before: one
+        that cannot be told to avoid it (no ``avoid``) may, as the pending points only take
+        the width there."""
+        if bool((X_failed == x).all(dim=-1).any()):
+            self._warned_repeat = True
+            warnings.warn(
+                f"{type(self.optimizer).__name__} proposed an input whose evaluation failed "
+                "before; it is evaluated again. The default optimizer (DedupOptimizer) avoids "
+                "failed inputs; an optimizer with `avoid(X_failed)` "
+                "(acquisition.protocols.AvoidingOptimizer) can too.",
+                RuntimeWarning,
+                stacklevel=6,  # the caller of run_bo_loop
+            )
 
     def _arms_exhausted(self, X: Tensor, pending: list[Proposal]) -> bool:
         """Whether a finite-arm optimizer's every arm is evaluated or pending (then any point

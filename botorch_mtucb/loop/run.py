@@ -34,8 +34,9 @@ the rounds).
 **Trust.** A run given a ``generator`` is reproducible from it alone, and leaves torch's global
 RNG as it found it (:mod:`botorch_mtucb.loop.seeding`). A failed evaluation (``observe`` raises
 or returns NaN) is recorded and never given to the model, and its input is a pending point of
-every later proposal (``set_X_pending``, hallucinated at its mean), so that it is not proposed
-again; ``on_failure`` says whether the loop stops
+every later proposal (``set_X_pending``, hallucinated at its mean) and is avoided by the
+default optimizer (``DedupOptimizer.avoid``), so that it is not proposed again (another
+optimizer may return it; the loop then warns); ``on_failure`` says whether the loop stops
 (:class:`~botorch_mtucb.loop.failures.LoopInterrupted`, carrying the history) or goes on
 (:mod:`botorch_mtucb.loop.failures`). Any other exception, ``KeyboardInterrupt`` included,
 leaves with the history attached as its ``history`` attribute. A history saved with
@@ -225,7 +226,9 @@ def run_bo_loop(
             with :class:`~botorch_mtucb.loop.failures.LoopInterrupted` (a ``RuntimeError``
             whose ``history`` holds every completed evaluation); ``"skip"`` goes on, with
             the failed inputs as pending points of every later proposal (an acquisition
-            without ``set_X_pending`` is warned about once).
+            without ``set_X_pending`` is warned about once) and avoided by an optimizer
+            with ``avoid`` (the default; another one that returns a failed input is warned
+            about once).
         history: A :class:`~botorch_mtucb.loop.history.LoopHistory` to continue (e.g.
             :meth:`LoopHistory.load` of a saved run, or a ``LoopInterrupted``'s): its data
             are not observed again, the model is ``model_factory`` on its observed data,

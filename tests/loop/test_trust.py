@@ -519,3 +519,52 @@ def test_arguments_checked_before_any_evaluation(rkhs):
     seen = []
     h = _rkhs_loop(rkhs, rkhs.f, 2, callbacks=seen.append)
     assert [r.t for r in seen] == [1, 2] and len(h.rounds) == 2
+
+
+def _corner_failure(X):
+    """Both objectives grow with x; the simulator fails at the corner x = 1 (their optimum)."""
+    Y = torch.cat([X, 2 * X], -1)
+    Y[(X >= 1.0).all(-1)] = float("nan")
+    return Y
+
+
+@pytest.mark.parametrize("avoiding", [True, False])
+def test_a_failed_input_is_avoided_or_its_repeat_warned(avoiding):
+    """The corner, the acquisition's maximiser, fails. The default optimizer
+    (DedupOptimizer, an AvoidingOptimizer) is told the failed inputs and never returns one
+    again; a plain BoxOptimizer may (the pending point only takes the width there), and the
+    loop warns once that it did."""
+    import warnings
+
+    from botorch_mtucb.acquisition.protocols import AvoidingOptimizer
+    from botorch_mtucb.loop import BoxOptimizer, DedupOptimizer
+
+    box = torch.tensor([[0.0], [1.0]], dtype=DT)
+    cls = DedupOptimizer if avoiding else BoxOptimizer
+    optimizer = cls(box, num_restarts=2, raw_samples=32, seed=0)
+    assert isinstance(optimizer, AvoidingOptimizer) is avoiding
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        h = run_bo_loop(
+            _corner_failure, num_rounds=5, on_failure="skip",
+            initial_X=torch.tensor([[0.0], [0.5], [0.8], [0.9]], dtype=DT),
+            model_factory=lambda X, Y: ExactMultiTaskGP(X, Y, noise=1e-3),
+            scalarization_sampler=ScalarizationSampler(2, kind="linear"),
+            acquisition_factory=scalarized_ucb_factory(), optimizer=optimizer,
+            generator=torch.Generator().manual_seed(0),
+        )
+    repeats = [str(w.message) for w in caught if "whose evaluation failed" in str(w.message)]
+    assert bool(h.failed[0])  # the first proposal is the corner
+    if avoiding:
+        assert int(h.failed.sum()) == 1 and not repeats
+    else:
+        assert int(h.failed.sum()) > 1 and len(repeats) == 1
+
+
+def test_dedup_optimizer_avoid_checks_its_input():
+    from botorch_mtucb.loop import DedupOptimizer
+
+    optimizer = DedupOptimizer(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DT))
+    with pytest.raises(ValueError, match="`X` must be an F x d = F x 2 tensor or None"):
+        optimizer.avoid(torch.zeros(3, dtype=DT))
+    optimizer.avoid(None)
