@@ -69,7 +69,7 @@ class MultiTaskKernel(Kernel):
     """
 
     def __init__(self, num_tasks: int, **kwargs) -> None:
-        if not isinstance(num_tasks, int) or num_tasks < 1:
+        if isinstance(num_tasks, bool) or not isinstance(num_tasks, int) or num_tasks < 1:
             raise ValueError(f"`num_tasks` must be a positive integer, got {num_tasks!r}.")
         super().__init__(**kwargs)
         self.num_tasks = num_tasks
@@ -131,7 +131,8 @@ class MultiTaskKernel(Kernel):
         for k, B in comps:
             if diag:
                 kd = k.forward(x1, x2, diag=True, **params)
-                term = kd[..., :, None] * torch.diagonal(B, dim1=-2, dim2=-1).unsqueeze(-2)
+                Bd = torch.diagonal(B, dim1=-2, dim2=-1).to(kd.dtype)
+                term = kd[..., :, None] * Bd.unsqueeze(-2)
                 term = term.reshape(*term.shape[:-2], -1)
             else:
                 term = KroneckerProductLinearOperator(*self._kron_factors(k, B, x1, x2, params))
@@ -151,7 +152,7 @@ class MultiTaskKernel(Kernel):
             kx = evaluated.get(id(k))
             if kx is None:
                 kx = evaluated[id(k)] = to_dense(k.forward(x1, x2, **params))
-            term = kron_interleaved(kx, B)
+            term = kron_interleaved(kx, B.to(kx.dtype))
             res = term if res is None else res + term
         return res
 
@@ -162,6 +163,7 @@ class MultiTaskKernel(Kernel):
         """``(k(x1, x2), B)`` as linear operators expanded to the common batch shape (that of
         the inputs, of the kernel's hyperparameters and of ``B``)."""
         kx = to_linear_operator(k.forward(x1, x2, **params))
+        B = B.to(kx.dtype)  # the scalar kernel's dtype (its parameters'), as GPyTorch's kernels
         batch_shape = torch.broadcast_shapes(
             x1.shape[:-2], x2.shape[:-2], kx.shape[:-2], B.shape[:-2]
         )

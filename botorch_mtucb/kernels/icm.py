@@ -9,7 +9,7 @@ from gpytorch.priors import Prior
 from torch import Tensor
 
 from botorch_mtucb.kernels.base import MultiTaskKernel
-from botorch_mtucb.utils.validation import check_psd_matrix
+from botorch_mtucb.utils.validation import as_real, check_psd_matrix
 
 __all__ = ["ICMKernel", "TaskSimilarityKernel", "initial_covar_factor"]
 
@@ -50,7 +50,8 @@ class ICMKernel(MultiTaskKernel):
             num_tasks: Number of tasks ``n``.
             rank: Rank of the learnable low-rank factor ``F`` (ignored if ``task_covar``).
             task_covar: Optional fixed ``n x n`` PSD task matrix ``B``.
-            task_covar_prior: Optional prior on the learnable ``B``.
+            task_covar_prior: Optional prior on the learnable ``B`` (refused with a fixed
+                ``task_covar``).
             **kwargs: GPyTorch ``Kernel`` keywords, e.g. ``batch_shape`` (the learnable ``F``
                 is ``batch_shape x n x rank``, ``v`` ``batch_shape x n``).
         """
@@ -59,6 +60,11 @@ class ICMKernel(MultiTaskKernel):
             raise ValueError("`data_covar_module` must be a gpytorch Kernel.")
         self.data_covar_module = data_covar_module
         if task_covar is not None:
+            if task_covar_prior is not None:
+                raise ValueError(
+                    "`task_covar_prior` is a prior on a learnable B; with a fixed `task_covar` "
+                    "there is nothing for it to act on (give one of the two)."
+                )
             B = check_psd_matrix(task_covar, "task_covar", size=num_tasks)
             self.register_buffer("fixed_task_covar", B.clone())
             self.rank = None
@@ -123,7 +129,7 @@ class TaskSimilarityKernel(MultiTaskKernel):
         super().__init__(num_tasks=num_tasks, **kwargs)
         if not isinstance(data_covar_module, Kernel):
             raise ValueError("`data_covar_module` must be a gpytorch Kernel.")
-        omega_f = float(omega)
+        omega_f = as_real(omega, "omega", "a number in [0, 1]")
         if not 0.0 <= omega_f <= 1.0:
             raise ValueError(f"`omega` must lie in [0, 1], got {omega!r}.")
         self.data_covar_module = data_covar_module
@@ -150,6 +156,10 @@ class TaskSimilarityKernel(MultiTaskKernel):
         if not bool(((value >= 0.0) & (value <= 1.0)).all()):
             raise ValueError(f"`omega` must lie in [0, 1], got {value!r}.")
         if self.learn_omega:
+            if not bool(((value > 0.0) & (value < 1.0)).all()):  # the logit would be infinite
+                raise ValueError(
+                    f"A learnable `omega` must lie strictly inside (0, 1), got {value!r}."
+                )
             self.initialize(raw_omega=self.raw_omega_constraint.inverse_transform(value))
         else:
             self.fixed_omega = value.to(self.fixed_omega)

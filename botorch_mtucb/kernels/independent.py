@@ -43,6 +43,8 @@ class IndependentTasksKernel(MultiTaskKernel):
         if isinstance(data_covar_modules, Kernel):
             if num_tasks is None:
                 raise ValueError("`num_tasks` is required when a single kernel is shared.")
+            if isinstance(num_tasks, bool) or not isinstance(num_tasks, int) or num_tasks < 1:
+                raise ValueError(f"`num_tasks` must be a positive integer, got {num_tasks!r}.")
             modules = [data_covar_modules] * num_tasks
         else:
             modules = list(data_covar_modules)

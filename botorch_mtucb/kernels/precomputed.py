@@ -44,7 +44,7 @@ class PrecomputedKernel(Kernel):
         """
         super().__init__(**kwargs)
         self.register_buffer("matrix", check_psd_matrix(matrix, "matrix").clone())
-        self._validated: list[tuple[tuple, Tensor, Tensor]] = []  # (key, input, indices)
+        self._validated: list[tuple[tuple, Tensor]] = []  # (key, input): validated inputs
 
     @property
     def num_arms(self) -> int:
@@ -68,16 +68,19 @@ class PrecomputedKernel(Kernel):
 
     def _cached_indices(self, x: Tensor, name: str) -> Tensor:
         """:meth:`arm_indices`, validated once per input tensor (a small identity cache;
-        inference tensors, which have no version counter, are validated at every call)."""
+        inference tensors, which have no version counter, are validated at every call). The
+        indices themselves are read from ``x`` at every call (no host synchronisation): a
+        write that bypasses the version counter (a NumPy view, ``.data``) cannot leave old
+        indices in use."""
         if x.is_inference():
             return self.arm_indices(x, name)
         key = (x.data_ptr(), x.shape, x.stride(), x.dtype, x.device, x._version)
-        for k, _, idx in self._validated:
+        for k, _ in self._validated:
             if k == key:
-                return idx
+                return x[..., 0].round().long()
         idx = self.arm_indices(x, name)
         # Holding x pins its storage (no address reuse); in-place writes bump its version.
-        self._validated = [(key, x, idx), *self._validated[:7]]
+        self._validated = [(key, x), *self._validated[:7]]
         return idx
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:

@@ -217,8 +217,9 @@ def check_psd_matrix(
         matrix: ``k x k`` tensor.
         name: Argument name used in the error message.
         size: Expected side length ``k`` (not checked when ``None``).
-        rtol: Tolerance, relative to the largest eigenvalue magnitude, for symmetry and for
-            negative eigenvalues (round-off).
+        rtol: Tolerance, relative to the largest eigenvalue magnitude, for negative
+            eigenvalues (round-off); never below ``k`` times the matrix dtype's machine
+            epsilon (a low-rank float32 matrix has eigenvalues of order −k·eps·‖M‖).
 
     Returns:
         The ``k x k`` matrix, symmetrised as ``(M + Mᵀ)/2``.
@@ -242,7 +243,8 @@ def check_psd_matrix(
         raise ValueError(f"`{name}` must be symmetric.")
     sym = 0.5 * matrix + 0.5 * matrix.transpose(0, 1)  # halves first: no overflow
     evals = torch.linalg.eigvalsh(sym.to(torch.float64))
-    if evals.min() < -max(rtol, 1e-10) * evals.abs().max():
+    eps = torch.finfo(matrix.dtype).eps if matrix.is_floating_point() else 0.0
+    if evals.min() < -max(rtol, 1e-10, matrix.shape[0] * eps) * evals.abs().max():
         raise ValueError(
             f"`{name}` must be positive semi-definite; its smallest eigenvalue is "
             f"{evals.min().item():.3g}."

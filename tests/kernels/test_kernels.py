@@ -1,5 +1,6 @@
 """Kernel matrices against torch.kron references and GPyTorch's MultitaskKernel."""
 
+import gpytorch
 import pytest
 import torch
 from gpytorch.kernels import MaternKernel, MultitaskKernel, RBFKernel
@@ -291,3 +292,67 @@ def test_icm_initial_factor_is_full_rank_and_learns_a_rank_two_B():
     assert err_new < 1e-4
     # the rank-one start stays rank one (columns equal): it cannot fit a rank-two B
     assert err_rank_one_start > 0.1
+
+
+def test_low_rank_float32_task_matrices_are_psd_to_their_round_off():
+    """A float32 PSD matrix of low rank has eigenvalues of order −k·eps·‖M‖ from rounding:
+    accepted (the same data in float64 were); a clearly indefinite one is still refused."""
+    g = torch.Generator().manual_seed(0)
+    Z = torch.randn(5, 20, generator=g)
+    M = torch.corrcoef(Z.T)  # 20 x 20, rank 5, float32
+    assert float(torch.linalg.eigvalsh(M.double()).min()) < -1e-8 * 20  # old tolerance fails
+    PrecomputedKernel(M)
+    for _ in range(20):
+        u = torch.randn(10, 1, generator=g)
+        ICMKernel(RBFKernel(), 10, task_covar=u @ u.T)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        ICMKernel(RBFKernel(), 2, task_covar=torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ICMKernel(RBFKernel(), 2, task_covar=torch.tensor([[1.0, 0.5], [0.5, 1.0]])),
+    lambda: TaskSimilarityKernel(RBFKernel(), 2, omega=0.3),
+    lambda: IndependentTasksKernel(RBFKernel(), num_tasks=2),
+    lambda: IndependentTasksKernel([RBFKernel(), MaternKernel()]),
+])
+@pytest.mark.parametrize("diag", [False, True])
+def test_a_float64_kernel_on_float32_inputs_gives_float64(make, diag):
+    """As GPyTorch's kernels: the result has the dtype of the kernel's parameters, and its
+    values are those of the float64 inputs rounded to float32."""
+    kernel = make().double()
+    x = torch.rand(4, 2, generator=torch.Generator().manual_seed(1))
+    out = kernel(x, diag=diag) if diag else kernel(x).to_dense()
+    ref = kernel(x.double(), diag=diag) if diag else kernel(x.double()).to_dense()
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, ref)
+
+
+def test_kernel_argument_errors_name_the_argument():
+    for bad in (True, 2.0, "3", -1, 0):
+        with pytest.raises(ValueError, match="`num_tasks` must be a positive integer"):
+            IndependentTasksKernel(RBFKernel(), num_tasks=bad)
+        with pytest.raises(ValueError, match="`num_tasks` must be a positive integer"):
+            ICMKernel(RBFKernel(), num_tasks=bad)
+    for bad in (None, torch.tensor([0.2, 0.3]), "a"):
+        with pytest.raises(ValueError, match="`omega` must be a number in \\[0, 1\\]"):
+            TaskSimilarityKernel(RBFKernel(), 3, omega=bad)
+    learnable = TaskSimilarityKernel(RBFKernel(), 3, omega=0.5, learn_omega=True)
+    for edge in (0.0, 1.0):
+        with pytest.raises(ValueError, match="strictly inside \\(0, 1\\)"):
+            learnable.omega = edge
+    assert torch.isfinite(learnable.raw_omega).all()
+    with pytest.raises(ValueError, match="`task_covar_prior` is a prior on a learnable B"):
+        ICMKernel(RBFKernel(), 3, task_covar=torch.eye(3),
+                  task_covar_prior=gpytorch.priors.LKJCovariancePrior(
+                      3, 1.0, gpytorch.priors.SmoothedBoxPrior(0.1, 2.0)))
+
+
+def test_precomputed_kernel_reads_indices_written_past_the_version_counter():
+    """A write through a NumPy view does not bump the tensor's version: the kernel still reads
+    the current indices (no stale cache)."""
+    M = torch.tensor([[1.0, 0.8, 0.1], [0.8, 1.0, 0.3], [0.1, 0.3, 1.0]], dtype=torch.float64)
+    kernel = PrecomputedKernel(M)
+    x = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+    kernel(x).to_dense()
+    x.numpy()[:] = [[2.0], [2.0]]
+    torch.testing.assert_close(kernel(x).to_dense(), torch.ones(2, 2, dtype=torch.float64))
