@@ -253,6 +253,27 @@ class NystromFeatures:
         with torch.no_grad():
             return self.base_kernel(X, X, diag=True).to(X)
 
+    def kernel_scale(self, X: Tensor) -> Tensor:
+        """``max_i k(x_i, x_i)`` over ``X`` (0-dim, at least the dtype's ``tiny``; 1 for an
+        empty ``X``): the scale to divide posterior variances by before :meth:`resample`.
+
+        Paper 001 keeps point i with probability ``p_i = min{q σ²_{t−1}(x_i), 1}`` for a
+        kernel with ``k(x, x) ≤ 1``. A fitted kernel carries the rewards' units (outputscale
+        ≈ Var y); dividing ``σ²`` by this scale applies the paper's rule to ``k / max k``,
+        the same draw in any units (the paper's SE kernel, ``k(x, x) = 1``: unchanged).
+
+        Example:
+            >>> from gpytorch.kernels import RBFKernel, ScaleKernel
+            >>> k = ScaleKernel(RBFKernel()).double()
+            >>> k.outputscale = 1e-4
+            >>> X = torch.rand(5, 2, dtype=torch.float64)
+            >>> round(float(NystromFeatures(k).kernel_scale(X)), 6)
+            0.0001
+        """
+        kxx = self.prior_variance(X)
+        if kxx.numel() == 0:
+            return kxx.new_ones(())
+        return kxx.max().clamp_min(torch.finfo(kxx.dtype).tiny)
     def __repr__(self) -> str:
         return (
             f"NystromFeatures(base_kernel={type(self.base_kernel).__name__}, q={self.q}, "

@@ -156,7 +156,8 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
             sample_dictionary: Nyström only. ``False`` keeps the dictionary already in
                 ``features`` (e.g. from :meth:`NystromFeatures.with_dictionary`).
             dictionary_variances: Nyström only: ``t`` variances ``σ²_{t−1}(x_i)`` for the
-                initial draw; default the prior variance ``k(x_i, x_i)``.
+                initial draw; default the prior variance ``k(x_i, x_i)``. Like every draw of
+                the dictionary they are divided by ``NystromFeatures.kernel_scale`` first.
             centre: Subtract the median reward first (default: only in the data-driven mode).
             generator: ``torch.Generator`` (or an integer seed, Python or NumPy) of the
                 default Nyström features' draws (data-driven mode).
@@ -213,7 +214,8 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
                     dictionary_variances = features.prior_variance(X)
                 check_finite(dictionary_variances, "dictionary_variances")
                 q = self.nystrom_q(features)
-                features = features.resample(X, dictionary_variances.to(X), q)
+                var = dictionary_variances.to(X) / features.kernel_scale(X)
+                features = features.resample(X, var, q)
             elif features.dictionary is None:
                 raise ValueError(
                     "`sample_dictionary=False` needs `features` with a dictionary "
@@ -390,6 +392,8 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
         elif self.kind == "nystrom" and resample_dictionary:
             with torch.no_grad():
                 var = self.mean_and_variance(new.train_X)[1]
+                var = var / self.features.kernel_scale(new.train_X)
             new.features = self.features.resample(new.train_X, var, new.nystrom_q())
         new._fit()
         return new
+

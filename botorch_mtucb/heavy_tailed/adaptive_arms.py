@@ -85,7 +85,8 @@ class _AdaptiveArmPath:
         probability ``1 − (1 − p_a)^{n_a}``, ``p_a = min{q σ²_t(a), 1}`` — the same law as
         drawing every training point independently and keeping distinct points."""
         q = new.nystrom_q()
-        p = (q * self.arm_variances().clamp_min(0.0)).clamp_max(1.0)
+        var = self.arm_variances().clamp_min(0.0) / self.features.kernel_scale(self._arms.points)
+        p = (q * var).clamp_max(1.0)
         n = new._counts
         log_miss = torch.where(p < 1, n * torch.log1p(-p.clamp_max(1 - 1e-16)), -torch.inf)
         incl = torch.where(n > 0, -torch.expm1(log_miss), torch.zeros_like(p))

@@ -33,6 +33,8 @@ from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from botorch_mtucb.utils.validation import as_real
+
 __all__ = [
     "DEFAULT_LENGTHSCALE",
     "FittedTargetGP",
@@ -222,7 +224,7 @@ def data_driven_moments(
             "`moment_estimator` must have a `location_and_moment(y, alpha, centre)` method "
             f"(MomentEstimator), got {type(estimator).__name__}."
         )
-    alpha = 1.0 if alpha is None else float(alpha)
+    alpha = 1.0 if alpha is None else as_real(alpha, "alpha", "a number in (0, 1]")
     centre = v is None if centre is None else bool(centre)
     loc, v_hat = 0.0, None
     if centre and y.shape[0]:

@@ -150,8 +150,8 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
             covar_module: Kernel ``k`` with ``k(x, x) ≤ 1``; default ``RBFKernel`` with
                 lengthscale 0.2 (the paper's synthetic setting; fitted in the data-driven
                 mode). Hyperparameters are fixed.
-            lam: Regulariser ``λ > 0`` (GP noise variance); default 1 (fitted with the kernel
-                in the data-driven mode).
+            lam: Regulariser ``λ > 0`` (GP noise variance); default 1 (in the data-driven
+                mode: fitted with the kernel; a given ``λ`` is kept, the kernel still fitted).
             delta: Confidence ``δ ∈ (0, 1)`` (theory ``β``; ``δ = 1`` would make
                 ``ln(1/δ) = 0``).
             B: Bound on ``‖f‖_H``.
@@ -196,10 +196,9 @@ class TruncatedGP(_TruncatedArmPath, _TruncatedDensePath, HeavyTailedModel):
             raise ValueError(f"`level` must be 'per-round' or 'current', got {level!r}.")
         self.level = level
         self.clip = driven if clip is None else bool(clip)
-        if covar_module is None:
-            fit = driven and lam is None
-            covar_module, fitted = default_kernel(X, self._targets(y) if fit else None)
-            if fitted is not None:
+        if covar_module is None:  # data-driven: the kernel fitted (a given λ is kept)
+            covar_module, fitted = default_kernel(X, self._targets(y) if driven else None)
+            if fitted is not None and lam is None:
                 self.lam = check_heavy_tailed_params(1.0, 1.0, fitted, 0.1, 0.0)[2]
         if not isinstance(covar_module, Kernel):
             raise ValueError(

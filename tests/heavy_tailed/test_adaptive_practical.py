@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from botorch.optim import optimize_acqf
-from gpytorch.kernels import ScaleKernel
+from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from botorch_mtucb.acquisition import HeavyTailedUCB
 from botorch_mtucb.features import NystromFeatures, QuadratureFourierFeatures
@@ -200,3 +200,34 @@ def test_level_travels_with_the_state_dict_and_conditioning() -> None:
                                    atol=1e-10, rtol=0)
         new = m.condition_on_observations(X[:1], Y[:1], resample_dictionary=False)
         assert new.level == "projection"
+
+
+@pytest.mark.parametrize("arms", [False, True])
+def test_data_driven_dictionary_is_the_same_in_any_reward_units(arms: bool) -> None:
+    """The fitted kernel carries the rewards' units (outputscale ≈ Var y): the Nyström
+    dictionary's inclusion probabilities q σ² are taken on k / max k, so rewards × 1e-3 give
+    the same dictionary (also after conditioning) and the same model up to that factor. Before,
+    the dictionary shrank to one point and the mean to a constant."""
+    X, Y = _data(30, seed=5)
+    kw = {"arms": X} if arms else {}
+    models = [AdaptiveTruncationGP(X, scale * Y, generator=_gen(3), **kw) for scale in (1.0, 1e-3)]
+    big, small = models
+    assert big.features.dictionary.shape[0] > 10
+    assert torch.equal(small.features.dictionary, big.features.dictionary)
+    Xt = (X[:20] if arms else torch.rand(20, 2, generator=_gen(4), dtype=DT)).unsqueeze(-2)
+    with torch.no_grad():
+        torch.testing.assert_close(small.posterior(Xt).mean / 1e-3, big.posterior(Xt).mean,
+                                   rtol=1e-5, atol=1e-6)
+    Xn, Yn = X[:3], Y[:3]
+    nb = big.condition_on_observations(Xn, Yn)
+    ns = small.condition_on_observations(Xn, 1e-3 * Yn)
+    assert ns.features.dictionary.shape[0] == nb.features.dictionary.shape[0] > 10
+
+
+def test_nystrom_kernel_scale_is_the_largest_prior_variance() -> None:
+    kernel = ScaleKernel(RBFKernel()).to(DT)
+    kernel.outputscale = 2.5e-4
+    features = NystromFeatures(kernel)
+    X = torch.rand(6, 2, generator=_gen(0), dtype=DT)
+    assert float(features.kernel_scale(X)) == pytest.approx(2.5e-4)
+    assert float(features.kernel_scale(X[:0])) == 1.0

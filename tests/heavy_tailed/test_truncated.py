@@ -365,3 +365,20 @@ def test_arm_lookup_cache_sees_in_place_changes() -> None:
         m.mean_and_variance(cand)
     cand[3, 0, 0] = arms[4, 0]  # an arm again, but a different one: new indices
     torch.testing.assert_close(m.mean_and_variance(cand)[0][3], mean[4], atol=0, rtol=0)
+
+
+def test_data_driven_kernel_is_fitted_whatever_lam_and_alpha_is_checked_by_name():
+    """A given ``lam`` is kept beside the fitted kernel (as AdaptiveTruncationGP does; before,
+    it silently switched the fit off); ``alpha`` is refused by name like ``v`` and ``lam``."""
+    from gpytorch.kernels import ScaleKernel
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(20, 2, generator=g, dtype=torch.float64)
+    Y = torch.sin(5 * X[:, :1]) + 0.1 * torch.randn(20, 1, generator=g, dtype=torch.float64)
+    fitted, given = TruncatedGP(X, Y), TruncatedGP(X, Y, lam=0.5)
+    assert isinstance(given.covar_module, ScaleKernel) and given.lam == 0.5
+    torch.testing.assert_close(given.covar_module.base_kernel.lengthscale,
+                               fitted.covar_module.base_kernel.lengthscale)
+    for bad in (True, "1", [0.5], None.__class__):
+        with pytest.raises(ValueError, match="`alpha` must be a number in \\(0, 1\\]"):
+            TruncatedGP(X, Y, alpha=bad)

@@ -683,8 +683,8 @@ def heavy_tailed_generation_strategy(
             ``"truncated"`` when ``alpha`` or ``v`` is given.
         model_options: Further model keyword arguments (robust: ``threshold``, ``bounds``;
             truncated: ``lam``, ``delta``, ``B``, ``constants``, ``truncate``,
-            ``covar_module``, ``features``, ``horizon``; a given ``lam`` or ``covar_module``
-            turns the kernel fit off).
+            ``covar_module``, ``features``, ``horizon``; a given ``covar_module`` turns the
+            kernel fit off, a given ``lam`` is kept beside the fitted kernel).
         seed: Seeds the Sobol points and, per trial, the model's construction, the
             acquisition and its maximisation (``None``: not seeded here).
         optimizer_options: BoTorch ``optimize_acqf`` options.
