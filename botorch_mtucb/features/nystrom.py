@@ -274,6 +274,7 @@ class NystromFeatures:
         if kxx.numel() == 0:
             return kxx.new_ones(())
         return kxx.max().clamp_min(torch.finfo(kxx.dtype).tiny)
+
     def __repr__(self) -> str:
         return (
             f"NystromFeatures(base_kernel={type(self.base_kernel).__name__}, q={self.q}, "

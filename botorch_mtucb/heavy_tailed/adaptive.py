@@ -396,4 +396,3 @@ class AdaptiveTruncationGP(_AdaptiveTruncationSchedules, _AdaptiveArmPath, Heavy
             new.features = self.features.resample(new.train_X, var, new.nystrom_q())
         new._fit()
         return new
-
