@@ -182,8 +182,10 @@ class NystromFeatures:
             A new :class:`NystromFeatures` with the sampled dictionary.
         """
         q = self.q if q is None else as_real(q, "q", "positive")
-        if q is None or not q > 0:
-            raise ValueError(f"`q` must be positive; got {q!r} (set it here or in __init__).")
+        if q is None or not 0 < q < math.inf:
+            raise ValueError(
+                f"`q` must be positive and finite; got {q!r} (set it here or in __init__)."
+            )
         check_finite(variances, "variances")
         if variances.shape != train_X.shape[:1] or train_X.dim() != 2:
             raise ValueError(

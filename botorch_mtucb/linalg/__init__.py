@@ -42,6 +42,7 @@ from botorch_mtucb.linalg.nystrom import (
 from botorch_mtucb.linalg.precision import (
     PRECISION_BUDGET,
     check_float_conditioning,
+    check_regulariser,
     regularised_condition,
     working_dtype,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "PRECISION_BUDGET",
     "ArmRewardHistory",
     "check_float_conditioning",
+    "check_regulariser",
     "regularised_condition",
     "spectral_ridge",
     "take_icm_factors",

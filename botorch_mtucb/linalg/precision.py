@@ -30,6 +30,7 @@ __all__ = [
     "MAX_EPS_KAPPA",
     "PRECISION_BUDGET",
     "check_float_conditioning",
+    "check_regulariser",
     "regularised_condition",
     "working_dtype",
 ]
@@ -44,11 +45,30 @@ MAX_EPS_KAPPA = 0.1
 def regularised_condition(trace: float, lam: float) -> float:
     """``κ̂ = 1 + tr(K)/λ``, an upper bound on ``cond(K + λI)`` for PSD ``K`` (``tr K ≥ λ_max``).
 
+    Raises:
+        ValueError: unless ``lam`` is a positive finite number.
+
     Example:
         >>> regularised_condition(trace=9.0, lam=1.0)
         10.0
     """
-    return 1.0 + trace / lam
+    return 1.0 + trace / check_regulariser(lam)
+
+
+def check_regulariser(lam: float) -> float:
+    """``lam`` as a float, or a ``ValueError`` naming it unless it is positive and finite.
+
+    Example:
+        >>> check_regulariser(0.5)
+        0.5
+    """
+    try:
+        value = None if isinstance(lam, bool | str | bytes) else float(lam)
+    except (TypeError, ValueError, RuntimeError):  # not a number (or a many-element tensor)
+        value = None
+    if value is None or not 0.0 < value < math.inf:
+        raise ValueError(f"`lam` must be a positive finite number, got {lam!r}.")
+    return value
 
 
 def working_dtype(

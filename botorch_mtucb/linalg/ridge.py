@@ -10,7 +10,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from botorch_mtucb.linalg.precision import regularised_condition, working_dtype
+from botorch_mtucb.linalg.precision import (
+    check_regulariser,
+    regularised_condition,
+    working_dtype,
+)
 
 __all__ = [
     "RIDGE_ERROR_FACTOR",
@@ -59,6 +63,7 @@ def spectral_ridge(
         >>> torch.allclose((W * e) @ W.T, V), torch.allclose(U.T @ U, Phi @ V.inverse() @ Phi.T)
         (True, True)
     """
+    lam = check_regulariser(lam)
     t, m = Phi.shape
     if t == 0 or m == 0:
         W = torch.eye(m, dtype=Phi.dtype, device=Phi.device)

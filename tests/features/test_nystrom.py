@@ -179,3 +179,11 @@ def test_nystrom_bad_kernel_and_variances() -> None:
         nys.resample(X, torch.ones(3, dtype=DT))  # no q anywhere
     with pytest.raises(ValueError, match="variances"):
         nys.resample(X, torch.ones(4, dtype=DT), q=1.0)
+
+
+def test_resample_refuses_an_infinite_q_as_the_constructor_does():
+    """``q = inf`` made ``q σ²`` NaN at zero-variance points: refused like in ``__init__``."""
+    X = torch.rand(6, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    features = NystromFeatures(RBFKernel().double(), q=2.0)
+    with pytest.raises(ValueError, match="`q` must be positive and finite"):
+        features.resample(X, torch.zeros(6, dtype=torch.float64), q=float("inf"))

@@ -97,3 +97,20 @@ def test_low_rank_factor_and_arm_ridge_rows() -> None:
     ev, Q = torch.linalg.eigh(C)
     torch.testing.assert_close(Z, (Q * ev.rsqrt()) @ Q.T, atol=1e-12, rtol=0)
     torch.testing.assert_close(P, Fp @ Z, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("lam", [0.0, -0.1, float("inf"), float("nan"), True, "0.5", None])
+def test_a_regulariser_that_is_not_positive_and_finite_is_refused_by_name(lam):
+    """λ ≤ 0 gave NaN factors (−0.1) or a bare ZeroDivisionError (0), and a negative λ
+    passed the strict float32 check: every entry point now names `lam`."""
+    from botorch_mtucb.linalg import check_float_conditioning, regularised_condition
+
+    Phi = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="`lam` must be a positive finite number"):
+        spectral_ridge(Phi, lam)
+    with pytest.raises(ValueError, match="`lam` must be a positive finite number"):
+        regularised_condition(1.0, lam)
+    with pytest.raises(ValueError, match="`lam` must be a positive finite number"):
+        check_float_conditioning(1e30, lam, torch.float32, "M")
+    with pytest.raises(ValueError, match="`lam` must be a positive finite number"):
+        spectral_ridge(Phi[:0], lam)  # the empty path too
