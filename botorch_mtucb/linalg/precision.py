@@ -26,6 +26,8 @@ import warnings
 import torch
 from linear_operator.utils.warnings import NumericalWarning
 
+from botorch_mtucb.utils.validation import as_real
+
 __all__ = [
     "MAX_EPS_KAPPA",
     "PRECISION_BUDGET",
@@ -62,12 +64,10 @@ def check_regulariser(lam: float) -> float:
         >>> check_regulariser(0.5)
         0.5
     """
-    try:
-        value = None if isinstance(lam, bool | str | bytes) else float(lam)
-    except (TypeError, ValueError, RuntimeError):  # not a number (or a many-element tensor)
-        value = None
-    if value is None or not 0.0 < value < math.inf:
-        raise ValueError(f"`lam` must be a positive finite number, got {lam!r}.")
+    expected = "a positive finite number"
+    value = as_real(lam, "lam", expected)
+    if not 0.0 < value < math.inf:
+        raise ValueError(f"`lam` must be {expected}, got {lam!r}.")
     return value
 
 

@@ -295,6 +295,14 @@ class ICMSolver(MultiTaskSolver):
         )  # n x t0 x m
         return self.xi[:, None, None] * kx1.unsqueeze(-3) - F.unsqueeze(-3) @ G
 
+    def _block_terms(self, X: Tensor, F: Tensor) -> tuple[Tensor, Tensor]:
+        """The appended block's share of the rotated moments: the mean shift
+        (``batch x q x n``) and ``V_i = S_i^{-1/2} k⁰_i(X_1, X)`` (``batch x n x m x q``), whose
+        ``V_iᵀ V_i`` the block takes off the covariance along ``u_i``."""
+        C = self._block_cross(X, F)  # batch x n x q x m
+        shift = (C @ self.block_coef.unsqueeze(-1)).squeeze(-1).transpose(-1, -2)
+        return shift, _solve_blocks(self.block_factor, C, shared=False)
+
     def eigen_variances(self, X: Tensor) -> Tensor:
         """Eigenvalues s_i(x) of Γ_t(x, x) along u_i, ``batch x q x n`` (clamped at 0).
 
@@ -317,9 +325,8 @@ class ICMSolver(MultiTaskSolver):
                 kxx = dense(self.data_kernel.forward(X, X, diag=True))
             cov = rot.eigen_variances(F, kxx)
         if self.block_factor is not None:
-            C = self._block_cross(X, F)  # batch x n x q x m
-            mean = mean + (C @ self.block_coef.unsqueeze(-1)).squeeze(-1).transpose(-1, -2)
-            V = _solve_blocks(self.block_factor, C, shared=False)  # batch x n x m x q
+            shift, V = self._block_terms(X, F)
+            mean = mean + shift
             if joint:
                 cov = cov - V.transpose(-1, -2) @ V
             else:
@@ -346,9 +353,8 @@ class ICMSolver(MultiTaskSolver):
         mean = rot.rotated_mean(F)
         A = F.unsqueeze(-3) * rot.weights.transpose(-1, -2).sqrt().unsqueeze(-2)  # b x n x q x r
         if self.block_factor is not None:
-            C = self._block_cross(X, F)  # batch x n x q x m
-            mean = mean + (C @ self.block_coef.unsqueeze(-1)).squeeze(-1).transpose(-1, -2)
-            Vt = _solve_blocks(self.block_factor, C, shared=False).transpose(-1, -2)
+            shift, V = self._block_terms(X, F)
+            mean, Vt = mean + shift, V.transpose(-1, -2)
             rows = torch.broadcast_shapes(A.shape[:-1], Vt.shape[:-1])  # batch x n x q
             A = torch.cat([A.expand(*rows, A.shape[-1]), Vt.expand(*rows, Vt.shape[-1])], -1)
         cov = KroneckerLowRankCovariance.from_directions(
